@@ -1,0 +1,60 @@
+"""Terminal output: styled on a terminal, plain text everywhere else.
+
+Output is plain, with no control codes, when stdout is not a terminal, when
+``NO_COLOR`` is set, or with ``--plain``. Lines are never wrapped: the contract
+lines (``Verdict: PASS``, ``Breaker: …``) must reach scripts whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+
+class Output:
+    """Where a command writes: human lines to stdout, notes to stderr, or one JSON document."""
+
+    def __init__(self, *, plain: bool = False, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
+        no_style = plain or bool(os.environ.get("NO_COLOR"))
+        self._out = _console(sys.stdout, no_style=no_style)
+        self._err = _console(sys.stderr, no_style=no_style)
+
+    def line(self, text: str = "", style: str | None = None) -> None:
+        """A line of the human report (nothing in JSON mode)."""
+        if not self.json_mode:
+            self._out.print(Text(text, style=style or ""))
+
+    def styled(self, *parts: tuple[str, str | None]) -> None:
+        """A line assembled from differently styled parts."""
+        if not self.json_mode:
+            text = Text()
+            for part, style in parts:
+                text.append(part, style=style or "")
+            self._out.print(text)
+
+    def note(self, text: str, style: str | None = "yellow") -> None:
+        """A remark for the person at the terminal, on stderr in every mode."""
+        self._err.print(Text(text, style=style or ""))
+
+    def document(self, data: Any) -> None:
+        """The one JSON document of ``--json`` mode."""
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+
+
+def _console(stream: Any, *, no_style: bool) -> Console:
+    return Console(
+        file=stream,
+        force_terminal=False if no_style else None,
+        no_color=no_style,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=True,
+    )

@@ -1,0 +1,129 @@
+"""The ``forge`` command line: parse arguments, run one command, map errors to exit codes.
+
+Command modules are imported only when their command runs, so a quick command
+does not pay for the imports of a heavy one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
+from .._state import check_change_name
+
+_EPILOG = """exit codes:
+  0    clean: done, PASS, nothing to do (bare `forge verify` is always 0)
+  1    stop and escalate: breaker open, gate open or blocked
+  2    usage or configuration error
+  130  interrupted
+"""
+
+
+def _change_name(value: str) -> str:
+    try:
+        return check_change_name(value)
+    except ForgeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.message} ({exc.hint})") from None
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config", metavar="FILE", help="policy file (default: nearest forge.toml)"
+    )
+    common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    common.add_argument("--plain", action="store_true", help="plain text, no colour or styles")
+
+    parser = argparse.ArgumentParser(
+        prog="forge",
+        description="Forge keeps autonomous coding agents on a leash.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    verify = commands.add_parser(
+        "verify",
+        parents=[common],
+        help="run tests, lint and scenario coverage; with --change, drive the breaker",
+        description="Run the test command, the lint command and spec scenario coverage, "
+        "and print a report ending in 'Verdict: PASS' or 'Verdict: FAIL'. Bare verify "
+        "only reports (exit 0). With --change it feeds that change's circuit-breaker, "
+        "which exits 1 once it opens.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument("--change", type=_change_name, help="opt into the breaker of this change")
+    verify.add_argument(
+        "--max-failures", type=_positive_int, metavar="N", help="failures that open the breaker"
+    )
+    verify.add_argument(
+        "--reset-breaker",
+        action="store_true",
+        help="clear the change's breaker (a human intervened)",
+    )
+    verify.set_defaults(handler="_verify_cmd:run")
+
+    policy = commands.add_parser("policy", help="show, check or dump the effective policy")
+    policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    show = policy_commands.add_parser(
+        "show", parents=[common], help="each effective value and where it came from"
+    )
+    show.set_defaults(handler="_policy_cmd:show")
+    check = policy_commands.add_parser(
+        "check", parents=[common], help="validate a policy file (exit 0 or 2)"
+    )
+    check.add_argument("file", nargs="?", help="the file to check (default: forge.toml)")
+    check.set_defaults(handler="_policy_cmd:check")
+    dump = policy_commands.add_parser(
+        "dump", parents=[common], help="the effective policy as TOML that loads back the same"
+    )
+    dump.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    dump.add_argument(
+        "--defaults", action="store_true", help="the built-in defaults, each key commented"
+    )
+    dump.set_defaults(handler="_policy_cmd:dump")
+
+    timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
+    timeline.add_argument("change", type=_change_name)
+    timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    timeline.set_defaults(handler="_timeline_cmd:run")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``forge`` and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module_name, _, function_name = args.handler.partition(":")
+    from ._console import Output
+
+    out = Output(plain=args.plain, json_mode=args.json)
+    try:
+        module = importlib.import_module(f"orchestra._cli.{module_name}")
+        code: int = getattr(module, function_name)(args, out)
+    except ForgeError as exc:
+        out.note(exc.render(), style="red")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        out.note("interrupted", style="red")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_USAGE
+    return code
+
+
+def entry() -> None:
+    """The console script: exit with :func:`main`'s code."""
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""``forge policy show | check | dump``: the effective policy and where each value came from."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tomllib
+from pathlib import Path
+
+from .._errors import EXIT_OK, EXIT_USAGE, ConfigError
+from .._policy import Policy, commented_toml, load_policy, policy_as_dict, policy_as_toml
+from .._state import atomic_write
+from .._workspace import find_project
+from ._common import policy_from, project_from
+from ._console import Output
+
+
+def show(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    loaded = policy_from(project)
+    values = policy_as_dict(loaded.policy)
+    if out.json_mode:
+        out.document(
+            {
+                "root": str(project.root),
+                "files": [str(path) for path in loaded.files],
+                "policy": values,
+                "sources": dict(loaded.sources),
+            }
+        )
+        return EXIT_OK
+    described = ", ".join(str(p) for p in loaded.files) or "built-in defaults only"
+    out.line(f"policy: {described}", style="dim")
+    width = max(len(key) for key in loaded.sources)
+    current_table = None
+    for dotted, source in loaded.sources.items():
+        table = dotted.rpartition(".")[0]
+        if table != current_table:
+            out.line(f"[{table}]", style="bold")
+            current_table = table
+        value = _lookup(values, dotted)
+        out.styled(
+            (f"  {dotted.ljust(width)}  ", None),
+            (json.dumps(value, ensure_ascii=False), "cyan"),
+            (f"  ({source})", "dim"),
+        )
+    return EXIT_OK
+
+
+def check(args: argparse.Namespace, out: Output) -> int:
+    if args.file:
+        path = Path(args.file).resolve()
+        project = find_project(path.parent, path if path.is_file() else None)
+        config: Path | None = path
+    else:
+        project = project_from(args)
+        config = project.config
+    try:
+        loaded = load_policy(config, root=project.root) if config else None
+    except ConfigError as exc:
+        if out.json_mode:
+            out.document({"ok": False, "message": exc.message, "problems": list(exc.problems)})
+        out.note(exc.render(), style="red")
+        return EXIT_USAGE
+    files = [str(p) for p in loaded.files] if loaded else []
+    if out.json_mode:
+        out.document({"ok": True, "files": files, "problems": []})
+    elif config is None:
+        out.line("policy: OK — no forge.toml found; the built-in defaults apply")
+    else:
+        out.line(f"policy: OK — {config.name} ({len(files)} file(s): {', '.join(files)})")
+    return EXIT_OK
+
+
+DEFAULTS_HEADER = """Forge's built-in defaults: every tunable, at its value when no file sets it.
+
+Generated from the policy model by `forge policy dump --defaults`; copy what you
+want to change into your forge.toml, or extend this file by name: extends = ["default"]."""
+
+
+def dump(args: argparse.Namespace, out: Output) -> int:
+    if args.defaults:
+        text = commented_toml(Policy(), DEFAULTS_HEADER)
+    else:
+        text = policy_as_toml(policy_from(project_from(args)).policy)
+    if args.output:
+        atomic_write(Path(args.output), text.encode("utf-8"))
+        out.note(f"wrote the effective policy to {args.output}", style=None)
+    elif out.json_mode:
+        out.document(tomllib.loads(text))
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def _lookup(values: dict[str, object], dotted: str) -> object:
+    current: object = values
+    for part in dotted.split("."):
+        current = current[part] if isinstance(current, dict) else None
+    return current

@@ -1,0 +1,86 @@
+"""``forge timeline <change>``: the session timeline as a table, as JSON, or followed live."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import trio
+
+from .._errors import EXIT_OK
+from .._state import ChangePaths, parse_timeline, read_timeline
+from ._common import project_from
+from ._console import Output
+
+FOLLOW_POLL_SECONDS = 0.2
+_SHOWN_FIRST = ("ts", "seq", "event", "change")
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    read = read_timeline(paths.timeline)
+    for problem in read.problems(paths.timeline):
+        out.note(problem)
+    if out.json_mode and not args.follow:
+        out.document(
+            {
+                "change": paths.name,
+                "events": list(read.events),
+                "torn_last_line": read.torn_last_line is not None,
+                "bad_lines": list(read.bad_lines),
+            }
+        )
+        return EXIT_OK
+    for event in read.events:
+        _print_event(event, out)
+    if args.follow:
+        trio.run(_follow, paths, out)
+    elif not read.events:
+        out.line(f'no events yet for change "{paths.name}"', style="dim")
+    return EXIT_OK
+
+
+async def _follow(paths: ChangePaths, out: Output) -> None:
+    """Print events appended after the initial read, until interrupted."""
+    offset = paths.timeline.stat().st_size if paths.timeline.exists() else 0
+    pending = b""
+    while True:
+        await trio.sleep(FOLLOW_POLL_SECONDS)
+        try:
+            size = paths.timeline.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size < offset:  # replaced or truncated by a human: start over
+            offset, pending = 0, b""
+        if size == offset:
+            continue
+        with paths.timeline.open("rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(size - offset)
+        offset = size
+        # Only whole lines are printed: a line being written is not torn yet.
+        complete, _, pending = (pending + chunk).rpartition(b"\n")
+        for event in parse_timeline(complete + b"\n").events if complete else ():
+            _print_event(event, out)
+
+
+def _print_event(event: dict[str, Any], out: Output) -> None:
+    if out.json_mode:
+        print(json.dumps(event, ensure_ascii=False), flush=True)
+        return
+    details = " ".join(
+        f"{key}={_short(value)}" for key, value in event.items() if key not in _SHOWN_FIRST
+    )
+    out.styled(
+        (f"{event.get('seq', '?'):>4}  ", "dim"),
+        (f"{event.get('ts', '?')}  ", "dim"),
+        (f"{event.get('event', '?'):<16} ", "bold"),
+        (details, None),
+    )
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:119] + "…"

@@ -1,0 +1,134 @@
+"""``forge verify``: run the checks, print the report, and (with --change) drive the breaker."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import trio
+
+from .._durations import human_seconds
+from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._state import STATE_CONVERTER, ChangePaths
+from .._verify import (
+    BreakerUpdate,
+    VerifyReport,
+    breaker_line,
+    record_attempt,
+    reset_breaker,
+    run_verify,
+)
+from .._workspace import tree_state
+from ._common import flag_layer, policy_from, project_from
+from ._console import Output
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    if args.reset_breaker:
+        if not args.change:
+            raise UsageError("--reset-breaker needs --change <c>: it clears one change's breaker")
+        return _reset(ChangePaths(project.root, args.change), out)
+    paths = ChangePaths(project.root, args.change) if args.change else None
+    flags = []
+    if args.max_failures is not None:
+        flags.append(flag_layer("--max-failures", "verify.max_failures", args.max_failures))
+    policy = policy_from(project, flags).policy.verify
+
+    tree = tree_state(project.root) if paths else None
+    report = trio.run(run_verify, project.root, policy)
+    _print_report(report, out)
+
+    if paths is None or tree is None:
+        # Bare verify reports and never gates: exit 0 whatever the verdict.
+        if out.json_mode:
+            out.document({**report.as_json(), "change": None, "breaker": None})
+        return EXIT_OK
+
+    update = record_attempt(paths, report, max_failures=policy.max_failures, tree=tree)
+    _note_corruption(update, out)
+    previous = update.before.consecutive_failures if report.passed else 0
+    line = breaker_line(update.after, paths.name, previous_streak=previous)
+    exit_code = EXIT_ESCALATE if update.after.gate_open else EXIT_OK
+    out.line(line, style="bold red" if exit_code else None)
+    if out.json_mode:
+        out.document(
+            {
+                **report.as_json(),
+                "change": paths.name,
+                "breaker": {**_state_json(update), "message": line, "exit_code": exit_code},
+            }
+        )
+    return exit_code
+
+
+def _reset(paths: ChangePaths, out: Output) -> int:
+    update = reset_breaker(paths)
+    _note_corruption(update, out)
+    before = update.before
+    if before.blocked is not None:
+        what = f"cleared the block ({before.blocked})"
+    elif before.open:
+        what = f"cleared an OPEN circuit after {before.consecutive_failures} consecutive failures"
+    elif before.consecutive_failures:
+        what = f"cleared a streak of {before.consecutive_failures} consecutive failures"
+    else:
+        what = "nothing to clear: the breaker was already closed"
+    line = f'Breaker: reset for change "{paths.name}" — {what}.'
+    out.line(line)
+    if out.json_mode:
+        out.document({"change": paths.name, "message": line, "breaker": _state_json(update)})
+    return EXIT_OK
+
+
+def _note_corruption(update: BreakerUpdate, out: Output) -> None:
+    if update.corrupt is not None:
+        out.note(update.corrupt.render())
+        out.note("the verify breaker is blocked until a human clears it with --reset-breaker")
+
+
+def _state_json(update: BreakerUpdate) -> dict[str, Any]:
+    data: dict[str, Any] = STATE_CONVERTER.unstructure(update.after)
+    data["gate_open"] = update.after.gate_open
+    return data
+
+
+def _print_report(report: VerifyReport, out: Output) -> None:
+    for check in report.checks:
+        status = "PASS" if check.passed else "FAIL"
+        out.styled(
+            (f"{check.name}: ", "bold"),
+            (status, "green" if check.passed else "red"),
+            (f" ({check.outcome}, {human_seconds(check.duration)}) — {check.command}", None),
+        )
+        if check.passed:
+            continue
+        if check.failure_lines:
+            out.line("  failures:")
+            for failure in check.failure_lines:
+                out.line(f"    {failure}", style="red")
+        if check.last_lines:
+            out.line("  last lines:")
+            for last in check.last_lines:
+                out.line(f"    {last}", style="dim")
+    coverage = report.coverage
+    where = ", ".join(report.spec_paths) or "(no spec paths)"
+    if not coverage.counts:
+        reason = "no spec files" if not coverage.spec_files else "no scenarios in the spec files"
+        out.line(f"scenarios: {reason} under {where} — coverage not counted")
+    else:
+        total = len(coverage.scenarios)
+        out.styled(
+            ("scenarios: ", "bold"),
+            (f"{coverage.covered_count}/{total} covered", "green" if coverage.passed else "red"),
+        )
+        for scenario in coverage.uncovered:
+            out.line(f"  uncovered: {scenario.id} ({scenario.path}:{scenario.line})", style="red")
+    if report.nothing_checked:
+        out.line(
+            "nothing to verify: no test or lint command and no scenarios (see [verify])",
+            style="red",
+        )
+    out.styled(
+        ("Verdict: ", "bold"), (report.verdict, "bold green" if report.passed else "bold red")
+    )

@@ -1,0 +1,12 @@
+"""Policy: the model, its layering and its TOML forms."""
+
+from ._converter import POLICY_CONVERTER as POLICY_CONVERTER
+from ._dump import commented_toml as commented_toml
+from ._dump import policy_as_dict as policy_as_dict
+from ._dump import policy_as_toml as policy_as_toml
+from ._load import Layer as Layer
+from ._load import LoadedPolicy as LoadedPolicy
+from ._load import leaf_keys as leaf_keys
+from ._load import load_policy as load_policy
+from ._model import Policy as Policy
+from ._model import VerifyPolicy as VerifyPolicy

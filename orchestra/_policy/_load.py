@@ -1,0 +1,270 @@
+"""Reading policy files and layering them into one effective policy.
+
+Layering, lowest first: built-in defaults, the files a policy ``extends`` (in
+order, each after its own extends), the policy file itself, then command-line
+flags. Every leaf value remembers the layer it came from, which is what
+``forge policy show`` prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+
+from .._errors import ConfigError
+from .._shipped import shipped_dir, shipped_names
+from ._converter import POLICY_CONVERTER
+from ._fields import FieldError
+from ._model import Policy, is_table
+
+DEFAULT_SOURCE = "default"
+_UNKNOWN = "unknown key"
+_SHIPPED_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+@attrs.frozen
+class Layer:
+    """One source of policy values: a file or the command line."""
+
+    source: str
+    data: Mapping[str, Any]
+
+
+@attrs.frozen
+class LoadedPolicy:
+    """The effective policy and, for each dotted key, the layer that set it."""
+
+    policy: Policy
+    sources: Mapping[str, str]
+    files: tuple[Path, ...]
+
+
+def load_policy(
+    config: Path | None,
+    *,
+    root: Path,
+    flags: Sequence[Layer] = (),
+) -> LoadedPolicy:
+    """Load the effective policy.
+
+    Args:
+        config: The policy file (usually ``forge.toml``), or None for defaults only.
+        root: The project root, against which file names are shown.
+        flags: Layers from the command line, highest last.
+
+    Raises:
+        ConfigError: listing every problem found, each naming file, key and expectation.
+    """
+    layers: list[Layer] = []
+    files: list[Path] = []
+    problems: list[str] = []
+    if config is not None:
+        for path in _extends_chain(config.resolve(), root, stack=()):
+            if path in files:
+                continue
+            files.append(path)
+            source = display_name(path, root)
+            data = _read_toml(path, source)
+            problems.extend(_unknown_keys(data, Policy, source, prefix=""))
+            layers.append(Layer(source, {k: v for k, v in data.items() if k != "extends"}))
+    layers.extend(flags)
+    merged, sources = merge_layers(layers)
+    policy, value_problems = _structure(merged, sources)
+    problems.extend(value_problems)
+    if problems or policy is None:
+        raise ConfigError("the policy is invalid", problems=problems)
+    return LoadedPolicy(policy=policy, sources=_with_defaults(sources), files=tuple(files))
+
+
+def display_name(path: Path, root: Path) -> str:
+    """A file name as a person reads it: relative to the project, or marked as shipped."""
+    shipped = shipped_dir("policies").resolve()
+    if path.is_relative_to(shipped):
+        return f"{path.relative_to(shipped)} (shipped)"
+    try:
+        return str(path.relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def merge_layers(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Deep-merge layers, lowest first; a list or scalar replaces, a table merges."""
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+
+    def merge_into(
+        target: dict[str, Any], data: Mapping[str, Any], prefix: str, source: str
+    ) -> None:
+        for key, value in data.items():
+            dotted = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                existing = target.get(key)
+                child = existing if isinstance(existing, dict) else {}
+                target[key] = child
+                merge_into(child, value, f"{dotted}.", source)
+            else:
+                target[key] = value
+                sources[dotted] = source
+
+    for layer in layers:
+        merge_into(merged, layer.data, "", layer.source)
+    return merged, sources
+
+
+def _extends_chain(path: Path, root: Path, stack: tuple[Path, ...]) -> Iterator[Path]:
+    """The files a policy file stands on, lowest first, ending with the file itself."""
+    if path in stack:
+        cycle = " -> ".join(display_name(p, root) for p in (*stack, path))
+        raise ConfigError("the policy files extend each other in a cycle", problems=[cycle])
+    source = display_name(path, root)
+    data = _read_toml(path, source)
+    extends = data.get("extends", [])
+    if not isinstance(extends, list) or not all(isinstance(item, str) for item in extends):
+        raise ConfigError(
+            "the policy is invalid",
+            problems=[
+                f"{source}: extends: expected a list of policy names or paths, got {extends!r}"
+            ],
+        )
+    for item in extends:
+        yield from _extends_chain(_resolve_extended(item, path, source), root, (*stack, path))
+    yield path
+
+
+def _resolve_extended(item: str, referrer: Path, source: str) -> Path:
+    if _SHIPPED_NAME.fullmatch(item):
+        candidate = shipped_dir("policies") / f"{item}.toml"
+        if candidate.is_file():
+            return candidate.resolve()
+        known = ", ".join(shipped_names("policies")) or "none"
+        raise ConfigError(
+            "the policy is invalid",
+            problems=[f"{source}: extends: no shipped policy named {item!r} (shipped: {known})"],
+            hint='to extend a file of your own, give its path: extends = ["policies/mine.toml"]',
+        )
+    candidate = (referrer.parent / item).resolve()
+    if not candidate.is_file():
+        raise ConfigError(
+            "the policy is invalid",
+            problems=[f"{source}: extends: {item!r} is not a file (looked for {candidate})"],
+        )
+    return candidate
+
+
+def _read_toml(path: Path, source: str) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            "cannot read the policy file", problems=[f"{source}: {exc.strerror or exc}"]
+        ) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            "cannot read the policy file",
+            problems=[f"{source}: not valid UTF-8 (byte {exc.start})"],
+        ) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            "the policy file is not valid TOML", problems=[f"{source}: {exc}"]
+        ) from exc
+
+
+def _unknown_keys(data: Mapping[str, Any], cls: type, source: str, prefix: str) -> Iterator[str]:
+    """Keys a file names that the model does not have, each with a suggestion."""
+    fields = {field.name: field for field in attrs.fields(cls)}
+    allowed = set(fields) | ({"extends"} if not prefix else set())
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in allowed:
+            suggestion = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
+            where = f"[{prefix[:-1]}]" if prefix else "the top level"
+            known = ", ".join(sorted(allowed))
+            hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known keys: {known}"
+            yield f"{source}: {dotted}: unknown key in {where}; {hint}"
+            continue
+        if key == "extends" and not prefix:
+            continue
+        field_type = fields[key].type
+        if is_table(field_type):
+            if isinstance(value, Mapping):
+                yield from _unknown_keys(value, field_type, source, f"{dotted}.")
+            else:
+                yield f"{source}: {dotted}: expected a table [{dotted}], got {value!r}"
+
+
+def _structure(
+    merged: dict[str, Any], sources: Mapping[str, str]
+) -> tuple[Policy | None, list[str]]:
+    """The policy, or every value problem (unknown keys are reported per file instead)."""
+    try:
+        return POLICY_CONVERTER.structure(merged, Policy), []
+    except (ClassValidationError, IterableValidationError) as exc:
+        problems = []
+        for path, message in _walk_errors(exc, ()):
+            if message == _UNKNOWN:
+                continue
+            dotted = ".".join(path).replace(".[", "[")
+            problems.append(f"{_source_of(dotted, sources)}: {dotted}: {message}")
+        return None, problems
+
+
+def _source_of(dotted: str, sources: Mapping[str, str]) -> str:
+    while dotted:
+        if dotted in sources:
+            return sources[dotted]
+        dotted = dotted.rpartition(".")[0]
+    return "policy"
+
+
+def _walk_errors(
+    exc: BaseException, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Flatten cattrs' nested exception groups into (key path, message) pairs."""
+    if isinstance(exc, ClassValidationError):
+        with_notes, without_notes = exc.group_exceptions()
+        for sub, note in with_notes:
+            yield from _walk_errors(sub, (*path, note.name))
+        for sub in without_notes:
+            yield from _walk_errors(sub, path)
+    elif isinstance(exc, IterableValidationError):
+        with_index, rest = exc.group_exceptions()
+        for sub, index_note in with_index:
+            yield from _walk_errors(sub, (*path, f"[{index_note.index}]"))
+        for sub in rest:
+            yield from _walk_errors(sub, path)
+    elif isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields):
+            yield (*path, key), _UNKNOWN
+    elif isinstance(exc, FieldError):
+        yield (*path, exc.field), f"expected {exc.expected}, got {exc.got!r}"
+    else:
+        yield path, str(exc)
+
+
+def _with_defaults(sources: Mapping[str, str]) -> dict[str, str]:
+    """Every leaf key of the policy, with ``default`` where no layer set it."""
+    full = dict.fromkeys(leaf_keys(Policy), DEFAULT_SOURCE)
+    full.update({key: value for key, value in sources.items() if key in full})
+    return full
+
+
+def leaf_keys(cls: type, prefix: str = "") -> list[str]:
+    """Dotted names of every leaf value of a policy table, in declaration order."""
+    keys: list[str] = []
+    for field in attrs.fields(cls):
+        if is_table(field.type):
+            keys.extend(leaf_keys(field.type, f"{prefix}{field.name}."))
+        else:
+            keys.append(f"{prefix}{field.name}")
+    return keys

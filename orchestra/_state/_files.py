@@ -1,0 +1,104 @@
+"""Crash-safe files: atomic replacement, per-change locks, and moving corrupt files aside.
+
+A state file is only ever replaced whole: the new content goes to a temporary
+file in the same folder, is flushed to disk, and is renamed over the old one,
+so a crash at any instant leaves either the old file or the new one. Updates
+are serialized with an advisory ``flock`` on a lock file in the change's
+folder, so that concurrent ``forge`` processes never lose one another's update.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .._errors import StateError
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
+
+    Raises:
+        StateError: when the folder cannot be written (read-only, disk full ...).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort where the platform refuses)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``lock_path`` (created if missing).
+
+    The lock is released by the kernel when the process dies, so a crash never
+    leaves a change locked.
+
+    Raises:
+        StateError: when the lock file cannot be created.
+    """
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StateError(f"cannot lock {lock_path}: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def move_aside(path: Path) -> Path:
+    """Rename a corrupt file to ``<name>.corrupt-<UTC timestamp>`` and return the new path.
+
+    The timestamp makes every moved-aside file unique, so evidence is never
+    overwritten by a later corruption.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
+        counter += 1
+    os.replace(path, target)
+    fsync_dir(path.parent)
+    return target
+
+
+def utc_now_iso() -> str:
+    """The wall-clock time as ISO-8601 UTC with milliseconds, as persisted everywhere."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

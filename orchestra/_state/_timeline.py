@@ -1,0 +1,155 @@
+"""The session timeline: one JSON object a line, the log of record of a change.
+
+Each event carries ``ts`` (wall-clock ISO-8601 UTC), ``seq`` (1, 2, 3 ... per
+change), ``event``, ``change``, then its own fields. Appends use ``O_APPEND``
+and ``fsync``, and must be made with the change's lock held so that ``seq`` is
+unique. A crash can tear at most the last line; readers report it and go on,
+and the next append starts on a fresh line so the tear never spreads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .._errors import StateError
+from ._files import utc_now_iso
+
+_TAIL_BYTES = 64 * 1024
+
+
+@attrs.frozen
+class TimelineRead:
+    """What a read of a timeline found.
+
+    Attributes:
+        events: The events that parsed, in file order.
+        torn_last_line: The raw text of an incomplete last line, if any.
+        bad_lines: 1-based numbers of lines before the last that did not parse.
+    """
+
+    events: tuple[dict[str, Any], ...]
+    torn_last_line: str | None = None
+    bad_lines: tuple[int, ...] = ()
+
+    def problems(self, path: Path) -> list[str]:
+        """Human-readable notes about what could not be read."""
+        notes = []
+        if self.torn_last_line is not None:
+            notes.append(f"{path}: the last line is torn (an interrupted write); ignored")
+        if self.bad_lines:
+            numbers = ", ".join(str(n) for n in self.bad_lines[:10])
+            notes.append(f"{path}: line(s) {numbers} are not valid JSON; skipped")
+        return notes
+
+
+def append_event(path: Path, change: str, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Append one event; the caller holds the change's lock.
+
+    Returns:
+        The event as written, with its ``ts`` and ``seq``.
+
+    Raises:
+        StateError: when the timeline cannot be written.
+    """
+    record: dict[str, Any] = {
+        "ts": utc_now_iso(),
+        "seq": _last_seq(path) + 1,
+        "event": event,
+        "change": change,
+    }
+    record.update(fields)
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
+    try:
+        prefix = b"\n" if _ends_torn(fd) else b""
+        os.write(fd, prefix + line.encode("utf-8"))
+        os.fsync(fd)
+    except OSError as exc:
+        raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    return record
+
+
+def read_timeline(path: Path) -> TimelineRead:
+    """Read every event of a timeline (an absent file is an empty timeline)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return TimelineRead(events=())
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return parse_timeline(data)
+
+
+def parse_timeline(data: bytes) -> TimelineRead:
+    """Parse timeline bytes, tolerating a torn last line and reporting bad ones."""
+    lines = data.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    events: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, raw in enumerate(complete, start=1):
+        if not raw.strip():
+            continue
+        parsed = _parse_line(raw)
+        if parsed is None:
+            bad.append(number)
+        else:
+            events.append(parsed)
+    torn = None
+    if tail.strip():
+        parsed = _parse_line(tail)
+        # A last line without its newline may still be whole JSON (a writer
+        # that died between the line and its newline); keep it if it parses.
+        if parsed is None:
+            torn = tail.decode("utf-8", errors="replace")
+        else:
+            events.append(parsed)
+    return TimelineRead(events=tuple(events), torn_last_line=torn, bad_lines=tuple(bad))
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _last_seq(path: Path) -> int:
+    """The highest ``seq`` in the timeline, read from its tail when possible."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - _TAIL_BYTES)
+            handle.seek(start)
+            tail = handle.read()
+            if start > 0:
+                tail = tail.split(b"\n", 1)[-1]
+            seqs = [e.get("seq") for e in parse_timeline(tail).events]
+            found = [s for s in seqs if isinstance(s, int) and not isinstance(s, bool)]
+            if found or start == 0:
+                return max(found, default=0)
+            handle.seek(0)
+            whole = handle.read()
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    seqs = [e.get("seq") for e in parse_timeline(whole).events]
+    return max((s for s in seqs if isinstance(s, int) and not isinstance(s, bool)), default=0)

@@ -1,0 +1,66 @@
+"""YAML state files: read strictly, written atomically, moved aside when corrupt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from cattrs.errors import BaseValidationError
+from cattrs.preconf.pyyaml import make_converter
+
+from .._convert import make_strict
+from .._errors import CorruptStateError, StateError
+from ._files import atomic_write, move_aside
+
+# Unknown keys are tolerated (a newer forge may have written them); known keys
+# must have exactly their type, and a required key that is missing is corruption.
+STATE_CONVERTER = make_strict(make_converter(forbid_extra_keys=False))
+
+_T = TypeVar("_T")
+
+
+def load_state(path: Path, cls: type[_T]) -> _T | None:
+    """Read a state file, or None when it does not exist yet.
+
+    Call with the change's lock held: a corrupt file is moved aside here.
+
+    Raises:
+        CorruptStateError: the file did not parse or did not fit ``cls``; it has
+            been renamed to ``<name>.corrupt-<timestamp>`` for a human to inspect.
+        StateError: the file exists but cannot be read at all.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        data: Any = yaml.safe_load(raw.decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a mapping, found {type(data).__name__}")
+        return STATE_CONVERTER.structure(data, cls)
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, BaseValidationError) as exc:
+        reason = _describe(exc)
+        moved = move_aside(path)
+        raise CorruptStateError(
+            f"state file {path.name} is corrupt ({reason})",
+            path=str(path),
+            moved_to=str(moved),
+        ) from exc
+
+
+def save_state(path: Path, state: object) -> None:
+    """Write a state file atomically, keys in the order the class declares them."""
+    data = STATE_CONVERTER.unstructure(state)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    atomic_write(path, text.encode("utf-8"))
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseValidationError):
+        leaves = [str(sub) for sub in exc.exceptions]
+        return "; ".join(leaves)[:200] or str(exc)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return first[:200]

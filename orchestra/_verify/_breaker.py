@@ -1,0 +1,116 @@
+"""The verify circuit-breaker of a change: a streak of consecutive failures.
+
+Pure: no files, no clock of its own. :func:`record_verdict` folds one verdict
+into the state; the shell around it reads and writes ``verify-attempts.yaml``.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+PASS = "PASS"
+FAIL = "FAIL"
+
+
+@attrs.frozen
+class VerifyAttempts:
+    """What ``.forge/changes/<c>/verify-attempts.yaml`` holds.
+
+    The first four keys are the seed's, in its order. ``blocked`` is set when
+    the state could not be read (it was moved aside): the breaker then counts
+    as open whatever the streak says, until a human resets it.
+    """
+
+    consecutive_failures: int = attrs.field(validator=attrs.validators.ge(0))
+    open: bool
+    last_verdict: str | None = attrs.field(validator=attrs.validators.in_((PASS, FAIL, None)))
+    total_attempts: int = attrs.field(validator=attrs.validators.ge(0))
+    max_failures: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    blocked: str | None = None
+    last_attempt_at: str | None = None
+    opened_at: str | None = None
+    reset_at: str | None = None
+    last_commit: str | None = None
+    last_tree: str | None = None
+
+    @property
+    def gate_open(self) -> bool:
+        """Whether the breaker stops loops: tripped, or unreadable and not yet cleared."""
+        return self.open or self.blocked is not None
+
+
+NEW = VerifyAttempts(consecutive_failures=0, open=False, last_verdict=None, total_attempts=0)
+
+
+def record_verdict(
+    state: VerifyAttempts,
+    *,
+    passed: bool,
+    max_failures: int,
+    now: str,
+    commit: str | None = None,
+    tree: str | None = None,
+) -> VerifyAttempts:
+    """Fold one verify verdict into the breaker.
+
+    A PASS resets the streak and closes the breaker. A FAIL extends the streak;
+    the breaker opens when the streak reaches ``max_failures`` and, once open,
+    stays open through further failures until a PASS or a reset. A blocked
+    breaker records nothing but the attempt: its counts were lost with the
+    corrupt file and only a human may clear it.
+    """
+    attempted = attrs.evolve(
+        state,
+        total_attempts=state.total_attempts + 1,
+        last_verdict=PASS if passed else FAIL,
+        last_attempt_at=now,
+        last_commit=commit,
+        last_tree=tree,
+        max_failures=max_failures,
+    )
+    if state.blocked is not None:
+        return attempted
+    if passed:
+        return attrs.evolve(attempted, consecutive_failures=0, open=False, opened_at=None)
+    streak = state.consecutive_failures + 1
+    opens = state.open or streak >= max_failures
+    opened_at = state.opened_at if state.open else (now if opens else None)
+    return attrs.evolve(attempted, consecutive_failures=streak, open=opens, opened_at=opened_at)
+
+
+def reset(state: VerifyAttempts, *, now: str) -> VerifyAttempts:
+    """Clear the streak after a human intervened; the attempt count is history and stays."""
+    return attrs.evolve(
+        state, consecutive_failures=0, open=False, opened_at=None, blocked=None, reset_at=now
+    )
+
+
+def breaker_line(state: VerifyAttempts, change: str, *, previous_streak: int = 0) -> str:
+    """The ``Breaker:`` line of the verify report, exactly as the seed words it."""
+    if state.blocked is not None:
+        return (
+            f'Breaker: BLOCKED — the verify state of change "{change}" was unreadable '
+            f"({state.blocked}); a human must clear it with "
+            f"forge verify --reset-breaker --change {change}"
+        )
+    if state.open:
+        return (
+            f"Breaker: CIRCUIT OPEN — {state.consecutive_failures} consecutive verify "
+            f'failures for change "{change}".'
+        )
+    if state.consecutive_failures:
+        return (
+            f"Breaker: {state.consecutive_failures}/{state.max_failures} consecutive failures "
+            f'for change "{change}" — fix the smallest cause and re-run.'
+        )
+    closed = f'Breaker: 0/{state.max_failures} consecutive failures for change "{change}" — closed'
+    if previous_streak:
+        return f"{closed} (a streak of {previous_streak} was reset)."
+    return f"{closed}."
+
+
+def gate_detail(state: VerifyAttempts) -> str:
+    """Why the breaker stops a loop, as ``forge run`` names it."""
+    if state.blocked is not None:
+        return f"verify state unreadable: {state.blocked}"
+    return f"circuit breaker open after {state.consecutive_failures} consecutive verify failures"

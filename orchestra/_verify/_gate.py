@@ -1,0 +1,120 @@
+"""The verify breaker on disk: recording verdicts, reading it as a gate, resetting it.
+
+Every read-modify-write happens under the change's lock. A state file that
+cannot be read is moved aside and replaced by a *blocked* state, recorded in
+the timeline: the gate stays shut until a human runs ``--reset-breaker``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._errors import CorruptStateError
+from .._state import ChangePaths, append_event, exclusive_lock, load_state, save_state, utc_now_iso
+from .._workspace import TreeState
+from ._breaker import NEW, VerifyAttempts, record_verdict, reset
+from ._report import VerifyReport
+
+
+@attrs.frozen
+class BreakerUpdate:
+    """The breaker after an operation, and what the operation ran into."""
+
+    before: VerifyAttempts
+    after: VerifyAttempts
+    corrupt: CorruptStateError | None = None
+
+
+def record_attempt(
+    paths: ChangePaths, report: VerifyReport, *, max_failures: int, tree: TreeState
+) -> BreakerUpdate:
+    """Fold a verify report into the change's breaker and log it to the timeline."""
+    with exclusive_lock(paths.lock):
+        before, corrupt = _load_or_block(paths)
+        after = record_verdict(
+            before,
+            passed=report.passed,
+            max_failures=max_failures,
+            now=utc_now_iso(),
+            commit=tree.commit,
+            tree=tree.fingerprint,
+        )
+        save_state(paths.verify_attempts, after)
+        append_event(paths.timeline, paths.name, "verify", _verify_event(report, after))
+    return BreakerUpdate(before=before, after=after, corrupt=corrupt)
+
+
+def read_breaker(paths: ChangePaths) -> BreakerUpdate:
+    """The breaker as a gate sees it (a corrupt file turns into a blocked breaker)."""
+    with exclusive_lock(paths.lock):
+        state, corrupt = _load_or_block(paths)
+    return BreakerUpdate(before=state, after=state, corrupt=corrupt)
+
+
+def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
+    """Clear the breaker: the explicit "a human intervened" signal."""
+    with exclusive_lock(paths.lock):
+        before, corrupt = _load_or_block(paths)
+        after = reset(before, now=utc_now_iso())
+        save_state(paths.verify_attempts, after)
+        append_event(
+            paths.timeline,
+            paths.name,
+            "breaker.reset",
+            {
+                "breaker": "verify",
+                "cleared_consecutive_failures": before.consecutive_failures,
+                "was_open": before.open,
+                "was_blocked": before.blocked,
+            },
+        )
+    return BreakerUpdate(before=before, after=after, corrupt=corrupt)
+
+
+def _load_or_block(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptStateError | None]:
+    try:
+        state = load_state(paths.verify_attempts, VerifyAttempts)
+    except CorruptStateError as exc:
+        blocked = attrs.evolve(NEW, blocked=f"moved aside to {_name(exc.moved_to)}")
+        save_state(paths.verify_attempts, blocked)
+        append_event(
+            paths.timeline,
+            paths.name,
+            "state.corrupt",
+            {"file": _name(exc.path), "moved_to": _name(exc.moved_to), "reason": exc.message},
+        )
+        return blocked, exc
+    return (state if state is not None else NEW), None
+
+
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _verify_event(report: VerifyReport, state: VerifyAttempts) -> dict[str, Any]:
+    return {
+        "verdict": report.verdict,
+        "consecutive_failures": state.consecutive_failures,
+        "max_failures": state.max_failures,
+        "open": state.open,
+        "blocked": state.blocked,
+        "total_attempts": state.total_attempts,
+        "duration": round(report.duration, 3),
+        "checks": [
+            {
+                "name": c.name,
+                "passed": c.passed,
+                "outcome": c.outcome,
+                "duration": round(c.duration, 3),
+            }
+            for c in report.checks
+        ],
+        "scenarios": {
+            "total": len(report.coverage.scenarios),
+            "covered": report.coverage.covered_count,
+        },
+        "commit": state.last_commit,
+        "tree": state.last_tree,
+    }

@@ -1,0 +1,171 @@
+"""Spec scenario coverage: every scenario in the specs must be named by a test.
+
+A scenario is a Markdown heading ``Scenario: <title>`` (any level) or a Gherkin
+``Scenario:`` line in a ``.feature`` file. Its id is the slug of its title
+(``Checkout with a declined card`` -> ``checkout-with-a-declined-card``). A
+test covers it by containing ``scenario: <id>`` anywhere: a comment, a
+docstring, a marker.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+_MARKDOWN_SUFFIXES = {".md", ".markdown"}
+_GHERKIN_SUFFIXES = {".feature"}
+_MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+scenario:[ \t]*(?P<title>.*?)[ \t#]*$", re.I)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_GHERKIN_SCENARIO = re.compile(
+    r"^\s*scenario(?:[ \t]+(?:outline|template))?:[ \t]*(?P<title>.*?)\s*$", re.I
+)
+_COVERS = re.compile(r"scenario:[ \t]*(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)", re.I)
+_SKIPPED_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".forge", ".mypy_cache"}
+_MAX_FILE_BYTES = 4 * 1024 * 1024
+_GLOB_CHARS = set("*?[")
+
+
+@attrs.frozen
+class Scenario:
+    """One scenario of a spec, and where it is written."""
+
+    id: str
+    title: str
+    path: str
+    line: int
+
+
+@attrs.frozen
+class ScenarioCoverage:
+    """Which scenarios of the specs the tests name.
+
+    Attributes:
+        scenarios: Every distinct scenario found, in file order.
+        covered: The ids some test names.
+        spec_files: How many spec files were read.
+    """
+
+    scenarios: tuple[Scenario, ...]
+    covered: frozenset[str]
+    spec_files: int
+
+    @property
+    def counts(self) -> bool:
+        """Coverage is judged only when there is something to cover."""
+        return bool(self.scenarios)
+
+    @property
+    def uncovered(self) -> tuple[Scenario, ...]:
+        return tuple(s for s in self.scenarios if s.id not in self.covered)
+
+    @property
+    def covered_count(self) -> int:
+        return len(self.scenarios) - len(self.uncovered)
+
+    @property
+    def passed(self) -> bool:
+        return not self.uncovered
+
+
+def slugify(title: str) -> str:
+    """The id of a scenario title: lower-case ASCII words joined by hyphens."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+
+
+def scenarios_in(text: str, *, path: str, gherkin: bool) -> Iterator[Scenario]:
+    """The scenarios written in one spec file's text."""
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if gherkin:
+            match = _GHERKIN_SCENARIO.match(line)
+        else:
+            if _FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            match = None if in_fence else _MARKDOWN_HEADING.match(line)
+        if match and (slug := slugify(match["title"])):
+            yield Scenario(id=slug, title=match["title"].strip(), path=path, line=number)
+
+
+def covered_ids(text: str) -> set[str]:
+    """The scenario ids a test file names with ``scenario: <id>``."""
+    return {match["id"].lower() for match in _COVERS.finditer(text)}
+
+
+def measure_coverage(root: Path, specs: Sequence[str], tests: Sequence[str]) -> ScenarioCoverage:
+    """Read the spec and test files under ``root`` and judge coverage."""
+    scenarios: dict[str, Scenario] = {}
+    spec_files = 0
+    for path in files_under(root, specs):
+        suffix = path.suffix.lower()
+        if suffix not in _MARKDOWN_SUFFIXES | _GHERKIN_SUFFIXES:
+            continue
+        text = _read_text(path)
+        if text is None:
+            continue
+        spec_files += 1
+        relative = path.relative_to(root).as_posix()
+        for scenario in scenarios_in(text, path=relative, gherkin=suffix in _GHERKIN_SUFFIXES):
+            scenarios.setdefault(scenario.id, scenario)
+    covered: set[str] = set()
+    if scenarios:
+        for path in files_under(root, tests):
+            text = _read_text(path)
+            if text is not None:
+                covered |= covered_ids(text)
+    return ScenarioCoverage(
+        scenarios=tuple(scenarios.values()),
+        covered=frozenset(covered & scenarios.keys()),
+        spec_files=spec_files,
+    )
+
+
+def files_under(root: Path, patterns: Iterable[str]) -> Iterator[Path]:
+    """Files named by folder, file or glob patterns relative to ``root``, each once.
+
+    Nothing outside ``root`` is returned, whatever a pattern or a symlink says.
+    """
+    resolved_root = root.resolve()
+    seen: set[Path] = set()
+    for pattern in patterns:
+        if any(char in _GLOB_CHARS for char in pattern):
+            candidates: Iterable[Path] = root.glob(pattern)
+        else:
+            candidates = [root / pattern]
+        for candidate in sorted(candidates):
+            for path in _walk(candidate):
+                real = path.resolve()
+                if real in seen or not real.is_relative_to(resolved_root):
+                    continue
+                seen.add(real)
+                yield path
+
+
+def _walk(path: Path) -> Iterator[Path]:
+    if path.is_file():
+        yield path
+    elif path.is_dir():
+        for child in sorted(path.iterdir()):
+            if child.name in _SKIPPED_DIRS:
+                continue
+            if child.is_dir() and not child.is_symlink():
+                yield from _walk(child)
+            elif child.is_file():
+                yield child
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > _MAX_FILE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
