@@ -203,11 +203,11 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _proc_group_alive(pgid: int) -> bool:
-    for entry in os.scandir(_PROC):
-        if not entry.name.isdigit():
-            continue
+    with os.scandir(_PROC) as entries:
+        pids = [entry.name for entry in entries if entry.name.isdigit()]
+    for pid in pids:
         try:
-            with open(f"{entry.path}/stat", "rb") as handle:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read()
         except OSError:
             continue  # it exited while we looked

@@ -25,6 +25,11 @@ class Output:
         self._out = _console(sys.stdout, no_style=no_style)
         self._err = _console(sys.stderr, no_style=no_style)
 
+    @property
+    def console(self) -> Console:
+        """The rich console of stdout, for commands that render tables or live views."""
+        return self._out
+
     def line(self, text: str = "", style: str | None = None) -> None:
         """A line of the human report (nothing in JSON mode)."""
         if not self.json_mode:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
-from .._state import check_change_name
+from .._names import check_change_name
 
 _EPILOG = """exit codes:
   0    clean: done, PASS, nothing to do (bare `forge verify` is always 0)

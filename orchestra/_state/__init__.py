@@ -1,8 +1,8 @@
 """Durable state under ``.forge/``: change folders, atomic files, the timeline."""
 
+from .._names import check_change_name as check_change_name
 from ._change import STATE_DIR as STATE_DIR
 from ._change import ChangePaths as ChangePaths
-from ._change import check_change_name as check_change_name
 from ._change import list_changes as list_changes
 from ._files import atomic_write as atomic_write
 from ._files import exclusive_lock as exclusive_lock

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import attrs
 
-from .._errors import UsageError
+from .._names import CHANGE_NAME, check_change_name
 
-_CHANGE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 STATE_DIR = ".forge"
-
-
-def check_change_name(name: str) -> str:
-    """Return ``name`` when it is a valid change name.
-
-    A change name becomes a folder name, so it is held to
-    ``[a-z0-9][a-z0-9._-]{0,63}``: it can never climb out of ``.forge/changes/``.
-
-    Raises:
-        UsageError: naming the rule the name breaks.
-    """
-    if not _CHANGE_NAME.fullmatch(name):
-        raise UsageError(
-            f"invalid change name {name!r}",
-            hint="a change name is 1-64 characters of a-z, 0-9, '.', '_' or '-', "
-            "starting with a letter or digit",
-        )
-    return name
 
 
 @attrs.frozen
@@ -64,4 +44,4 @@ def list_changes(root: Path) -> list[str]:
     folder = root / STATE_DIR / "changes"
     if not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and _CHANGE_NAME.fullmatch(p.name))
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and CHANGE_NAME.fullmatch(p.name))

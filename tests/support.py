@@ -1,0 +1,91 @@
+"""Test support: scratch git repositories and the real ``forge`` command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+FORGE = Path(sys.executable).with_name("forge")
+
+
+@attrs.frozen
+class Completed:
+    """How a ``forge`` invocation ended."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.out.splitlines()
+
+
+@attrs.frozen
+class Repo:
+    """A scratch git repository with a committed first state."""
+
+    root: Path
+
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=self.root, check=True, capture_output=True, text=True
+        )
+        return done.stdout
+
+    def commit(self, message: str = "change") -> None:
+        self.git("add", "-A")
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+
+    def forge(self, *args: str, env: dict[str, str] | None = None) -> Completed:
+        return run_forge(args, cwd=self.root, env=env)
+
+    def change_dir(self, change: str) -> Path:
+        return self.root / ".forge" / "changes" / change
+
+
+def forge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORGE_")}
+    env.pop("NO_COLOR", None)
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.update(extra or {})
+    return env
+
+
+def run_forge(
+    args: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> Completed:
+    """Run the installed ``forge`` console script, as a user would."""
+    done = subprocess.run(
+        [str(FORGE), *args],
+        cwd=cwd,
+        env=forge_env(env),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return Completed(code=done.returncode, out=done.stdout, err=done.stderr)
+
+
+def failing_policy(repo: Repo, *, max_failures: int | None = None) -> None:
+    """A forge.toml whose test command prints a pytest-like failure and exits 1."""
+    lines = [
+        "[verify]",
+        "command = \"echo 'FAILED tests/test_cart.py::test_total - assert 3 == 4'; exit 1\"",
+    ]
+    if max_failures is not None:
+        lines.append(f"max_failures = {max_failures}")
+    repo.write("forge.toml", "\n".join(lines) + "\n")

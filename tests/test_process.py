@@ -1,0 +1,113 @@
+"""The process runner: own process group, SIGTERM -> grace -> SIGKILL, bounded capture."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from orchestra._capture import OutputCapture
+from orchestra._process import run_process
+
+# A child that ignores SIGTERM, forks a grandchild that ignores it too and keeps
+# the output pipe open, and records both pids so the test can look for them.
+STUBBORN_TREE = r"""
+trap '' TERM
+( trap '' TERM; echo "grandchild $$" ; exec sleep 300 ) &
+echo $! > "$PIDS"
+echo $$ >> "$PIDS"
+echo started
+sleep 300
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+async def test_exit_code_and_output(tmp_path: Path) -> None:
+    result = await run_process(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path)
+    assert result.exit_code == 3
+    assert not result.timed_out
+    assert result.signal is None
+    assert result.output.text() == "out\nerr\n"
+    assert result.output.total_lines == 2
+    assert result.describe() == "exit 3"
+
+
+async def test_command_that_cannot_start(tmp_path: Path) -> None:
+    result = await run_process(["/nonexistent/program"], cwd=tmp_path)
+    assert result.exit_code is None
+    assert result.start_error is not None
+    assert result.describe().startswith("could not start")
+
+
+async def test_killed_by_a_signal_is_not_an_exit(tmp_path: Path) -> None:
+    result = await run_process(["sh", "-c", "kill -KILL $$"], cwd=tmp_path)
+    assert result.signal == signal.SIGKILL
+    assert result.exit_code is None
+    assert result.describe() == "killed by SIGKILL"
+
+
+async def test_timeout_stops_the_whole_tree(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "PIDS": str(pids)}
+    result = await run_process(
+        ["sh", "-c", STUBBORN_TREE], cwd=tmp_path, env=env, time_limit=60, grace=10
+    )
+    assert result.timed_out
+    assert result.exit_code is None
+    assert result.describe() == "timed out"
+    # The mock clock measures what a real run would have waited: the limit and the grace.
+    assert 70 <= result.duration < 75
+    recorded = [int(x) for x in pids.read_text().split()]
+    assert len(recorded) == 2
+    assert not any(alive(pid) for pid in recorded)
+
+
+async def test_leftovers_of_a_finished_command_are_stopped(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "PIDS": str(pids)}
+    script = '( exec sleep 300 ) & echo $! > "$PIDS"; echo done'
+    result = await run_process(["sh", "-c", script], cwd=tmp_path, env=env, grace=5)
+    assert result.exit_code == 0
+    assert not alive(int(pids.read_text()))
+
+
+async def test_cancellation_stops_the_tree(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pids = tmp_path / "pids"
+    env = {**os.environ, "PIDS": str(pids)}
+    with trio.move_on_after(30):
+        await run_process(["sh", "-c", STUBBORN_TREE], cwd=tmp_path, env=env, grace=10)
+        pytest.fail("the cancel scope should have ended the run")
+    recorded = [int(x) for x in pids.read_text().split()]
+    assert recorded
+    assert not any(alive(pid) for pid in recorded)
+
+
+async def test_output_is_bounded_and_logged(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "iteration-1.log"
+    capture = OutputCapture(head_limit=1000, tail_limit=1000)
+    script = "i=0; while [ $i -lt 20000 ]; do echo line-$i; i=$((i+1)); done"
+    result = await run_process(["sh", "-c", script], cwd=tmp_path, log_path=log, capture=capture)
+    expected = "".join(f"line-{i}\n" for i in range(20000))
+    assert result.output.total_bytes == len(expected)
+    assert result.output.total_lines == 20000
+    assert len(result.output.head) == 1000
+    assert len(result.output.tail) == 1000
+    assert result.output.text().startswith("line-0\nline-1\n")
+    assert result.output.text().endswith("line-19999\n")
+    assert log.read_text() == expected
