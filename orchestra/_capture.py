@@ -32,11 +32,12 @@ class CapturedOutput:
 
     def text(self) -> str:
         """The kept output as text, with a marker where bytes were dropped."""
+        if self.omitted_bytes <= 0:
+            # Nothing was dropped: decode as one, so a character split at the cut survives.
+            return (self.head + self.tail).decode("utf-8", errors="replace")
         head = self.head.decode("utf-8", errors="replace")
         tail = self.tail.decode("utf-8", errors="replace")
-        if self.omitted_bytes > 0:
-            return f"{head}\n[… {self.omitted_bytes} bytes omitted …]\n{tail}"
-        return head + tail
+        return f"{head}\n[… {self.omitted_bytes} bytes omitted …]\n{tail}"
 
     def lines(self) -> list[str]:
         """The kept lines, partial lines at the cut included."""

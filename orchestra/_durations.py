@@ -8,8 +8,10 @@ import re
 import attrs
 
 _UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
-_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?[dhms])+")
+_NUMBER = r"\d+(?:\.\d+)?(?:e[+-]?\d+)?"
+# Units at most once each, largest first: "1h30m" and "90s", never "30m1h".
+_SPELLED = re.compile("".join(f"(?:(?P<{unit}>{_NUMBER}){unit})?" for unit in "dhms"))
+_BARE = re.compile(_NUMBER)
 EXPECTED = 'a duration like "90s", "30m", "1h30m" or a number of seconds'
 
 
@@ -41,31 +43,36 @@ def parse_duration(value: object) -> Duration:
     Raises:
         ValueError: with a message saying what a duration looks like.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"expected {EXPECTED}, got {value!r}")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"expected {EXPECTED}, got {value!r}")
-        return Duration(float(value))
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if _WHOLE.fullmatch(text):
-            total = sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _PART.findall(text))
-            return Duration(total)
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
         try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = None
+    elif isinstance(value, str):
+        text = value.strip().lower()
+        spelled = _SPELLED.fullmatch(text)
+        if text and spelled:
+            seconds = sum(
+                float(amount) * _UNIT_SECONDS[unit]
+                for unit, amount in spelled.groupdict().items()
+                if amount is not None
+            )
+        elif _BARE.fullmatch(text):
             seconds = float(text)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(seconds) and seconds >= 0:
-                return Duration(seconds)
-    raise ValueError(f"expected {EXPECTED}, got {value!r}")
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"expected {EXPECTED}, got {value!r}")
+    return Duration(seconds)
 
 
 def format_duration(seconds: float) -> str:
-    """The canonical spelling of a span: ``"1h30m"``, ``"45s"``, ``"0.25s"``, ``"0s"``."""
+    """The canonical spelling of a span: ``"1h30m"``, ``"45s"``, ``"0.25s"``, ``"0s"``.
+
+    Whole seconds are spelled in units; a fractional span is spelled as the
+    shortest decimal that reads back to exactly the same float.
+    """
     if seconds != int(seconds):
-        return f"{seconds:g}s"
+        return f"{seconds!r}s"
     remaining = int(seconds)
     if remaining == 0:
         return "0s"
@@ -79,9 +86,9 @@ def format_duration(seconds: float) -> str:
 
 def human_seconds(seconds: float) -> str:
     """A measured duration for reports: ``"0.42s"``, ``"12.3s"``, ``"2m05s"``."""
-    if seconds < 10:
+    if round(seconds, 2) < 10:
         return f"{seconds:.2f}s"
-    if seconds < 60:
+    if round(seconds, 1) < 60:
         return f"{seconds:.1f}s"
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes}m{secs:02d}s"

@@ -19,11 +19,11 @@ import attrs
 _MARKDOWN_SUFFIXES = {".md", ".markdown"}
 _GHERKIN_SUFFIXES = {".feature"}
 _MARKDOWN_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+scenario:[ \t]*(?P<title>.*?)[ \t#]*$", re.I)
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_FENCE = re.compile(r"^ {0,3}(?P<run>`{3,}|~{3,})(?P<info>.*)$")
 _GHERKIN_SCENARIO = re.compile(
     r"^\s*scenario(?:[ \t]+(?:outline|template))?:[ \t]*(?P<title>.*?)\s*$", re.I
 )
-_COVERS = re.compile(r"scenario:[ \t]*(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*)", re.I)
+_COVERS = re.compile(r"scenario:[ \t]*(?P<id>[^\W_]+(?:-[^\W_]+)*)(?![\w-])", re.I)
 _SKIPPED_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".forge", ".mypy_cache"}
 _MAX_FILE_BYTES = 4 * 1024 * 1024
 _GLOB_CHARS = set("*?[")
@@ -72,29 +72,41 @@ class ScenarioCoverage:
 
 
 def slugify(title: str) -> str:
-    """The id of a scenario title: lower-case ASCII words joined by hyphens."""
-    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    return re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    """The id of a scenario title: its lower-case words joined by hyphens.
+
+    Accents are dropped (``Café`` -> ``cafe``); letters of other scripts are kept.
+    """
+    decomposed = unicodedata.normalize("NFKD", title.casefold())
+    bare = "".join(char for char in decomposed if not unicodedata.combining(char))
+    return re.sub(r"[\W_]+", "-", bare).strip("-")
 
 
 def scenarios_in(text: str, *, path: str, gherkin: bool) -> Iterator[Scenario]:
     """The scenarios written in one spec file's text."""
-    in_fence = False
+    fence: str | None = None  # the run of backticks or tildes that opened a code block
     for number, line in enumerate(text.splitlines(), start=1):
         if gherkin:
             match = _GHERKIN_SCENARIO.match(line)
         else:
-            if _FENCE.match(line):
-                in_fence = not in_fence
+            if fence_match := _FENCE.match(line):
+                run = fence_match["run"]
+                if fence is None:
+                    fence = run
+                elif (
+                    run[0] == fence[0]
+                    and len(run) >= len(fence)
+                    and not fence_match["info"].strip()
+                ):
+                    fence = None  # CommonMark: same character, at least as long, no info string
                 continue
-            match = None if in_fence else _MARKDOWN_HEADING.match(line)
+            match = None if fence is not None else _MARKDOWN_HEADING.match(line)
         if match and (slug := slugify(match["title"])):
             yield Scenario(id=slug, title=match["title"].strip(), path=path, line=number)
 
 
 def covered_ids(text: str) -> set[str]:
     """The scenario ids a test file names with ``scenario: <id>``."""
-    return {match["id"].lower() for match in _COVERS.finditer(text)}
+    return {match["id"].casefold() for match in _COVERS.finditer(text)}
 
 
 def measure_coverage(root: Path, specs: Sequence[str], tests: Sequence[str]) -> ScenarioCoverage:
