@@ -8,7 +8,14 @@ import tomllib
 from pathlib import Path
 
 from .._errors import EXIT_OK, EXIT_USAGE, ConfigError
-from .._policy import Policy, commented_toml, load_policy, policy_as_dict, policy_as_toml
+from .._policy import (
+    Policy,
+    commented_toml,
+    display_name,
+    load_policy,
+    policy_as_dict,
+    policy_as_toml,
+)
 from .._state import atomic_write
 from .._workspace import find_project
 from ._common import policy_from, project_from
@@ -29,7 +36,8 @@ def show(args: argparse.Namespace, out: Output) -> int:
             }
         )
         return EXIT_OK
-    described = ", ".join(str(p) for p in loaded.files) or "built-in defaults only"
+    described = ", ".join(display_name(p, project.root) for p in loaded.files)
+    described = described or "built-in defaults only"
     out.line(f"policy: {described}", style="dim")
     width = max(len(key) for key in loaded.sources)
     current_table = None
@@ -62,7 +70,7 @@ def check(args: argparse.Namespace, out: Output) -> int:
             out.document({"ok": False, "message": exc.message, "problems": list(exc.problems)})
         out.note(exc.render(), style="red")
         return EXIT_USAGE
-    files = [str(p) for p in loaded.files] if loaded else []
+    files = [display_name(p, project.root) for p in loaded.files] if loaded else []
     if out.json_mode:
         out.document({"ok": True, "files": files, "problems": []})
     elif config is None:

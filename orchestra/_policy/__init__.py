@@ -6,6 +6,7 @@ from ._dump import policy_as_dict as policy_as_dict
 from ._dump import policy_as_toml as policy_as_toml
 from ._load import Layer as Layer
 from ._load import LoadedPolicy as LoadedPolicy
+from ._load import display_name as display_name
 from ._load import leaf_keys as leaf_keys
 from ._load import load_policy as load_policy
 from ._model import Policy as Policy
