@@ -12,6 +12,7 @@ from .._errors import EXIT_OK
 from .._state import ChangePaths, parse_timeline, read_timeline
 from ._common import project_from
 from ._console import Output
+from ._trio_run import run_interruptible
 
 FOLLOW_POLL_SECONDS = 0.2
 _SHOWN_FIRST = ("ts", "seq", "event", "change")
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for event in read.events:
         _print_event(event, out)
     if args.follow:
-        trio.run(_follow, paths, out)
+        run_interruptible(_follow, paths, out)
     elif not read.events:
         out.line(f'no events yet for change "{paths.name}"', style="dim")
     return EXIT_OK

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import trio
-
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
 from .._state import STATE_CONVERTER, ChangePaths
@@ -21,6 +19,7 @@ from .._verify import (
 from .._workspace import tree_state
 from ._common import flag_layer, policy_from, project_from
 from ._console import Output
+from ._trio_run import run_interruptible
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -36,7 +35,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     policy = policy_from(project, flags).policy.verify
 
     tree = tree_state(project.root) if paths else None
-    report = trio.run(run_verify, project.root, policy)
+    report = run_interruptible(run_verify, project.root, policy)
     _print_report(report, out)
 
     if paths is None or tree is None:

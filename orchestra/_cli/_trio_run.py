@@ -1,0 +1,64 @@
+"""Running a command's async part so that SIGTERM ends it as cleanly as Ctrl-C.
+
+trio turns SIGINT into KeyboardInterrupt; SIGTERM would kill Forge outright and
+leave the process groups it started (which do not share its session) running.
+Here SIGTERM cancels the run instead, so every ``finally`` stops its process
+tree, and the command then ends as interrupted (exit 130).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar, TypeVarTuple, Unpack
+
+import trio
+
+_T = TypeVar("_T")
+_Args = TypeVarTuple("_Args")
+
+
+def run_interruptible(
+    function: Callable[[Unpack[_Args]], Awaitable[_T]], *args: *_Args
+) -> _T:
+    """``trio.run(function, *args)``, with SIGTERM raising KeyboardInterrupt after cleanup."""
+
+    finished: list[_T] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def watch_sigterm() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+            async def work() -> None:
+                finished.append(await function(*args))
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch_sigterm)
+            nursery.start_soon(work)
+
+    try:
+        trio.run(main)
+    except BaseExceptionGroup as group:
+        # The nursery wraps what its tasks raise; callers expect the plain error.
+        if group.subgroup(KeyboardInterrupt) is not None:
+            raise KeyboardInterrupt from None
+        leaves = list(_leaves(group))
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+    if not finished:  # the work was cancelled: only SIGTERM does that
+        raise KeyboardInterrupt
+    return finished[0]
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
