@@ -14,7 +14,7 @@ import math
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -76,6 +76,7 @@ async def run_process(
     grace: float = 10.0,
     log_path: Path | None = None,
     capture: OutputCapture | None = None,
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion in a new process group and capture its output.
 
@@ -92,6 +93,7 @@ async def run_process(
         grace: Seconds between SIGTERM and SIGKILL.
         log_path: Where to stream the full output, if anywhere.
         capture: The bounded capture to fill (a default-sized one otherwise).
+        on_output: Called with every chunk of output as it arrives (a streaming parser).
     """
     capture = capture or OutputCapture()
     started = trio.current_time()
@@ -110,7 +112,7 @@ async def run_process(
             exit_code=None,
             signal=None,
             timed_out=False,
-            start_error=exc.strerror or str(exc),
+            start_error=f"{argv[0]}: {exc.strerror or exc}",
             duration=trio.current_time() - started,
             output=capture.snapshot(),
         )
@@ -119,7 +121,7 @@ async def run_process(
     timed_out = False
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump, process, capture, log_fd)
+            nursery.start_soon(_pump, process, capture, log_fd, on_output)
             with trio.move_on_after(time_limit) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -161,15 +163,28 @@ async def stop_process_group(process: trio.Process, grace: float) -> None:
         await trio.sleep(_POLL_SECONDS)
 
 
-async def _pump(process: trio.Process, capture: OutputCapture, log_fd: int | None) -> None:
+async def _pump(
+    process: trio.Process,
+    capture: OutputCapture,
+    log_fd: int | None,
+    on_output: Callable[[bytes], None] | None,
+) -> None:
     stream = process.stdout
     if stream is None:  # pragma: no cover - stdout is always a pipe here
         return
     async with stream:
         while chunk := await stream.receive_some(_READ_CHUNK):
             capture.feed(chunk)
+            if on_output is not None:
+                on_output(bytes(chunk))
             if log_fd is not None:
-                os.write(log_fd, chunk)
+                _write_all(log_fd, chunk)
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _open_log(log_path: Path | None) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
@@ -102,3 +103,17 @@ def _git(root: Path, *args: str) -> bytes | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return completed.stdout if completed.returncode == 0 else None
+
+
+def default_change(root: Path) -> str:
+    """The change a command works on when none is named: the git branch, as a change name.
+
+    ``feature/Add-Billing`` becomes ``feature-add-billing``; outside git, or on a
+    detached HEAD, it is ``default``.
+    """
+    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    name = branch.decode().strip() if branch else ""
+    if not name or name == "HEAD":
+        return "default"
+    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).lstrip("._-")[:64].rstrip("-")
+    return slug or "default"

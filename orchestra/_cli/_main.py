@@ -29,7 +29,7 @@ def _change_name(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{exc.message} ({exc.hint})") from None
 
 
-def _positive_int(value: str) -> int:
+def _integer(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--change", type=_change_name, help="opt into the breaker of this change")
     verify.add_argument(
-        "--max-failures", type=_positive_int, metavar="N", help="failures that open the breaker"
+        "--max-failures", type=_integer, metavar="N", help="failures that open the breaker"
     )
     verify.add_argument(
         "--reset-breaker",
@@ -74,6 +74,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="clear the change's breaker (a human intervened)",
     )
     verify.set_defaults(handler="_verify_cmd:run")
+
+    run = commands.add_parser(
+        "run",
+        parents=[common],
+        help="run an agent loop, bounded by gates (dry run unless --yes)",
+        description="Run an agent command again and again, checking the gates (verify "
+        "circuit-breaker, spend budget, secscan) before the first iteration and after "
+        "every one. Without --yes it prints the plan and executes nothing. Only the "
+        "executor signalling done is a clean exit; every other ending escalates (exit 1).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("--change", type=_change_name, help="the change (default: the git branch)")
+    how = run.add_mutually_exclusive_group()
+    how.add_argument("--cmd", help="the agent command, run with sh -c each iteration")
+    how.add_argument("--executor", metavar="NAME", help="a named executor (executors/NAME.toml)")
+    run.add_argument("--prompt", help="the prompt a named executor receives as {prompt}")
+    run.add_argument(
+        "--max-iterations",
+        type=_integer,
+        metavar="N",
+        help="iteration cap (default 5, max 50)",
+    )
+    run.add_argument("--timeout", metavar="DURATION", help='per-iteration limit, e.g. "15m"')
+    run.add_argument("--max-tokens", type=_integer, metavar="N", help="token ceiling")
+    run.add_argument("--max-tool-calls", type=_integer, metavar="N", help="tool-call ceiling")
+    run.add_argument("--max-cost-usd", type=float, metavar="USD", help="cost ceiling")
+    run.add_argument("--yes", action="store_true", help="execute (without it: a dry run)")
+    run.set_defaults(handler="_run_cmd:run")
 
     policy = commands.add_parser("policy", help="show, check or dump the effective policy")
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)

@@ -49,7 +49,7 @@ def show(args: argparse.Namespace, out: Output) -> int:
         value = _lookup(values, dotted)
         out.styled(
             (f"  {dotted.ljust(width)}  ", None),
-            (json.dumps(value, ensure_ascii=False), "cyan"),
+            ("(unset)" if value is None else json.dumps(value, ensure_ascii=False), "cyan"),
             (f"  ({source})", "dim"),
         )
     return EXIT_OK

@@ -77,7 +77,7 @@ def _print_event(event: dict[str, Any], out: Output) -> None:
     out.styled(
         (f"{event.get('seq', '?'):>4}  ", "dim"),
         (f"{event.get('ts', '?')}  ", "dim"),
-        (f"{event.get('event', '?'):<16} ", "bold"),
+        (f"{event.get('event', '?'):<18} ", "bold"),
         (details, None),
     )
 

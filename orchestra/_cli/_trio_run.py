@@ -18,9 +18,7 @@ _T = TypeVar("_T")
 _Args = TypeVarTuple("_Args")
 
 
-def run_interruptible(
-    function: Callable[[Unpack[_Args]], Awaitable[_T]], *args: *_Args
-) -> _T:
+def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args: *_Args) -> _T:
     """``trio.run(function, *args)``, with SIGTERM raising KeyboardInterrupt after cleanup."""
 
     finished: list[_T] = []

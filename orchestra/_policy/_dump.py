@@ -12,14 +12,22 @@ from ._model import Policy, is_table
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
-    """The policy as plain data (durations as strings), for JSON and TOML."""
+    """The policy as plain data (durations as strings; unset values as None), for JSON."""
     data: dict[str, Any] = POLICY_CONVERTER.unstructure(policy)
     return data
 
 
 def policy_as_toml(policy: Policy) -> str:
-    """The policy as TOML that loads back to an equal policy."""
-    return tomli_w.dumps(policy_as_dict(policy))
+    """The policy as TOML that loads back to an equal policy (TOML has no null: unset is absent)."""
+    return tomli_w.dumps(_without_none(policy_as_dict(policy)))
+
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: _without_none(value) if isinstance(value, dict) else value
+        for key, value in data.items()
+        if value is not None
+    }
 
 
 def commented_toml(policy: Policy, header: str) -> str:
@@ -39,5 +47,9 @@ def commented_toml(policy: Policy, header: str) -> str:
         for field in attrs.fields(table_field.type):
             lines.append(f"# {field.metadata.get('doc', '')}")
             value = values[table_field.name][field.name]
-            lines.append(tomli_w.dumps({field.name: value}).rstrip("\n"))
+            if value is None:  # unset by default: show an example, commented out
+                example = tomli_w.dumps({field.name: field.metadata.get("example")})
+                lines.append("# " + example.rstrip("\n") + "   (unset by default)")
+            else:
+                lines.append(tomli_w.dumps({field.name: value}).rstrip("\n"))
     return "\n".join(lines) + "\n"

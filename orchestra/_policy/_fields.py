@@ -25,6 +25,21 @@ class FieldError(ValueError):
         self.expected = expected
         self.got = got
 
+    def describe(self) -> str:
+        """What is wrong, without the field's name."""
+        return f"expected {self.expected}, got {self.got!r}"
+
+
+class ConflictError(FieldError):
+    """Two fields of one table that must not both be set."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(field, message, None)
+        self.message = message
+
+    def describe(self) -> str:
+        return self.message
+
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
@@ -39,14 +54,31 @@ def at_least(minimum: int) -> Validator:
     return check
 
 
-def between(low: float, high: float) -> Validator:
+def between(low: float, high: float, *, what: str | None = None) -> Validator:
     """An integer or float within ``[low, high]``."""
+    expected = what or f"a number from {low:g} to {high:g}"
 
     def check(_instance: Any, attribute: attrs.Attribute[Any], value: float) -> None:
         if not low <= value <= high:
-            raise FieldError(attribute.name, f"a number from {low:g} to {high:g}", value)
+            raise FieldError(attribute.name, expected, value)
 
     return check
+
+
+def optional(validator: Validator) -> Validator:
+    """Apply ``validator`` unless the value is unset (None)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is not None:
+            validator(instance, attribute, value)
+
+    return check
+
+
+def non_empty(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """A string with something in it besides whitespace."""
+    if not value.strip():
+        raise FieldError(attribute.name, "a non-empty string", value)
 
 
 def positive_duration(_instance: Any, attribute: attrs.Attribute[Any], value: Duration) -> None:

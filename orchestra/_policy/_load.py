@@ -8,7 +8,6 @@ flags. Every leaf value remembers the layer it came from, which is what
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import BaseValidationError
 
 from .._errors import ConfigError
 from .._shipped import shipped_dir, shipped_names
 from ._converter import POLICY_CONVERTER
-from ._fields import FieldError
 from ._model import Policy, is_table
+from ._schema import unknown_keys, validation_problems
 
 DEFAULT_SOURCE = "default"
-_UNKNOWN = "unknown key"
+_EXTENDS = frozenset({"extends"})
 _SHIPPED_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -72,7 +71,7 @@ def load_policy(
             files.append(path)
             source = display_name(path, root)
             data = _read_toml(path, source)
-            problems.extend(_unknown_keys(data, Policy, source, prefix=""))
+            problems.extend(unknown_keys(data, Policy, source, top_level=_EXTENDS))
             layers.append(Layer(source, {k: v for k, v in data.items() if k != "extends"}))
     layers.extend(flags)
     merged, sources = merge_layers(layers)
@@ -180,43 +179,14 @@ def _read_toml(path: Path, source: str) -> dict[str, Any]:
         ) from exc
 
 
-def _unknown_keys(data: Mapping[str, Any], cls: type, source: str, prefix: str) -> Iterator[str]:
-    """Keys a file names that the model does not have, each with a suggestion."""
-    fields = {field.name: field for field in attrs.fields(cls)}
-    allowed = set(fields) | ({"extends"} if not prefix else set())
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        if key not in allowed:
-            suggestion = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-            where = f"[{prefix[:-1]}]" if prefix else "the top level"
-            known = ", ".join(sorted(allowed))
-            hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known keys: {known}"
-            yield f"{source}: {dotted}: unknown key in {where}; {hint}"
-            continue
-        if key == "extends" and not prefix:
-            continue
-        field_type = fields[key].type
-        if is_table(field_type):
-            if isinstance(value, Mapping):
-                yield from _unknown_keys(value, field_type, source, f"{dotted}.")
-            else:
-                yield f"{source}: {dotted}: expected a table [{dotted}], got {value!r}"
-
-
 def _structure(
     merged: dict[str, Any], sources: Mapping[str, str]
 ) -> tuple[Policy | None, list[str]]:
     """The policy, or every value problem (unknown keys are reported per file instead)."""
     try:
         return POLICY_CONVERTER.structure(merged, Policy), []
-    except (ClassValidationError, IterableValidationError) as exc:
-        problems = []
-        for path, message in _walk_errors(exc, ()):
-            if message == _UNKNOWN:
-                continue
-            dotted = ".".join(path).replace(".[", "[")
-            problems.append(f"{_source_of(dotted, sources)}: {dotted}: {message}")
-        return None, problems
+    except BaseValidationError as exc:
+        return None, validation_problems(exc, lambda dotted: _source_of(dotted, sources))
 
 
 def _source_of(dotted: str, sources: Mapping[str, str]) -> str:
@@ -225,31 +195,6 @@ def _source_of(dotted: str, sources: Mapping[str, str]) -> str:
             return sources[dotted]
         dotted = dotted.rpartition(".")[0]
     return "policy"
-
-
-def _walk_errors(
-    exc: BaseException, path: tuple[str, ...]
-) -> Iterator[tuple[tuple[str, ...], str]]:
-    """Flatten cattrs' nested exception groups into (key path, message) pairs."""
-    if isinstance(exc, ClassValidationError):
-        with_notes, without_notes = exc.group_exceptions()
-        for sub, note in with_notes:
-            yield from _walk_errors(sub, (*path, note.name))
-        for sub in without_notes:
-            yield from _walk_errors(sub, path)
-    elif isinstance(exc, IterableValidationError):
-        with_index, rest = exc.group_exceptions()
-        for sub, index_note in with_index:
-            yield from _walk_errors(sub, (*path, f"[{index_note.index}]"))
-        for sub in rest:
-            yield from _walk_errors(sub, path)
-    elif isinstance(exc, ForbiddenExtraKeysError):
-        for key in sorted(exc.extra_fields):
-            yield (*path, key), _UNKNOWN
-    elif isinstance(exc, FieldError):
-        yield (*path, exc.field), f"expected {exc.expected}, got {exc.got!r}"
-    else:
-        yield path, str(exc)
 
 
 def _with_defaults(sources: Mapping[str, str]) -> dict[str, str]:

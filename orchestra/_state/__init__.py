@@ -8,6 +8,7 @@ from ._files import atomic_write as atomic_write
 from ._files import exclusive_lock as exclusive_lock
 from ._files import move_aside as move_aside
 from ._files import utc_now_iso as utc_now_iso
+from ._guarded import load_or_block as load_or_block
 from ._timeline import TimelineRead as TimelineRead
 from ._timeline import append_event as append_event
 from ._timeline import parse_timeline as parse_timeline

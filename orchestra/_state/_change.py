@@ -35,6 +35,14 @@ class ChangePaths:
         return self.folder / "timeline.jsonl"
 
     @property
+    def spend(self) -> Path:
+        return self.folder / "spend.yaml"
+
+    @property
+    def runs(self) -> Path:
+        return self.folder / "runs"
+
+    @property
     def lock(self) -> Path:
         return self.folder / ".lock"
 

@@ -12,7 +12,14 @@ from typing import Any
 import attrs
 
 from .._errors import CorruptStateError
-from .._state import ChangePaths, append_event, exclusive_lock, load_state, save_state, utc_now_iso
+from .._state import (
+    ChangePaths,
+    append_event,
+    exclusive_lock,
+    load_or_block,
+    save_state,
+    utc_now_iso,
+)
 from .._workspace import TreeState
 from ._breaker import NEW, VerifyAttempts, record_verdict, reset
 from ._report import VerifyReport
@@ -74,23 +81,7 @@ def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
 
 
 def _load_or_block(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptStateError | None]:
-    try:
-        state = load_state(paths.verify_attempts, VerifyAttempts)
-    except CorruptStateError as exc:
-        blocked = attrs.evolve(NEW, blocked=f"moved aside to {_name(exc.moved_to)}")
-        save_state(paths.verify_attempts, blocked)
-        append_event(
-            paths.timeline,
-            paths.name,
-            "state.corrupt",
-            {"file": _name(exc.path), "moved_to": _name(exc.moved_to), "reason": exc.message},
-        )
-        return blocked, exc
-    return (state if state is not None else NEW), None
-
-
-def _name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
+    return load_or_block(paths, paths.verify_attempts, VerifyAttempts, NEW)
 
 
 def _verify_event(report: VerifyReport, state: VerifyAttempts) -> dict[str, Any]:

@@ -1,0 +1,207 @@
+"""``forge run``: one bounded agent loop, dry run by default, exactly as the seed words it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import attrs
+
+from .._durations import human_seconds
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._executor import Executor, IterationOutcome, load_executor, shell_command
+from .._gates import BudgetGate, Gate, GateReading, SecscanGate, VerifyBreakerGate
+from .._loop import DONE, LoopPlan, RunProgress, RunSummary, run_loop
+from .._policy import Layer, Policy
+from .._state import ChangePaths
+from .._workspace import Project, default_change
+from ._common import flag_layer, policy_from, project_from
+from ._console import Output
+from ._trio_run import run_interruptible
+
+ESCALATE = "escalate: a human should review before continuing"
+GATES_LINE = "  gates:    verify circuit-breaker, spend budget, secscan"
+STOP_LINE = "  stop:     any gate opening halts the loop and escalates to a human"
+DRY_RUN_LINE = "dry run: nothing executed (pass --yes to run)"
+
+_FLAGS = (
+    ("max_iterations", "--max-iterations", "run.max_iterations"),
+    ("timeout", "--timeout", "run.timeout"),
+    ("max_tokens", "--max-tokens", "budget.max_tokens"),
+    ("max_tool_calls", "--max-tool-calls", "budget.max_tool_calls"),
+    ("max_cost_usd", "--max-cost-usd", "budget.max_cost_usd"),
+)
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    policy = policy_from(project, _flag_layers(args)).policy
+    paths = ChangePaths(project.root, args.change or default_change(project.root))
+    executor = _executor(args, policy, project)
+    plan = LoopPlan(
+        paths=paths,
+        executor=executor,
+        max_iterations=policy.run.max_iterations,
+        time_limit=policy.run.timeout.seconds,
+        grace=policy.run.grace.seconds,
+        done_marker=policy.run.done_marker,
+        workdir=project.root,
+        prompt=args.prompt if args.prompt is not None else policy.run.prompt,
+    )
+    gates: list[Gate] = [
+        VerifyBreakerGate(paths),
+        BudgetGate(paths, policy.budget),
+        SecscanGate(),
+    ]
+    if not args.yes:
+        _print_plan(plan, policy, out)
+        out.line()
+        out.line(DRY_RUN_LINE)
+        if out.json_mode:
+            out.document({"dry_run": True, "plan": _plan_json(plan, policy)})
+        return EXIT_OK
+
+    progress = RunProgress()
+    try:
+        summary = run_interruptible(
+            partial(run_loop, progress=progress, on_iteration=_progress_printer(plan, out)),
+            plan,
+            gates,
+        )
+    except KeyboardInterrupt:
+        out.line(f"run: INTERRUPTED after {progress.iterations} iteration(s)", style="bold red")
+        out.line("  detail: the executor tree was stopped; the interruption is in the timeline")
+        out.line(ESCALATE, style="bold red")
+        if out.json_mode:
+            out.document(
+                {
+                    "status": "INTERRUPTED",
+                    "reason": "interrupted",
+                    "change": paths.name,
+                    "run_id": plan.run_id,
+                    "iterations": progress.iterations,
+                    "exit_code": EXIT_INTERRUPTED,
+                }
+            )
+        return EXIT_INTERRUPTED
+    code = EXIT_OK if summary.clean else EXIT_ESCALATE
+    _print_summary(summary, out)
+    if out.json_mode:
+        out.document(_summary_json(summary, plan, code))
+    return code
+
+
+def _flag_layers(args: argparse.Namespace) -> list[Layer]:
+    layers = [
+        flag_layer(flag, dotted, getattr(args, attribute))
+        for attribute, flag, dotted in _FLAGS
+        if getattr(args, attribute) is not None
+    ]
+    if args.cmd is not None:
+        layers.append(flag_layer("--cmd", "run", {"cmd": args.cmd, "executor": ""}))
+    elif args.executor is not None:
+        layers.append(flag_layer("--executor", "run", {"executor": args.executor, "cmd": ""}))
+    return layers
+
+
+def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Executor:
+    if policy.run.cmd:
+        return shell_command(policy.run.cmd)
+    if policy.run.executor:
+        return load_executor(policy.run.executor, project.root)
+    raise UsageError(
+        "no executor to run",
+        hint="pass --cmd '<agent command>' or --executor NAME, or set [run].cmd or "
+        "[run].executor in forge.toml",
+    )
+
+
+def _print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
+    out.line(f'Plan: up to {plan.max_iterations} iteration(s) on change "{plan.paths.name}"')
+    out.line(f"  executor: {plan.describe_executor()}")
+    out.line(GATES_LINE)
+    out.line(STOP_LINE)
+    if not policy.budget.has_ceiling:
+        out.line("  budget:   no ceiling configured — the spend budget gate stays closed")
+    out.line("  secscan:  no scanner configured — the secscan gate stays closed")
+
+
+def _progress_printer(plan: LoopPlan, out: Output) -> Any:
+    def show(outcome: IterationOutcome, readings: Sequence[GateReading]) -> None:
+        process = outcome.process
+        ending = outcome.failure or ("done" if outcome.done else "exit 0")
+        spend = f"{outcome.tokens} tokens, {outcome.tool_calls} tool calls, ${outcome.cost_usd:.4f}"
+        out.line(
+            f"iteration {outcome.number}/{plan.max_iterations}: {ending} in "
+            f"{human_seconds(process.duration)} — {spend}",
+            style="dim",
+        )
+
+    return show
+
+
+def _print_summary(summary: RunSummary, out: Output) -> None:
+    if summary.reason == DONE:
+        out.line(f"run: DONE after {summary.iterations} iteration(s)", style="bold green")
+        return
+    out.line(
+        f"run: STOPPED after {summary.iterations} iteration(s) — {summary.reason}",
+        style="bold red",
+    )
+    if summary.gate is not None:
+        out.line(f"  gate:   {summary.gate}")
+        out.line(f"  detail: {summary.detail}")
+    elif summary.last is not None and summary.last.failed:
+        last = summary.last
+        out.line(f"  executor: {summary.detail}")
+        if last.observation.error:
+            out.line(f"  error:    {last.observation.error.splitlines()[0]}")
+        tail = last.process.output.last_lines(10)
+        if tail:
+            out.line("  last lines:")
+            for line in tail:
+                out.line(f"    {line}", style="dim")
+        if last.log_path.exists():
+            out.line(f"  log:      {last.log_path}")
+    else:
+        out.line(f"  detail: {summary.detail}")
+    out.line(ESCALATE, style="bold red")
+
+
+def _plan_json(plan: LoopPlan, policy: Policy) -> dict[str, Any]:
+    return {
+        "change": plan.paths.name,
+        "max_iterations": plan.max_iterations,
+        "executor": plan.describe_executor(),
+        "gates": ["verify circuit-breaker", "spend budget", "secscan"],
+        "timeout": str(policy.run.timeout),
+        "grace": str(policy.run.grace),
+        "budget_ceiling": policy.budget.has_ceiling,
+    }
+
+
+def _summary_json(summary: RunSummary, plan: LoopPlan, code: int) -> dict[str, Any]:
+    last = summary.last
+    return {
+        "status": "DONE" if summary.clean else "STOPPED",
+        "reason": summary.reason,
+        "change": plan.paths.name,
+        "run_id": plan.run_id,
+        "iterations": summary.iterations,
+        "gate": summary.gate,
+        "detail": summary.detail,
+        "spend": attrs.asdict(summary.spend) if summary.spend else None,
+        "last_iteration": None
+        if last is None
+        else {
+            "exit": last.process.exit_code,
+            "timed_out": last.process.timed_out,
+            "failure": last.failure,
+            "done": last.done,
+            "last_lines": last.process.output.last_lines(10),
+            "log": str(last.log_path),
+        },
+        "exit_code": code,
+    }

@@ -1,0 +1,147 @@
+"""One iteration of an executor: run it, read its output and report, decide how it ended."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
+from ._definition import Executor
+from ._observation import Observation
+from ._parsers import make_parser
+from ._report import ExecutorReport, read_report
+
+
+@attrs.frozen
+class IterationContext:
+    """Where and as what one iteration runs."""
+
+    change: str
+    number: int
+    max_iterations: int
+    workdir: Path
+    state_dir: Path
+    report_path: Path
+    log_path: Path
+    prompt: str = ""
+
+    def placeholders(self) -> dict[str, str]:
+        return {
+            "prompt": self.prompt,
+            "change": self.change,
+            "iteration": str(self.number),
+            "max_iterations": str(self.max_iterations),
+            "state_dir": str(self.state_dir),
+            "report": str(self.report_path),
+            "workdir": str(self.workdir),
+        }
+
+    def environment(self, extra: Mapping[str, str]) -> dict[str, str]:
+        """Forge's environment, the executor's extras, and the iteration's context."""
+        env = dict(os.environ)
+        env.update(extra)
+        env.update(
+            {
+                "FORGE_CHANGE": self.change,
+                "FORGE_ITERATION": str(self.number),
+                "FORGE_MAX_ITERATIONS": str(self.max_iterations),
+                "FORGE_STATE_DIR": str(self.state_dir),
+                "FORGE_REPORT": str(self.report_path),
+                "FORGE_PROMPT": self.prompt,
+            }
+        )
+        return env
+
+
+@attrs.frozen
+class IterationOutcome:
+    """How one iteration went.
+
+    ``done`` is the only clean ending: the executor signalled done (report or
+    marker) and exited 0, and its own output reports no error. ``failed``
+    covers a non-zero exit, a timeout, a signal and a command that could not
+    start; ``failure`` says which, in a few words.
+    """
+
+    number: int
+    process: ProcessResult
+    observation: Observation
+    report: ExecutorReport | None
+    report_problems: tuple[str, ...]
+    log_path: Path
+
+    @property
+    def failed(self) -> bool:
+        return not self.process.succeeded
+
+    @property
+    def done(self) -> bool:
+        if self.failed or self.observation.is_error:
+            return False
+        said_done = self.report is not None and self.report.done is True
+        return said_done or self.observation.done
+
+    @property
+    def failure(self) -> str | None:
+        if not self.failed:
+            return None
+        if self.process.timed_out:
+            return f"timed out (the equivalent of exit {TIMEOUT_EXIT_CODE})"
+        return self.process.describe()
+
+    @property
+    def tokens(self) -> int:
+        """Tokens spent: the report's figure when it gives one, else the parsed output's."""
+        if self.report is not None and self.report.tokens is not None:
+            return self.report.tokens
+        return self.observation.tokens
+
+    @property
+    def tool_calls(self) -> int:
+        if self.report is not None and self.report.tool_calls is not None:
+            return self.report.tool_calls
+        return self.observation.tool_calls
+
+    @property
+    def cost_usd(self) -> float:
+        if self.report is not None and self.report.cost_usd is not None:
+            return self.report.cost_usd
+        return self.observation.cost_usd
+
+
+async def run_iteration(
+    executor: Executor,
+    context: IterationContext,
+    *,
+    time_limit: float,
+    grace: float,
+    done_marker: str,
+) -> IterationOutcome:
+    """Run one iteration of ``executor`` in its own process group and judge it."""
+    with contextlib.suppress(FileNotFoundError):
+        context.report_path.unlink()  # a report left by an earlier iteration is not this one's
+    context.report_path.parent.mkdir(parents=True, exist_ok=True)
+    parser = make_parser(executor.spec.output, executor.spec.done_marker or done_marker)
+    limit = executor.spec.timeout.seconds if executor.spec.timeout is not None else time_limit
+    process = await run_process(
+        executor.argv(context.placeholders()),
+        cwd=context.workdir,
+        env=context.environment(executor.spec.env),
+        time_limit=limit,
+        grace=grace,
+        log_path=context.log_path,
+        on_output=parser.feed,
+    )
+    report, problems = read_report(context.report_path)
+    return IterationOutcome(
+        number=context.number,
+        process=process,
+        observation=parser.finish(),
+        report=report,
+        report_problems=tuple(problems),
+        log_path=context.log_path,
+    )

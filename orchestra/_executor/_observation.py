@@ -1,0 +1,60 @@
+"""What one iteration of an agent said about itself, in one record."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class RateLimitEvent:
+    """The provider refused for now: all loops should wait rather than count failures.
+
+    Attributes:
+        status: The provider's word (``rejected`` for Claude's rate_limit_event).
+        resets_at: Wall-clock epoch seconds when the limit resets, when known.
+        kind: Which limit (``five_hour`` ...), when known.
+    """
+
+    status: str
+    resets_at: float | None = None
+    kind: str | None = None
+
+
+@attrs.frozen
+class Observation:
+    """One iteration's output, parsed.
+
+    Attributes:
+        format: The output format it was read as.
+        done: The agent signalled done (the done marker, in its final message
+            for JSON formats) and reported no error.
+        is_error: The agent's own output says the iteration failed.
+        tokens_in: Input tokens (cache reads and writes included).
+        tokens_out: Output tokens.
+        cost_usd: Cost the agent reported.
+        tool_calls: Tool calls made (0 when the format does not say).
+        permission_denials: Tool uses the agent was refused.
+        turns: Turns the agent took, when reported.
+        error: The error the agent reported, if any.
+        rate_limit: A provider limit that refused the agent, if any.
+        summary: The agent's final message, if any (bounded).
+        note: Why parsing fell back to plain text, if it did.
+    """
+
+    format: str
+    done: bool = False
+    is_error: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    tool_calls: int = 0
+    permission_denials: int = 0
+    turns: int | None = None
+    error: str | None = None
+    rate_limit: RateLimitEvent | None = None
+    summary: str | None = None
+    note: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out

@@ -1,0 +1,93 @@
+"""The report an executor may write to ``$FORGE_REPORT``.
+
+``{"done": bool, "tokens": int, "tool_calls": int, "cost_usd": float,
+"summary": str}``, every key optional. A key of the wrong type is ignored and
+noted; a report that is not a JSON object is ignored and noted. Never fatal:
+the report is the agent's word, and the loop goes on without it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+_MAX_REPORT_BYTES = 1024 * 1024
+
+
+@attrs.frozen
+class ExecutorReport:
+    """What the executor said about its iteration (None: it did not say)."""
+
+    done: bool | None = None
+    tokens: int | None = None
+    tool_calls: int | None = None
+    cost_usd: float | None = None
+    summary: str | None = None
+
+
+def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
+    """The report at ``path`` (None when absent) and the problems found in it."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(_MAX_REPORT_BYTES + 1)
+    except FileNotFoundError:
+        return None, []
+    except OSError as exc:
+        return None, [f"report unreadable: {exc.strerror or exc}"]
+    if len(raw) > _MAX_REPORT_BYTES:
+        return None, [f"report larger than {_MAX_REPORT_BYTES} bytes; ignored"]
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, [f"report is not valid JSON ({exc}); ignored"]
+    if not isinstance(data, dict):
+        return None, ["report is not a JSON object; ignored"]
+    problems: list[str] = []
+    report = ExecutorReport(
+        done=_checked(data, "done", problems, _is_flag),
+        tokens=_checked(data, "tokens", problems, _is_count),
+        tool_calls=_checked(data, "tool_calls", problems, _is_count),
+        cost_usd=_as_float(_checked(data, "cost_usd", problems, _is_amount)),
+        summary=_clip(_checked(data, "summary", problems, _is_text)),
+    )
+    return report, problems
+
+
+def _checked(
+    data: dict[str, Any], key: str, problems: list[str], accept: Callable[[object], bool]
+) -> Any:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not accept(value):
+        problems.append(f"report key {key!r}: unexpected value {value!r}; ignored")
+        return None
+    return value
+
+
+def _is_flag(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_amount(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _as_float(value: int | float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _clip(value: str | None) -> str | None:
+    return None if value is None else value[:2000]

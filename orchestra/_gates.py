@@ -1,0 +1,114 @@
+"""The gates a loop checks before its first iteration and after every one.
+
+Each gate reads state and says whether it is open (stop and escalate), closed,
+or could not be read, which is never taken as closed. Gates are read-only here:
+they record nothing of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+from ._errors import StateError
+from ._policy import BudgetPolicy
+from ._spend import budget_exceeded, read_spend
+from ._state import ChangePaths
+from ._verify import gate_detail, read_breaker
+
+VERIFY_GATE = "verify circuit-breaker"
+BUDGET_GATE = "spend budget"
+SECSCAN_GATE = "secscan"
+
+
+@attrs.frozen
+class GateReading:
+    """One gate's state at one moment."""
+
+    gate: str
+    open: bool
+    detail: str
+    error: bool = False
+
+    @property
+    def state(self) -> str:
+        return "error" if self.error else ("open" if self.open else "closed")
+
+
+class Gate(Protocol):
+    """Anything that can say whether a loop may go on."""
+
+    @property
+    def name(self) -> str: ...
+
+    def check(self) -> GateReading: ...
+
+
+@attrs.frozen
+class VerifyBreakerGate:
+    """Open when the change's verify breaker is open; an error when its state is unreadable."""
+
+    paths: ChangePaths
+    name: str = VERIFY_GATE
+
+    def check(self) -> GateReading:
+        try:
+            update = read_breaker(self.paths)
+        except StateError as exc:
+            return GateReading(self.name, open=True, error=True, detail=exc.message)
+        state = update.after
+        if update.corrupt is not None or state.blocked is not None:
+            return GateReading(self.name, open=True, error=True, detail=gate_detail(state))
+        if state.open:
+            return GateReading(self.name, open=True, detail=gate_detail(state))
+        detail = f"{state.consecutive_failures}/{state.max_failures} consecutive failures"
+        return GateReading(self.name, open=False, detail=detail)
+
+
+@attrs.frozen
+class BudgetGate:
+    """Open when a spend total reaches its ceiling; closed for good without a ceiling."""
+
+    paths: ChangePaths
+    budget: BudgetPolicy
+    name: str = BUDGET_GATE
+
+    def check(self) -> GateReading:
+        if not self.budget.has_ceiling:
+            return GateReading(self.name, open=False, detail="no ceiling configured")
+        try:
+            reading = read_spend(self.paths)
+        except StateError as exc:
+            return GateReading(self.name, open=True, error=True, detail=exc.message)
+        if reading.totals.blocked is not None:
+            detail = f"spend state unreadable: {reading.totals.blocked}"
+            return GateReading(self.name, open=True, error=True, detail=detail)
+        exceeded = budget_exceeded(reading.totals, self.budget)
+        if exceeded:
+            return GateReading(self.name, open=True, detail=f"spend budget exhausted: {exceeded}")
+        totals = reading.totals
+        detail = f"{totals.tokens} tokens, {totals.tool_calls} tool calls, ${totals.cost_usd:.4f}"
+        return GateReading(self.name, open=False, detail=detail)
+
+
+@attrs.frozen
+class SecscanGate:
+    """The secret-scan slot: with no scanner configured it stays closed and says so."""
+
+    name: str = SECSCAN_GATE
+
+    def check(self) -> GateReading:
+        return GateReading(self.name, open=False, detail="no scanner configured")
+
+
+def first_stop(readings: Sequence[GateReading]) -> GateReading | None:
+    """The reading that stops a loop: an unreadable gate first, then an open one."""
+    for reading in readings:
+        if reading.error:
+            return reading
+    for reading in readings:
+        if reading.open:
+            return reading
+    return None

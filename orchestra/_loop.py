@@ -1,0 +1,251 @@
+"""One bounded loop: gates before the first iteration and after every one, then a stop reason.
+
+This is ``forge run``'s engine. Only one ending is clean: the executor
+signalled done. Every other ending (a gate open or unreadable, the iteration
+cap reached, the executor failing, an interruption) stops the loop and asks a
+human to review. Every step lands in the change's timeline.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from ._executor import Executor, IterationContext, IterationOutcome, run_iteration
+from ._gates import Gate, GateReading, first_stop
+from ._spend import SpendTotals, add_spend
+from ._state import ChangePaths, append_event, exclusive_lock
+
+DONE = "done"
+GATE_OPEN = "gate-open"
+GATE_ERROR = "gate-error"
+EXHAUSTED = "iterations-exhausted"
+EXECUTOR_FAILED = "executor-failed"
+INTERRUPTED = "interrupted"
+
+
+@attrs.frozen
+class LoopPlan:
+    """Everything one bounded loop needs to know before it starts."""
+
+    paths: ChangePaths
+    executor: Executor
+    max_iterations: int
+    time_limit: float
+    grace: float
+    done_marker: str
+    workdir: Path
+    prompt: str = ""
+    run_id: str = attrs.field(factory=lambda: new_run_id())
+
+    def context(self, number: int) -> IterationContext:
+        run_dir = self.paths.runs / self.run_id
+        return IterationContext(
+            change=self.paths.name,
+            number=number,
+            max_iterations=self.max_iterations,
+            workdir=self.workdir,
+            state_dir=self.paths.folder,
+            report_path=run_dir / f"iteration-{number}.report.json",
+            log_path=run_dir / f"iteration-{number}.log",
+            prompt=self.prompt,
+        )
+
+    def describe_executor(self) -> str:
+        return self.executor.describe(self.context(1).placeholders())
+
+
+@attrs.frozen
+class RunSummary:
+    """How a loop ended."""
+
+    reason: str
+    iterations: int
+    gate: str | None = None
+    detail: str | None = None
+    last: IterationOutcome | None = None
+    spend: SpendTotals | None = None
+
+    @property
+    def clean(self) -> bool:
+        return self.reason == DONE
+
+
+@attrs.define
+class RunProgress:
+    """What a running loop has done so far; read after an interruption."""
+
+    iterations: int = 0
+    spend: SpendTotals | None = None
+
+
+IterationCallback = Callable[[IterationOutcome, Sequence[GateReading]], None]
+
+
+def new_run_id() -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+async def run_loop(
+    plan: LoopPlan,
+    gates: Sequence[Gate],
+    *,
+    progress: RunProgress | None = None,
+    on_iteration: IterationCallback | None = None,
+) -> RunSummary:
+    """Run up to ``plan.max_iterations`` iterations, stopping at the first reason to."""
+    progress = progress if progress is not None else RunProgress()
+    readings = await _check(gates)
+    _record(
+        plan.paths,
+        "run.started",
+        {
+            "run_id": plan.run_id,
+            "plan": {
+                "max_iterations": plan.max_iterations,
+                "executor": plan.describe_executor(),
+                "timeout": plan.time_limit,
+                "grace": plan.grace,
+            },
+            "gates": _gate_states(readings),
+        },
+    )
+    try:
+        summary = await _iterate(plan, gates, readings, progress, on_iteration)
+    except BaseException:
+        # Cancelled or interrupted: the executor tree is already stopped by the
+        # process runner; record the interruption, then let the exception go on.
+        _record_stop(plan, RunSummary(reason=INTERRUPTED, iterations=progress.iterations))
+        raise
+    _record_stop(plan, summary)
+    return summary
+
+
+async def _iterate(
+    plan: LoopPlan,
+    gates: Sequence[Gate],
+    readings: Sequence[GateReading],
+    progress: RunProgress,
+    on_iteration: IterationCallback | None,
+) -> RunSummary:
+    if (stop := first_stop(readings)) is not None:
+        return _gate_summary(stop, 0, None, None)
+    last: IterationOutcome | None = None
+    for number in range(1, plan.max_iterations + 1):
+        _record(plan.paths, "iteration.started", {"run_id": plan.run_id, "iteration": number})
+        last = await run_iteration(
+            plan.executor,
+            plan.context(number),
+            time_limit=plan.time_limit,
+            grace=plan.grace,
+            done_marker=plan.done_marker,
+        )
+        progress.iterations = number
+        spend = add_spend(
+            plan.paths, tokens=last.tokens, tool_calls=last.tool_calls, cost_usd=last.cost_usd
+        ).totals
+        progress.spend = spend
+        readings = await _check(gates)
+        _record(plan.paths, "iteration.finished", _iteration_event(plan, last, readings))
+        if on_iteration is not None:
+            on_iteration(last, readings)
+        if last.failed:
+            return RunSummary(
+                reason=EXECUTOR_FAILED,
+                iterations=number,
+                detail=last.failure,
+                last=last,
+                spend=spend,
+            )
+        if (stop := first_stop(readings)) is not None:
+            return _gate_summary(stop, number, last, spend)
+        if last.done:
+            return RunSummary(reason=DONE, iterations=number, last=last, spend=spend)
+    return RunSummary(
+        reason=EXHAUSTED,
+        iterations=plan.max_iterations,
+        detail=(
+            f"{plan.max_iterations} of {plan.max_iterations} iteration(s) used without the "
+            "executor signalling done"
+        ),
+        last=last,
+        spend=progress.spend,
+    )
+
+
+async def _check(gates: Sequence[Gate]) -> list[GateReading]:
+    # Gates read files under a lock: off the event loop, so other loops keep going.
+    return await trio.to_thread.run_sync(lambda: [gate.check() for gate in gates])
+
+
+def _gate_summary(
+    stop: GateReading, iterations: int, last: IterationOutcome | None, spend: SpendTotals | None
+) -> RunSummary:
+    return RunSummary(
+        reason=GATE_ERROR if stop.error else GATE_OPEN,
+        iterations=iterations,
+        gate=stop.gate,
+        detail=stop.detail,
+        last=last,
+        spend=spend,
+    )
+
+
+def _gate_states(readings: Sequence[GateReading]) -> dict[str, dict[str, str]]:
+    return {r.gate: {"state": r.state, "detail": r.detail} for r in readings}
+
+
+def _iteration_event(
+    plan: LoopPlan, outcome: IterationOutcome, readings: Sequence[GateReading]
+) -> dict[str, Any]:
+    process = outcome.process
+    observation = outcome.observation
+    return {
+        "run_id": plan.run_id,
+        "iteration": outcome.number,
+        "duration": round(process.duration, 3),
+        "exit": process.exit_code,
+        "timed_out": process.timed_out,
+        "signal": process.signal,
+        "start_error": process.start_error,
+        "output_bytes": process.output.total_bytes,
+        "output_lines": process.output.total_lines,
+        "tokens": outcome.tokens,
+        "tool_calls": outcome.tool_calls,
+        "cost_usd": outcome.cost_usd,
+        "permission_denials": observation.permission_denials,
+        "done": outcome.done,
+        "failure": outcome.failure,
+        "error": observation.error,
+        "rate_limit": attrs.asdict(observation.rate_limit) if observation.rate_limit else None,
+        "parse_note": observation.note,
+        "report_problems": list(outcome.report_problems),
+        "log": str(outcome.log_path.relative_to(plan.paths.folder)),
+        "gates": _gate_states(readings),
+    }
+
+
+def _record_stop(plan: LoopPlan, summary: RunSummary) -> None:
+    _record(
+        plan.paths,
+        "run.stopped",
+        {
+            "run_id": plan.run_id,
+            "reason": summary.reason,
+            "iterations": summary.iterations,
+            "gate": summary.gate,
+            "detail": summary.detail,
+        },
+    )
+
+
+def _record(paths: ChangePaths, event: str, fields: dict[str, Any]) -> None:
+    with exclusive_lock(paths.lock):
+        append_event(paths.timeline, paths.name, event, fields)

@@ -1,0 +1,93 @@
+"""The spend budget of a change: tokens, tool calls and cost, accumulated across runs.
+
+Totals live in ``.forge/changes/<c>/spend.yaml``. The gate opens when a total
+reaches its ceiling; with no ceiling configured it is closed and cannot open.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ._errors import CorruptStateError
+from ._policy import BudgetPolicy
+from ._state import (
+    ChangePaths,
+    append_event,
+    exclusive_lock,
+    load_or_block,
+    save_state,
+    utc_now_iso,
+)
+
+
+@attrs.frozen
+class SpendTotals:
+    """What a change has spent so far (``blocked``: its file was unreadable)."""
+
+    tokens: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    tool_calls: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    cost_usd: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    iterations: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    blocked: str | None = None
+    updated_at: str | None = None
+
+
+NO_SPEND = SpendTotals()
+
+
+@attrs.frozen
+class SpendReading:
+    totals: SpendTotals
+    corrupt: CorruptStateError | None = None
+
+
+def add_spend(paths: ChangePaths, *, tokens: int, tool_calls: int, cost_usd: float) -> SpendReading:
+    """Add one iteration's spend to the change's totals."""
+    with exclusive_lock(paths.lock):
+        totals, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
+        updated = attrs.evolve(
+            totals,
+            tokens=totals.tokens + tokens,
+            tool_calls=totals.tool_calls + tool_calls,
+            cost_usd=round(totals.cost_usd + cost_usd, 6),
+            iterations=totals.iterations + 1,
+            updated_at=utc_now_iso(),
+        )
+        save_state(paths.spend, updated)
+    return SpendReading(updated, corrupt)
+
+
+def read_spend(paths: ChangePaths) -> SpendReading:
+    with exclusive_lock(paths.lock):
+        totals, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
+    return SpendReading(totals, corrupt)
+
+
+def reset_spend(paths: ChangePaths) -> SpendReading:
+    """Start the totals again from zero after a human decided to grant more budget."""
+    with exclusive_lock(paths.lock):
+        before, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
+        save_state(paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()))
+        append_event(
+            paths.timeline,
+            paths.name,
+            "spend.reset",
+            {
+                "tokens": before.tokens,
+                "tool_calls": before.tool_calls,
+                "cost_usd": before.cost_usd,
+                "was_blocked": before.blocked,
+            },
+        )
+    return SpendReading(before, corrupt)
+
+
+def budget_exceeded(totals: SpendTotals, budget: BudgetPolicy) -> str | None:
+    """Which ceiling the totals have reached, in words, or None."""
+    if budget.max_tokens is not None and totals.tokens >= budget.max_tokens:
+        return f"{totals.tokens} tokens spent, ceiling {budget.max_tokens}"
+    if budget.max_tool_calls is not None and totals.tool_calls >= budget.max_tool_calls:
+        return f"{totals.tool_calls} tool calls made, ceiling {budget.max_tool_calls}"
+    if budget.max_cost_usd is not None and totals.cost_usd >= budget.max_cost_usd:
+        return f"${totals.cost_usd:.4f} spent, ceiling ${budget.max_cost_usd:.2f}"
+    return None

@@ -1,0 +1,182 @@
+"""Output parsers on recorded agent outputs (written by hand from the CLIs' formats)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestra._executor import Observation, RateLimitEvent, make_parser
+
+DATA = Path(__file__).parent / "data" / "agents"
+MARKER = "FORGE_DONE"
+
+
+def parse(name: str, output_format: str, chunk: int = 65536) -> Observation:
+    raw = (DATA / name).read_bytes()
+    parser = make_parser(output_format, MARKER)
+    for start in range(0, len(raw), chunk):
+        parser.feed(raw[start : start + chunk])
+    return parser.finish()
+
+
+def test_claude_json_success() -> None:
+    seen = parse("claude-json-success.json", "claude-json")
+    assert seen.done
+    assert not seen.is_error
+    assert seen.tokens_in == 1200 + 3000 + 45000
+    assert seen.tokens_out == 2100
+    assert seen.cost_usd == pytest.approx(0.1842)
+    assert seen.turns == 7
+    assert seen.permission_denials == 0
+    assert seen.error is None
+    assert seen.note is None
+
+
+def test_claude_marker_must_be_a_whole_line_of_the_final_message() -> None:
+    seen = parse("claude-json-not-done.json", "claude-json")
+    assert not seen.done
+    assert seen.permission_denials == 2
+
+
+def test_claude_error_subtype_is_never_done() -> None:
+    seen = parse("claude-json-error.json", "claude-json")
+    assert seen.is_error
+    assert not seen.done  # even though the result text is exactly the marker
+    assert seen.error == "FORGE_DONE"
+    assert seen.tokens == 12000
+    assert seen.cost_usd == pytest.approx(1.25)
+
+
+def test_claude_usage_limit_message_is_a_rate_limit() -> None:
+    seen = parse("claude-json-usage-limit.json", "claude-json")
+    assert seen.is_error
+    assert seen.rate_limit == RateLimitEvent(status="rejected")
+
+
+def test_claude_stream_counts_tool_uses_once_per_message() -> None:
+    seen = parse("claude-stream.jsonl", "claude-stream-json")
+    assert seen.tool_calls == 3  # toolu_a (sent twice under msg_01), toolu_b, toolu_c
+    assert seen.done
+    assert seen.tokens_in == 1000
+    assert seen.tokens_out == 300
+    assert seen.rate_limit is None  # allowed_warning is not a refusal
+
+
+def test_claude_stream_rejected_rate_limit_event() -> None:
+    seen = parse("claude-stream-rejected.jsonl", "claude-stream-json")
+    assert seen.rate_limit == RateLimitEvent(
+        status="rejected", resets_at=1767229200.0, kind="five_hour"
+    )
+    assert not seen.done
+
+
+@pytest.mark.parametrize("name", ["claude-json-truncated.json", "claude-json-invalid.json"])
+def test_claude_broken_output_falls_back_to_text(name: str) -> None:
+    seen = parse(name, "claude-json")
+    assert seen.note is not None
+    assert "plain text" in seen.note
+    # The invalid file has a marker line of its own; the truncated one does not.
+    assert seen.done is (name == "claude-json-invalid.json")
+
+
+def test_codex_events() -> None:
+    seen = parse("codex.jsonl", "codex-json")
+    assert seen.tokens_in == 24763 + 1000
+    assert seen.tokens_out == 122 + 50
+    assert seen.tool_calls == 3  # two command executions (either field name) and a file change
+    assert seen.turns == 2
+    assert seen.done
+    assert seen.summary == "Fixed the total.\nFORGE_DONE"
+
+
+def test_codex_failed_turn_is_an_error_and_never_done() -> None:
+    seen = parse("codex-failed.jsonl", "codex-json")
+    assert seen.is_error
+    assert not seen.done
+    assert seen.error == "You've hit your usage limit. Try again later."
+    assert seen.rate_limit == RateLimitEvent(status="rejected")
+
+
+def test_gemini_stats() -> None:
+    seen = parse("gemini.json", "gemini-json")
+    assert seen.tokens_in == 24939 + 1000
+    assert seen.tokens_out == 412 + 88
+    assert seen.tool_calls == 4
+    assert seen.done
+
+
+def test_gemini_error() -> None:
+    seen = parse("gemini-error.json", "gemini-json")
+    assert seen.is_error
+    assert not seen.done
+    assert seen.error is not None
+    assert "Quota exceeded" in seen.error
+    assert seen.rate_limit == RateLimitEvent(status="rejected")
+
+
+def test_text_marker_is_a_trimmed_whole_line() -> None:
+    assert parse("text-done.txt", "text").done
+    assert not parse("text-not-done.txt", "text").done
+
+
+@pytest.mark.parametrize(
+    ("name", "output_format"),
+    [
+        ("claude-json-success.json", "claude-json"),
+        ("claude-stream.jsonl", "claude-stream-json"),
+        ("codex.jsonl", "codex-json"),
+        ("gemini.json", "gemini-json"),
+        ("text-done.txt", "text"),
+        ("text-not-done.txt", "text"),
+    ],
+)
+@settings(max_examples=25, deadline=None)
+@given(chunk=st.integers(min_value=1, max_value=200))
+def test_chunking_never_changes_the_observation(name: str, output_format: str, chunk: int) -> None:
+    assert parse(name, output_format, chunk) == parse(name, output_format)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    output_format=st.sampled_from(
+        ["text", "claude-json", "claude-stream-json", "codex-json", "gemini-json"]
+    ),
+    chunks=st.lists(st.binary(max_size=64), max_size=8),
+)
+def test_parsers_never_crash_on_garbage(output_format: str, chunks: list[bytes]) -> None:
+    parser = make_parser(output_format, MARKER)
+    for chunk in chunks:
+        parser.feed(chunk)
+    seen = parser.finish()
+    assert seen.tokens >= 0
+    assert seen.tool_calls >= 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    before=st.text(alphabet="ab \n", max_size=30),
+    after=st.text(alphabet="ab \n", max_size=30),
+    pad=st.sampled_from(["", " ", "\t", "  "]),
+    cut=st.integers(min_value=1, max_value=12),
+)
+def test_text_marker_found_wherever_the_chunks_split_it(
+    before: str, after: str, pad: str, cut: int
+) -> None:
+    raw = f"{before}\n{pad}{MARKER}{pad}\n{after}".encode()
+    parser = make_parser("text", MARKER)
+    for start in range(0, len(raw), cut):
+        parser.feed(raw[start : start + cut])
+    assert parser.finish().done
+
+
+def test_json_lines_are_bounded(tmp_path: Path) -> None:
+    parser = make_parser("claude-stream-json", MARKER)
+    parser.feed(b'{"type":"assistant","message":{"content":"' + b"x" * (9 * 1024 * 1024))
+    parser.feed(b'"}}\n')
+    result = (DATA / "claude-stream.jsonl").read_bytes().splitlines()[-1] + b"\n"
+    parser.feed(result)
+    seen = parser.finish()
+    assert seen.done
