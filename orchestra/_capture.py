@@ -7,7 +7,20 @@ memory stays flat whatever the command prints.
 
 from __future__ import annotations
 
+import re
+
 import attrs
+
+# ANSI escape sequences (CSI, OSC) and the other control characters a terminal
+# would act on: shown output is text, never instructions to the reader's terminal.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b.|[\x00-\x08\x0b-\x1f\x7f]"
+)
+
+
+def strip_control(text: str) -> str:
+    """``text`` without escape sequences or control characters (tabs and newlines stay)."""
+    return _CONTROL.sub("", text)
 
 
 @attrs.frozen
@@ -40,8 +53,8 @@ class CapturedOutput:
         return f"{head}\n[… {self.omitted_bytes} bytes omitted …]\n{tail}"
 
     def lines(self) -> list[str]:
-        """The kept lines, partial lines at the cut included."""
-        return self.text().splitlines()
+        """The kept lines, partial lines at the cut included, without control codes."""
+        return strip_control(self.text()).splitlines()
 
     def last_lines(self, count: int) -> list[str]:
         """Up to ``count`` last non-empty lines, the way a person reads a failure."""

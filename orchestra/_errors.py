@@ -10,9 +10,8 @@ The tree::
     ForgeError
     ├── UsageError              exit 2  bad arguments, a change name that is not a name
     ├── ConfigError             exit 2  a policy file that cannot be used
-    ├── StateError              exit 1  a state file that cannot be read or written
-    │   └── CorruptStateError   exit 1  moved aside; the gate that needed it blocks
-    └── CommandError            exit 1  a command Forge had to run failed to start
+    └── StateError              exit 1  a state file that cannot be read or written
+        └── CorruptStateError   exit 1  moved aside; the gate that needed it blocks
 
 This module imports nothing from the rest of the package.
 """
@@ -90,7 +89,3 @@ class CorruptStateError(StateError):
         )
         self.path = path
         self.moved_to = moved_to
-
-
-class CommandError(ForgeError):
-    """A command Forge had to run could not be started at all."""

@@ -63,7 +63,8 @@ class VerifyBreakerGate:
             return GateReading(self.name, open=True, error=True, detail=gate_detail(state))
         if state.open:
             return GateReading(self.name, open=True, detail=gate_detail(state))
-        detail = f"{state.consecutive_failures}/{state.max_failures} consecutive failures"
+        threshold = f"/{state.max_failures}" if state.max_failures else ""
+        detail = f"{state.consecutive_failures}{threshold} consecutive failures"
         return GateReading(self.name, open=False, detail=detail)
 
 

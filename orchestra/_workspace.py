@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -84,12 +85,15 @@ def tree_state(root: Path) -> TreeState:
     digest = hashlib.sha256()
     digest.update((commit or "unborn").encode())
     digest.update(diff or b"")
-    for name in sorted((untracked or b"").split(b"\0")):
+    if diff is None or untracked is None:
+        # Half a fingerprint would call a changed tree unchanged: better none at all.
+        return TreeState(commit=commit, fingerprint=None)
+    for name in sorted(untracked.split(b"\0")):
         if not name:
             continue
         digest.update(b"\0" + name + b"\0")
         try:
-            digest.update(hashlib.sha256((root / name.decode()).read_bytes()).digest())
+            digest.update(hashlib.sha256((root / os.fsdecode(name)).read_bytes()).digest())
         except OSError:
             digest.update(b"unreadable")
     return TreeState(commit=commit, fingerprint=f"sha256:{digest.hexdigest()[:16]}")

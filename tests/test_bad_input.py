@@ -66,13 +66,14 @@ def test_any_policy_bytes_load_or_fail_clearly(raw: bytes) -> None:
         assert isinstance(outcome, ConfigError | LoadedPolicy)
 
 
+relative_paths = st.from_regex(r"[a-z][a-z0-9_/*-]{0,10}", fullmatch=True)
 valid_verify = st.fixed_dictionaries(
     {},
     optional={
         "command": st.text(max_size=30),
         "lint": st.text(max_size=30),
-        "specs": st.lists(st.text(max_size=10), max_size=3),
-        "tests": st.lists(st.text(max_size=10), max_size=3),
+        "specs": st.lists(relative_paths, max_size=3),
+        "tests": st.lists(relative_paths, max_size=3),
         "max_failures": st.integers(min_value=1, max_value=10**6),
         "timeout": st.one_of(
             st.integers(min_value=1, max_value=10**7),

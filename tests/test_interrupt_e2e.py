@@ -13,7 +13,7 @@ from .support import FORGE, Repo, forge_env
 from .test_process import alive
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupting_verify_stops_its_command(repo: Repo, sig: signal.Signals) -> None:
     pid_file = repo.root / "pid"
     repo.write(

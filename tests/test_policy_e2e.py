@@ -216,3 +216,45 @@ def test_shipped_default_policy_is_generated_from_the_model() -> None:
 
 def test_shipped_policies_are_found_in_the_source_tree() -> None:
     assert (shipped_dir("policies") / "default.toml").is_file()
+
+
+def test_deeply_nested_policy_is_a_clear_error(repo: Repo) -> None:
+    repo.write("forge.toml", "[verify]\nspecs = " + "[" * 3000 + "]" * 3000 + "\n")
+    done = repo.forge("policy", "check")
+    assert done.code == 2
+    assert "Traceback" not in done.err
+
+
+def test_set_is_the_highest_layer_and_is_checked(repo: Repo) -> None:
+    repo.write("forge.toml", "[verify]\nmax_failures = 4\n")
+    shown = json.loads(
+        repo.forge(
+            "policy", "show", "--json", "--set", "verify.max_failures=6", "--set", "run.timeout=30m"
+        ).out
+    )
+    assert shown["policy"]["verify"]["max_failures"] == 6
+    assert shown["sources"]["verify.max_failures"] == "flag --set verify.max_failures"
+    assert shown["policy"]["run"]["timeout"] == "30m"
+    typo = repo.forge("policy", "check", "--set", "verify.max_failurs=6")
+    assert typo.code == 2
+    assert "did you mean 'max_failures'?" in typo.err
+    bad = repo.forge("verify", "--set", "verify.max_failures=0")
+    assert bad.code == 2
+    assert (
+        "flag --set verify.max_failures: verify.max_failures: expected an integer >= 1" in bad.err
+    )
+    assert repo.forge("policy", "show", "--set", "nonsense").code == 2
+
+
+def test_a_table_written_as_a_value_is_one_clear_problem(repo: Repo) -> None:
+    repo.write("forge.toml", "verify = 3\n")
+    done = repo.forge("policy", "check")
+    assert done.code == 2
+    problems = [line for line in done.err.splitlines() if line.startswith("  ")]
+    assert problems == ["  forge.toml: verify: expected a table [verify], got 3"]
+
+
+def test_dump_to_a_missing_folder_is_a_usage_error(repo: Repo) -> None:
+    done = repo.forge("policy", "dump", "-o", str(repo.root / "nowhere" / "p.toml"))
+    assert done.code == 2
+    assert not (repo.root / "nowhere").exists()

@@ -408,7 +408,12 @@ def test_measure_coverage_skips_tool_folders(tmp_path: Path) -> None:
 def test_no_spec_files_means_coverage_does_not_count(tmp_path: Path) -> None:
     write(tmp_path / "tests" / "test_a.py", "# scenario: anything\n")
     coverage = measure_coverage(tmp_path, ["specs", "docs/**/*.md"], ["tests"])
-    assert coverage == ScenarioCoverage(scenarios=(), covered=frozenset(), spec_files=0)
+    assert coverage == ScenarioCoverage(
+        scenarios=(),
+        covered=frozenset(),
+        spec_files=0,
+        unmatched_patterns=("specs", "docs/**/*.md"),
+    )
     assert not coverage.counts
     assert coverage.passed
     assert coverage.covered_count == 0
@@ -419,3 +424,29 @@ def test_spec_files_without_scenarios_do_not_count(tmp_path: Path) -> None:
     coverage = measure_coverage(tmp_path, ["specs"], ["tests"])
     assert coverage.spec_files == 1
     assert not coverage.counts
+
+
+def test_an_unreadable_spec_fails_coverage_instead_of_vanishing(tmp_path: Path) -> None:
+    write(tmp_path / "specs" / "ok.md", "## Scenario: Fine\n")
+    (tmp_path / "specs" / "blob.md").write_bytes(b"## Scenario: Hidden\n\0\0binary")
+    write(tmp_path / "tests" / "t.py", "# scenario: fine\n")
+    coverage = measure_coverage(tmp_path, ["specs"], ["tests"])
+    assert coverage.skipped_specs == (("specs/blob.md", "binary content"),)
+    assert coverage.counts
+    assert not coverage.passed
+
+
+def test_an_unreadable_spec_alone_still_counts(tmp_path: Path) -> None:
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "blob.feature").write_bytes(b"\0")
+    coverage = measure_coverage(tmp_path, ["specs"], ["tests"])
+    assert coverage.counts
+    assert not coverage.passed
+
+
+def test_globs_skip_tool_folders(tmp_path: Path) -> None:
+    write(tmp_path / "docs" / "a.md", "## Scenario: Real\n")
+    write(tmp_path / "node_modules" / "pkg" / "README.md", "## Scenario: Vendored\n")
+    write(tmp_path / ".forge" / "x.md", "## Scenario: Internal\n")
+    coverage = measure_coverage(tmp_path, ["**/*.md"], ["tests"])
+    assert [s.id for s in coverage.scenarios] == ["real"]

@@ -157,3 +157,15 @@ def test_a_kill_at_any_instant_leaves_the_state_file_whole(tmp_path: Path) -> No
         for leftover in leftovers:  # a temp file a kill interrupted is never the state
             leftover.unlink()
     assert last_seen > 0
+
+
+def test_deeply_nested_state_is_corrupt_not_a_crash(repo: Repo) -> None:
+    failing_policy(repo)
+    folder = repo.change_dir("c")
+    folder.mkdir(parents=True)
+    (folder / "verify-attempts.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    done = repo.forge("verify", "--change", "c")
+    assert done.code == 1
+    assert "BLOCKED" in done.out
+    assert "Traceback" not in done.err
+    assert repo.forge("verify", "--reset-breaker", "--change", "c").code == 0

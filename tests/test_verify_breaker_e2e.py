@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import yaml
 
-from .support import Repo, failing_policy, run_forge
+from .support import FORGE, Repo, failing_policy, forge_env, run_forge
 
 
 def breaker_line(out: str) -> str:
@@ -207,3 +209,75 @@ def test_no_traceback_on_unwritable_state(repo: Repo, tmp_path: Path) -> None:
     assert done.code == 1
     assert "Traceback" not in done.err
     assert "error:" in done.err
+
+
+def test_a_reader_that_stops_early_costs_no_attempt(repo: Repo) -> None:
+    failing_policy(repo)
+    codes = []
+    for _ in range(4):
+        done = subprocess.run(
+            f"{FORGE} verify --change c | head -c 1 > /dev/null; echo ${{PIPESTATUS[0]}}",
+            shell=True,
+            executable="/bin/bash",
+            cwd=repo.root,
+            env=forge_env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        codes.append(int(done.stdout.strip()))
+    assert codes == [0, 0, 1, 1]  # the breaker's own exit codes, pipe or no pipe
+    state = yaml.safe_load((repo.change_dir("c") / "verify-attempts.yaml").read_text())
+    assert state["total_attempts"] == 4
+
+
+def test_force_color_never_reaches_a_pipe(repo: Repo) -> None:
+    failing_policy(repo)
+    done = repo.forge("verify", "--change", "c", env={"FORCE_COLOR": "1", "TERM": "xterm"})
+    assert "\x1b" not in done.out
+    assert "Verdict: FAIL" in done.lines
+
+
+def test_escape_codes_from_the_command_are_stripped(repo: Repo) -> None:
+    repo.write(
+        "forge.toml",
+        "[verify]\ncommand = \"printf '\\\\033[31mFAILED t\\\\033[0m\\\\n'; exit 1\"\n",
+    )
+    report = json.loads(repo.forge("verify", "--json").out)
+    assert report["checks"][0]["failure_lines"] == ["FAILED t"]
+
+
+def test_a_deleted_state_file_is_rebuilt_from_the_timeline(repo: Repo) -> None:
+    failing_policy(repo)
+    for _ in range(3):
+        repo.forge("verify", "--change", "c")
+    (repo.change_dir("c") / "verify-attempts.yaml").unlink()
+    done = repo.forge("verify", "--change", "c")
+    assert done.code == 1
+    assert breaker_line(done.out) == (
+        'Breaker: CIRCUIT OPEN — 4 consecutive verify failures for change "c".'
+    )
+    kinds = [
+        json.loads(line)["event"]
+        for line in (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+    ]
+    assert kinds[-2:] == ["state.rebuilt", "verify"]
+
+
+def test_untracked_file_names_that_are_not_utf8(repo: Repo) -> None:
+    failing_policy(repo)
+    (repo.root / os.fsdecode(b"bad\xffname")).write_text("x")
+    done = repo.forge("verify", "--change", "c")
+    assert done.code == 0
+    assert "Traceback" not in done.err
+    state = yaml.safe_load((repo.change_dir("c") / "verify-attempts.yaml").read_text())
+    assert state["last_tree"].startswith("sha256:")
+
+
+def test_spec_paths_outside_the_project_are_refused(repo: Repo) -> None:
+    for specs in ('["/etc/*"]', '["../other"]', '["docs/../../x"]', '[""]'):
+        repo.write("forge.toml", f"[verify]\nspecs = {specs}\n")
+        done = repo.forge("verify")
+        assert done.code == 2, specs
+        assert "verify.specs[0]: expected a path or glob relative to the project" in done.err
+        assert "Traceback" not in done.err

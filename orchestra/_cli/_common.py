@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._errors import UsageError
 from .._policy import Layer, LoadedPolicy, load_policy
 from .._workspace import Project, find_project
 
@@ -16,8 +18,34 @@ def project_from(args: argparse.Namespace) -> Project:
     return find_project(Path.cwd(), config)
 
 
-def policy_from(project: Project, flags: Sequence[Layer] = ()) -> LoadedPolicy:
-    return load_policy(project.config, root=project.root, flags=flags)
+def policy_from(
+    project: Project, flags: Sequence[Layer] = (), args: argparse.Namespace | None = None
+) -> LoadedPolicy:
+    """The effective policy: files, then the command's own flags, then every ``--set``."""
+    settings = [set_layer(text) for text in getattr(args, "set", None) or []]
+    return load_policy(project.config, root=project.root, flags=[*flags, *settings])
+
+
+def set_layer(text: str) -> Layer:
+    """``--set verify.max_failures=5``: one policy value from the command line.
+
+    The value is read as TOML (``5``, ``true``, ``"30m"``, ``["a", "b"]``); what
+    does not parse as TOML is taken as a string, so ``--set run.timeout=30m`` works.
+
+    Raises:
+        UsageError: when the text is not ``table.key=value``.
+    """
+    dotted, sep, raw = text.partition("=")
+    dotted = dotted.strip()
+    if not sep or "." not in dotted or not all(dotted.split(".")):
+        raise UsageError(
+            f"--set {text!r}: expected table.key=value", hint="e.g. --set verify.max_failures=5"
+        )
+    try:
+        value = tomllib.loads(f"value = {raw.strip()}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return flag_layer(f"--set {dotted}", dotted, value)
 
 
 def flag_layer(flag: str, dotted: str, value: object) -> Layer:

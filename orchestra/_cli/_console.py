@@ -49,17 +49,46 @@ class Output:
 
     def document(self, data: Any) -> None:
         """The one JSON document of ``--json`` mode."""
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+
+
+class _QuietConsole(Console):
+    """A console that survives a reader going away (``forge verify | head -1``).
+
+    rich exits the program on a broken pipe; Forge must finish recording what
+    it did and return its own exit code, so further output goes to /dev/null.
+    """
+
+    def on_broken_pipe(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.file.fileno())
+        os.close(devnull)
 
 
 def _console(stream: Any, *, no_style: bool) -> Console:
-    return Console(
+    # Styles only on a terminal: FORCE_COLOR must not put escape codes into the
+    # contract lines that scripts grep.
+    plain = no_style or not _isatty(stream)
+    return _QuietConsole(
         file=stream,
-        force_terminal=False if no_style else None,
-        no_color=no_style,
+        force_terminal=False if plain else None,
+        no_color=plain,
+        color_system=None if plain else "auto",
         highlight=False,
         markup=False,
         emoji=False,
         soft_wrap=True,
     )
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

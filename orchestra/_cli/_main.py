@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     common.add_argument("--plain", action="store_true", help="plain text, no colour or styles")
+    common.add_argument(
+        "--set",
+        action="append",
+        metavar="TABLE.KEY=VALUE",
+        help="set one policy value (highest layer; repeatable), e.g. --set verify.max_failures=5",
+    )
 
     parser = argparse.ArgumentParser(
         prog="forge",

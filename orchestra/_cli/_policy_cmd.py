@@ -7,7 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from .._errors import EXIT_OK, EXIT_USAGE, ConfigError
+from .._errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from .._policy import (
     Policy,
     commented_toml,
@@ -18,13 +18,13 @@ from .._policy import (
 )
 from .._state import atomic_write
 from .._workspace import find_project
-from ._common import policy_from, project_from
+from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
 
 def show(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    loaded = policy_from(project)
+    loaded = policy_from(project, args=args)
     values = policy_as_dict(loaded.policy)
     if out.json_mode:
         out.document(
@@ -63,14 +63,15 @@ def check(args: argparse.Namespace, out: Output) -> int:
     else:
         project = project_from(args)
         config = project.config
+    settings = [set_layer(text) for text in args.set or []]
     try:
-        loaded = load_policy(config, root=project.root) if config else None
+        loaded = load_policy(config, root=project.root, flags=settings)
     except ConfigError as exc:
         if out.json_mode:
             out.document({"ok": False, "message": exc.message, "problems": list(exc.problems)})
         out.note(exc.render(), style="red")
         return EXIT_USAGE
-    files = [display_name(p, project.root) for p in loaded.files] if loaded else []
+    files = [display_name(p, project.root) for p in loaded.files]
     if out.json_mode:
         out.document({"ok": True, "files": files, "problems": []})
     elif config is None:
@@ -90,9 +91,12 @@ def dump(args: argparse.Namespace, out: Output) -> int:
     if args.defaults:
         text = commented_toml(Policy(), DEFAULTS_HEADER)
     else:
-        text = policy_as_toml(policy_from(project_from(args)).policy)
+        text = policy_as_toml(policy_from(project_from(args), args=args).policy)
     if args.output:
-        atomic_write(Path(args.output), text.encode("utf-8"))
+        target = Path(args.output)
+        if not target.parent.is_dir():
+            raise UsageError(f"-o {args.output}: the folder {target.parent} does not exist")
+        atomic_write(target, text.encode("utf-8"))
         out.note(f"wrote the effective policy to {args.output}", style=None)
     elif out.json_mode:
         out.document(tomllib.loads(text))

@@ -37,7 +37,7 @@ _FLAGS = (
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    policy = policy_from(project, _flag_layers(args)).policy
+    policy = policy_from(project, _flag_layers(args), args).policy
     paths = ChangePaths(project.root, args.change or default_change(project.root))
     executor = _executor(args, policy, project)
     plan = LoopPlan(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 import trio
 
-from .._errors import EXIT_OK
-from .._state import ChangePaths, parse_timeline, read_timeline
+from .._errors import EXIT_OK, StateError
+from .._state import ChangePaths, parse_timeline
 from ._common import project_from
 from ._console import Output
 from ._trio_run import run_interruptible
@@ -21,7 +22,8 @@ _SHOWN_FIRST = ("ts", "seq", "event", "change")
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = ChangePaths(project.root, args.change)
-    read = read_timeline(paths.timeline)
+    data = _read_bytes(paths.timeline)
+    read = parse_timeline(data)
     for problem in read.problems(paths.timeline):
         out.note(problem)
     if out.json_mode and not args.follow:
@@ -37,15 +39,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for event in read.events:
         _print_event(event, out)
     if args.follow:
-        run_interruptible(_follow, paths, out)
+        # Follow from the end of the last whole line read: nothing appended since is lost.
+        run_interruptible(_follow, paths, out, data.rfind(b"\n") + 1)
     elif not read.events:
         out.line(f'no events yet for change "{paths.name}"', style="dim")
     return EXIT_OK
 
 
-async def _follow(paths: ChangePaths, out: Output) -> None:
-    """Print events appended after the initial read, until interrupted."""
-    offset = paths.timeline.stat().st_size if paths.timeline.exists() else 0
+async def _follow(paths: ChangePaths, out: Output, offset: int) -> None:
+    """Print events appended after ``offset``, until interrupted."""
     pending = b""
     while True:
         await trio.sleep(FOLLOW_POLL_SECONDS)
@@ -65,6 +67,15 @@ async def _follow(paths: ChangePaths, out: Output) -> None:
         complete, _, pending = (pending + chunk).rpartition(b"\n")
         for event in parse_timeline(complete + b"\n").events if complete else ():
             _print_event(event, out)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 def _print_event(event: dict[str, Any], out: Output) -> None:

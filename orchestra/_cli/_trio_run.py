@@ -1,9 +1,10 @@
-"""Running a command's async part so that SIGTERM ends it as cleanly as Ctrl-C.
+"""Running a command's async part so that SIGTERM and SIGHUP end it as cleanly as Ctrl-C.
 
-trio turns SIGINT into KeyboardInterrupt; SIGTERM would kill Forge outright and
-leave the process groups it started (which do not share its session) running.
-Here SIGTERM cancels the run instead, so every ``finally`` stops its process
-tree, and the command then ends as interrupted (exit 130).
+trio turns SIGINT into KeyboardInterrupt; SIGTERM or a hangup would kill Forge
+outright and leave the process groups it started (which are in sessions of
+their own, so the hangup never reaches them) running. Here those signals
+cancel the run instead, so every ``finally`` stops its process tree, and the
+command then ends as interrupted (exit 130).
 """
 
 from __future__ import annotations
@@ -15,19 +16,20 @@ from typing import TypeVar, TypeVarTuple, Unpack
 import trio
 
 _T = TypeVar("_T")
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _Args = TypeVarTuple("_Args")
 
 
 def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args: *_Args) -> _T:
-    """``trio.run(function, *args)``, with SIGTERM raising KeyboardInterrupt after cleanup."""
+    """``trio.run(function, *args)``; SIGTERM or SIGHUP raise KeyboardInterrupt after cleanup."""
 
     finished: list[_T] = []
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
 
-            async def watch_sigterm() -> None:
-                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async def watch_signals() -> None:
+                with trio.open_signal_receiver(*_STOP_SIGNALS) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
                         return
@@ -36,7 +38,7 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
                 finished.append(await function(*args))
                 nursery.cancel_scope.cancel()
 
-            nursery.start_soon(watch_sigterm)
+            nursery.start_soon(watch_signals)
             nursery.start_soon(work)
 
     try:
@@ -49,7 +51,7 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
-    if not finished:  # the work was cancelled: only SIGTERM does that
+    if not finished:  # the work was cancelled: only a stop signal does that
         raise KeyboardInterrupt
     return finished[0]
 

@@ -32,19 +32,23 @@ def run(args: argparse.Namespace, out: Output) -> int:
     flags = []
     if args.max_failures is not None:
         flags.append(flag_layer("--max-failures", "verify.max_failures", args.max_failures))
-    policy = policy_from(project, flags).policy.verify
+    policy = policy_from(project, flags, args).policy
+    verify = policy.verify
 
-    tree = tree_state(project.root) if paths else None
-    report = run_interruptible(run_verify, project.root, policy)
-    _print_report(report, out)
-
-    if paths is None or tree is None:
+    if paths is None:
         # Bare verify reports and never gates: exit 0 whatever the verdict.
+        report = run_interruptible(run_verify, project.root, verify, policy.run.grace.seconds)
+        _print_report(report, out)
         if out.json_mode:
             out.document({**report.as_json(), "change": None, "breaker": None})
         return EXIT_OK
 
-    update = record_attempt(paths, report, max_failures=policy.max_failures, tree=tree)
+    tree = tree_state(project.root)
+    report = run_interruptible(run_verify, project.root, verify, policy.run.grace.seconds)
+    # Record before printing anything: a reader that stops early (`| head -1`)
+    # must not cost the breaker its attempt.
+    update = record_attempt(paths, report, max_failures=verify.max_failures, tree=tree)
+    _print_report(report, out)
     _note_corruption(update, out)
     previous = update.before.consecutive_failures if report.passed else 0
     line = breaker_line(update.after, paths.name, previous_streak=previous)
@@ -123,6 +127,10 @@ def _print_report(report: VerifyReport, out: Output) -> None:
         )
         for scenario in coverage.uncovered:
             out.line(f"  uncovered: {scenario.id} ({scenario.path}:{scenario.line})", style="red")
+        for path, why in coverage.skipped_specs:
+            out.line(f"  unreadable spec: {path} ({why})", style="red")
+    for pattern in coverage.unmatched_patterns:
+        out.line(f"  note: spec path {pattern!r} matches no spec file", style="yellow")
     if report.nothing_checked:
         out.line(
             "nothing to verify: no test or lint command and no scenarios (see [verify])",

@@ -75,6 +75,18 @@ def optional(validator: Validator) -> Validator:
     return check
 
 
+def relative_paths(_instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    """Paths or globs inside the project: relative, never climbing out with ``..``."""
+    for index, entry in enumerate(value):
+        parts = entry.replace("\\", "/").split("/")
+        if not entry.strip() or entry.startswith(("/", "~")) or ".." in parts:
+            raise FieldError(
+                f"{attribute.name}[{index}]",
+                "a path or glob relative to the project, inside it",
+                entry,
+            )
+
+
 def non_empty(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     """A string with something in it besides whitespace."""
     if not value.strip():

@@ -65,16 +65,21 @@ def load_policy(
     files: list[Path] = []
     problems: list[str] = []
     if config is not None:
-        for path in _extends_chain(config.resolve(), root, stack=()):
+        for path, data in _extends_chain(config.resolve(), root, stack=()):
             if path in files:
                 continue
             files.append(path)
             source = display_name(path, root)
-            data = _read_toml(path, source)
             problems.extend(unknown_keys(data, Policy, source, top_level=_EXTENDS))
             layers.append(Layer(source, {k: v for k, v in data.items() if k != "extends"}))
-    layers.extend(flags)
+    for flag in flags:
+        problems.extend(unknown_keys(flag.data, Policy, flag.source))
+        layers.append(flag)
     merged, sources = merge_layers(layers)
+    for field in attrs.fields(Policy):
+        # A table written as a value is already reported above; cattrs would only repeat it.
+        if is_table(field.type) and not isinstance(merged.get(field.name, {}), dict):
+            del merged[field.name]
     policy, value_problems = _structure(merged, sources)
     problems.extend(value_problems)
     if problems or policy is None:
@@ -117,8 +122,10 @@ def merge_layers(layers: Sequence[Layer]) -> tuple[dict[str, Any], dict[str, str
     return merged, sources
 
 
-def _extends_chain(path: Path, root: Path, stack: tuple[Path, ...]) -> Iterator[Path]:
-    """The files a policy file stands on, lowest first, ending with the file itself."""
+def _extends_chain(
+    path: Path, root: Path, stack: tuple[Path, ...]
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The files a policy file stands on and their data, lowest first, ending with itself."""
     if path in stack:
         cycle = " -> ".join(display_name(p, root) for p in (*stack, path))
         raise ConfigError("the policy files extend each other in a cycle", problems=[cycle])
@@ -134,7 +141,7 @@ def _extends_chain(path: Path, root: Path, stack: tuple[Path, ...]) -> Iterator[
         )
     for item in extends:
         yield from _extends_chain(_resolve_extended(item, path, source), root, (*stack, path))
-    yield path
+    yield path, data
 
 
 def _resolve_extended(item: str, referrer: Path, source: str) -> Path:
@@ -173,6 +180,10 @@ def _read_toml(path: Path, source: str) -> dict[str, Any]:
         ) from exc
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(
+            "the policy file is too deeply nested", problems=[f"{source}: nesting too deep"]
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             "the policy file is not valid TOML", problems=[f"{source}: {exc}"]
@@ -190,6 +201,7 @@ def _structure(
 
 
 def _source_of(dotted: str, sources: Mapping[str, str]) -> str:
+    dotted = dotted.split("[", 1)[0]  # "verify.specs[0]" was set with "verify.specs"
     while dotted:
         if dotted in sources:
             return sources[dotted]

@@ -11,7 +11,15 @@ from typing import Any, TypeGuard, TypeVar
 import attrs
 
 from .._durations import Duration
-from ._fields import ConflictError, at_least, between, non_empty, optional, positive_duration
+from ._fields import (
+    ConflictError,
+    at_least,
+    between,
+    non_empty,
+    optional,
+    positive_duration,
+    relative_paths,
+)
 
 MAX_ITERATIONS_CEILING = 50
 
@@ -44,10 +52,12 @@ class VerifyPolicy:
     )
     specs: tuple[str, ...] = attrs.field(
         default=("specs/",),
+        validator=relative_paths,
         metadata=_doc("Where spec scenarios are found (directories, files or globs)."),
     )
     tests: tuple[str, ...] = attrs.field(
         default=("tests/",),
+        validator=relative_paths,
         metadata=_doc('Where tests name the scenarios they cover ("scenario: <id>").'),
     )
     max_failures: int = attrs.field(

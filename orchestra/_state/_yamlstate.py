@@ -41,7 +41,14 @@ def load_state(path: Path, cls: type[_T]) -> _T | None:
         if not isinstance(data, dict):
             raise ValueError(f"expected a mapping, found {type(data).__name__}")
         return STATE_CONVERTER.structure(data, cls)
-    except (yaml.YAMLError, UnicodeDecodeError, ValueError, TypeError, BaseValidationError) as exc:
+    except (
+        yaml.YAMLError,
+        UnicodeDecodeError,
+        ValueError,
+        TypeError,
+        RecursionError,
+        BaseValidationError,
+    ) as exc:
         reason = _describe(exc)
         moved = move_aside(path)
         raise CorruptStateError(

@@ -6,6 +6,9 @@ into the state; the shell around it reads and writes ``verify-attempts.yaml``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import attrs
 
 PASS = "PASS"
@@ -25,7 +28,9 @@ class VerifyAttempts:
     open: bool
     last_verdict: str | None = attrs.field(validator=attrs.validators.in_((PASS, FAIL, None)))
     total_attempts: int = attrs.field(validator=attrs.validators.ge(0))
-    max_failures: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    max_failures: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(1))
+    )
     blocked: str | None = None
     last_attempt_at: str | None = None
     opened_at: str | None = None
@@ -76,6 +81,52 @@ def record_verdict(
     opens = state.open or streak >= max_failures
     opened_at = state.opened_at if state.open else (now if opens else None)
     return attrs.evolve(attempted, consecutive_failures=streak, open=opens, opened_at=opened_at)
+
+
+def fold_timeline(events: Iterable[Mapping[str, Any]]) -> VerifyAttempts | None:
+    """The breaker as the timeline's verify events leave it; None when there are none.
+
+    The timeline is the log of record and ``verify-attempts.yaml`` a fold of it,
+    so a state file that went missing (deleted, or a checkout that predates it)
+    is rebuilt rather than restarted from zero.
+
+    Raises:
+        ValueError: when an event's fields do not fit the breaker.
+    """
+    state: VerifyAttempts | None = None
+    for event in events:
+        kind = event.get("event")
+        if kind == "verify":
+            state = VerifyAttempts(
+                consecutive_failures=_count(event, "consecutive_failures"),
+                open=_flag(event, "open"),
+                last_verdict=event.get("verdict"),
+                total_attempts=_count(event, "total_attempts"),
+                max_failures=_count(event, "max_failures") or None,
+                blocked=event.get("blocked"),
+                last_attempt_at=event.get("ts"),
+                last_commit=event.get("commit"),
+                last_tree=event.get("tree"),
+            )
+        elif kind == "breaker.reset" and state is not None:
+            state = reset(state, now=str(event.get("ts")))
+        elif kind == "state.corrupt" and event.get("file") == "verify-attempts.yaml":
+            state = attrs.evolve(state or NEW, blocked=f"moved aside to {event.get('moved_to')}")
+    return state
+
+
+def _count(event: Mapping[str, Any], key: str) -> int:
+    value = event.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
+    return value
+
+
+def _flag(event: Mapping[str, Any], key: str) -> bool:
+    value = event.get(key)
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
+    return value
 
 
 def reset(state: VerifyAttempts, *, now: str) -> VerifyAttempts:

@@ -17,11 +17,12 @@ from .._state import (
     append_event,
     exclusive_lock,
     load_or_block,
+    read_timeline,
     save_state,
     utc_now_iso,
 )
 from .._workspace import TreeState
-from ._breaker import NEW, VerifyAttempts, record_verdict, reset
+from ._breaker import NEW, VerifyAttempts, fold_timeline, record_verdict, reset
 from ._report import VerifyReport
 
 
@@ -81,7 +82,33 @@ def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
 
 
 def _load_or_block(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptStateError | None]:
-    return load_or_block(paths, paths.verify_attempts, VerifyAttempts, NEW)
+    if paths.verify_attempts.exists():
+        return load_or_block(paths, paths.verify_attempts, VerifyAttempts, NEW)
+    return _rebuild(paths), None
+
+
+def _rebuild(paths: ChangePaths) -> VerifyAttempts:
+    """A missing state file: the timeline's verify events say what it held, if anything."""
+    timeline = read_timeline(paths.timeline)
+    try:
+        state = fold_timeline(timeline.events)
+    except ValueError as exc:
+        state = attrs.evolve(NEW, blocked=f"state file missing and the timeline unusable: {exc}")
+    if state is None:
+        return NEW
+    save_state(paths.verify_attempts, state)
+    append_event(
+        paths.timeline,
+        paths.name,
+        "state.rebuilt",
+        {
+            "file": paths.verify_attempts.name,
+            "consecutive_failures": state.consecutive_failures,
+            "open": state.open,
+            "blocked": state.blocked,
+        },
+    )
+    return state
 
 
 def _verify_event(report: VerifyReport, state: VerifyAttempts) -> dict[str, Any]:

@@ -13,8 +13,6 @@ from ._breaker import FAIL, PASS
 from ._checks import CheckResult, run_check
 from ._scenarios import ScenarioCoverage, measure_coverage
 
-DEFAULT_GRACE = 10.0
-
 
 @attrs.frozen
 class VerifyReport:
@@ -61,14 +59,14 @@ class VerifyReport:
                 "total": len(coverage.scenarios),
                 "covered": coverage.covered_count,
                 "uncovered": [attrs.asdict(s) for s in coverage.uncovered],
+                "unreadable": [{"path": p, "reason": r} for p, r in coverage.skipped_specs],
+                "unmatched_patterns": list(coverage.unmatched_patterns),
             },
             "nothing_checked": self.nothing_checked,
         }
 
 
-async def run_verify(
-    root: Path, policy: VerifyPolicy, *, grace: float = DEFAULT_GRACE
-) -> VerifyReport:
+async def run_verify(root: Path, policy: VerifyPolicy, grace: float) -> VerifyReport:
     """Run the test command, then the lint command, then measure scenario coverage.
 
     Every configured check runs even when an earlier one failed, so the report

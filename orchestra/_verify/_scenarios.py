@@ -47,16 +47,20 @@ class ScenarioCoverage:
         scenarios: Every distinct scenario found, in file order.
         covered: The ids some test names.
         spec_files: How many spec files were read.
+        skipped_specs: Spec files that could not be read, and why (they fail coverage).
+        unmatched_patterns: Spec paths that matched no spec file (perhaps a typo).
     """
 
     scenarios: tuple[Scenario, ...]
     covered: frozenset[str]
     spec_files: int
+    skipped_specs: tuple[tuple[str, str], ...] = ()
+    unmatched_patterns: tuple[str, ...] = ()
 
     @property
     def counts(self) -> bool:
-        """Coverage is judged only when there is something to cover."""
-        return bool(self.scenarios)
+        """Coverage is judged when there is something to cover, or a spec that could not be read."""
+        return bool(self.scenarios) or bool(self.skipped_specs)
 
     @property
     def uncovered(self) -> tuple[Scenario, ...]:
@@ -68,7 +72,7 @@ class ScenarioCoverage:
 
     @property
     def passed(self) -> bool:
-        return not self.uncovered
+        return not self.uncovered and not self.skipped_specs
 
 
 def slugify(title: str) -> str:
@@ -113,37 +117,53 @@ def measure_coverage(root: Path, specs: Sequence[str], tests: Sequence[str]) -> 
     """Read the spec and test files under ``root`` and judge coverage."""
     scenarios: dict[str, Scenario] = {}
     spec_files = 0
-    for path in files_under(root, specs):
-        suffix = path.suffix.lower()
-        if suffix not in _MARKDOWN_SUFFIXES | _GHERKIN_SUFFIXES:
-            continue
-        text = _read_text(path)
-        if text is None:
-            continue
-        spec_files += 1
-        relative = path.relative_to(root).as_posix()
-        for scenario in scenarios_in(text, path=relative, gherkin=suffix in _GHERKIN_SUFFIXES):
-            scenarios.setdefault(scenario.id, scenario)
+    skipped: list[tuple[str, str]] = []
+    unmatched: list[str] = []
+    seen: set[Path] = set()
+    for pattern in specs:
+        matched = False
+        for path in files_under(root, [pattern], seen=seen):
+            suffix = path.suffix.lower()
+            if suffix not in _MARKDOWN_SUFFIXES | _GHERKIN_SUFFIXES:
+                continue
+            matched = True
+            relative = path.relative_to(root).as_posix()
+            text, problem = _read_text(path)
+            if text is None:
+                # A spec that cannot be read cannot be covered: say so, never skip it quietly.
+                skipped.append((relative, problem or "unreadable"))
+                continue
+            spec_files += 1
+            for scenario in scenarios_in(text, path=relative, gherkin=suffix in _GHERKIN_SUFFIXES):
+                scenarios.setdefault(scenario.id, scenario)
+        if not matched:
+            unmatched.append(pattern)
     covered: set[str] = set()
     if scenarios:
         for path in files_under(root, tests):
-            text = _read_text(path)
+            text, _ = _read_text(path)
             if text is not None:
                 covered |= covered_ids(text)
     return ScenarioCoverage(
         scenarios=tuple(scenarios.values()),
         covered=frozenset(covered & scenarios.keys()),
         spec_files=spec_files,
+        skipped_specs=tuple(skipped),
+        unmatched_patterns=tuple(unmatched),
     )
 
 
-def files_under(root: Path, patterns: Iterable[str]) -> Iterator[Path]:
+def files_under(
+    root: Path, patterns: Iterable[str], *, seen: set[Path] | None = None
+) -> Iterator[Path]:
     """Files named by folder, file or glob patterns relative to ``root``, each once.
 
-    Nothing outside ``root`` is returned, whatever a pattern or a symlink says.
+    Nothing outside ``root`` is returned, whatever a pattern or a symlink says,
+    and nothing inside tool folders such as ``.git/`` or ``node_modules/``.
+    ``seen`` carries the files already returned across calls.
     """
     resolved_root = root.resolve()
-    seen: set[Path] = set()
+    seen = set() if seen is None else seen
     for pattern in patterns:
         if any(char in _GLOB_CHARS for char in pattern):
             candidates: Iterable[Path] = root.glob(pattern)
@@ -153,6 +173,8 @@ def files_under(root: Path, patterns: Iterable[str]) -> Iterator[Path]:
             for path in _walk(candidate):
                 real = path.resolve()
                 if real in seen or not real.is_relative_to(resolved_root):
+                    continue
+                if _SKIPPED_DIRS.intersection(path.relative_to(root).parts[:-1]):
                     continue
                 seen.add(real)
                 yield path
@@ -171,13 +193,14 @@ def _walk(path: Path) -> Iterator[Path]:
                 yield child
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path) -> tuple[str | None, str | None]:
+    """The file's text, or None and why it was not read."""
     try:
         if path.stat().st_size > _MAX_FILE_BYTES:
-            return None
+            return None, f"larger than {_MAX_FILE_BYTES // (1024 * 1024)} MiB"
         data = path.read_bytes()
-    except OSError:
-        return None
+    except OSError as exc:
+        return None, exc.strerror or "unreadable"
     if b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
+        return None, "binary content"
+    return data.decode("utf-8", errors="replace"), None
