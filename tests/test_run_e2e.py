@@ -392,3 +392,32 @@ def test_output_is_captured_bounded_and_logged_whole(repo: Repo) -> None:
     log = repo.change_dir("mem") / finished[-1]["log"]
     assert log.stat().st_size == finished[-1]["output_bytes"]
     log.unlink()
+
+
+def test_spend_shows_and_resets_the_totals(repo: Repo) -> None:
+    cmd = agent(repo, {"report": {"tokens": 500, "tool_calls": 3, "cost_usd": 0.25}})
+    run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-iterations", "2")
+    shown = json.loads(repo.forge("spend", "c", "--json").out)
+    assert shown["spend"]["tokens"] == 1000
+    assert shown["spend"]["iterations"] == 2
+    human = repo.forge("spend", "c", "--set", "budget.max_tokens=1000")
+    assert "  tokens:     1000 (ceiling 1000)" in human.lines
+    blocked = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "1000")
+    assert "  gate:   spend budget" in blocked.lines
+    reset = repo.forge("spend", "c", "--reset")
+    assert reset.code == 0
+    assert reset.out.startswith('Spend: reset for change "c" — cleared 1000 tokens')
+    again = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "1000")
+    assert "run: STOPPED after 2 iteration(s) — gate-open" in again.lines
+
+
+def test_a_corrupt_spend_file_blocks_until_reset(repo: Repo) -> None:
+    folder = repo.change_dir("c")
+    folder.mkdir(parents=True)
+    (folder / "spend.yaml").write_text("tokens: -5\n")
+    cmd = agent(repo, {"print": "FORGE_DONE\n"})
+    done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "100")
+    assert "run: STOPPED after 0 iteration(s) — gate-error" in done.lines
+    assert "blocked" in repo.forge("spend", "c").out
+    repo.forge("spend", "c", "--reset")
+    assert run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "100").code == 0

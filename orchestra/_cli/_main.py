@@ -130,6 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dump.set_defaults(handler="_policy_cmd:dump")
 
+    spend = commands.add_parser(
+        "spend", parents=[common], help="what a change has spent against its budget"
+    )
+    spend.add_argument("change", type=_change_name)
+    spend.add_argument(
+        "--reset", action="store_true", help="start the totals again (a human granted more)"
+    )
+    spend.set_defaults(handler="_spend_cmd:run")
+
     timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
     timeline.add_argument("change", type=_change_name)
     timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")

@@ -1,0 +1,55 @@
+"""``forge spend <change> [--reset]``: what a change has spent, and clearing it."""
+
+from __future__ import annotations
+
+import argparse
+
+import attrs
+
+from .._errors import EXIT_OK
+from .._spend import read_spend, reset_spend
+from .._state import ChangePaths
+from ._common import policy_from, project_from
+from ._console import Output
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    if args.reset:
+        reading = reset_spend(paths)
+        before = reading.totals
+        if reading.corrupt is not None:
+            out.note(reading.corrupt.render())
+        line = (
+            f'Spend: reset for change "{paths.name}" — cleared {before.tokens} tokens, '
+            f"{before.tool_calls} tool calls, ${before.cost_usd:.4f}."
+        )
+        out.line(line)
+        if out.json_mode:
+            out.document({"change": paths.name, "message": line, "cleared": attrs.asdict(before)})
+        return EXIT_OK
+    budget = policy_from(project, args=args).policy.budget
+    reading = read_spend(paths)
+    if reading.corrupt is not None:
+        out.note(reading.corrupt.render())
+    totals = reading.totals
+    if out.json_mode:
+        out.document(
+            {"change": paths.name, "spend": attrs.asdict(totals), "budget": attrs.asdict(budget)}
+        )
+        return EXIT_OK
+
+    def ceiling(value: object) -> str:
+        return "no ceiling" if value is None else f"ceiling {value}"
+
+    out.line(f'change "{paths.name}": {totals.iterations} iteration(s) recorded')
+    out.line(f"  tokens:     {totals.tokens} ({ceiling(budget.max_tokens)})")
+    out.line(f"  tool calls: {totals.tool_calls} ({ceiling(budget.max_tool_calls)})")
+    out.line(f"  cost:       ${totals.cost_usd:.4f} ({ceiling(budget.max_cost_usd)})")
+    if totals.blocked:
+        out.line(
+            f"  blocked:    {totals.blocked} — clear it with forge spend {paths.name} --reset",
+            style="red",
+        )
+    return EXIT_OK
