@@ -10,9 +10,12 @@ from ._load import display_name as display_name
 from ._load import leaf_keys as leaf_keys
 from ._load import load_policy as load_policy
 from ._model import MAX_ITERATIONS_CEILING as MAX_ITERATIONS_CEILING
+from ._model import BreakerPolicy as BreakerPolicy
 from ._model import BudgetPolicy as BudgetPolicy
 from ._model import Policy as Policy
+from ._model import RateLimitPolicy as RateLimitPolicy
 from ._model import RunPolicy as RunPolicy
+from ._model import SupervisePolicy as SupervisePolicy
 from ._model import VerifyPolicy as VerifyPolicy
 from ._schema import structure_file as structure_file
 from ._schema import unknown_keys as unknown_keys

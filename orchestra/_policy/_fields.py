@@ -65,6 +65,16 @@ def between(low: float, high: float, *, what: str | None = None) -> Validator:
     return check
 
 
+def in_choices(choices: tuple[str, ...]) -> Validator:
+    """One of a few words."""
+
+    def check(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+        if value not in choices:
+            raise FieldError(attribute.name, "one of " + ", ".join(repr(c) for c in choices), value)
+
+    return check
+
+
 def optional(validator: Validator) -> Validator:
     """Apply ``validator`` unless the value is unset (None)."""
 

@@ -15,6 +15,7 @@ from ._fields import (
     ConflictError,
     at_least,
     between,
+    in_choices,
     non_empty,
     optional,
     positive_duration,
@@ -138,6 +139,85 @@ class BudgetPolicy:
         return any(v is not None for v in (self.max_tokens, self.max_tool_calls, self.max_cost_usd))
 
 
+def _one_of(*choices: str) -> Any:
+    return in_choices(choices)
+
+
+@_table
+@attrs.frozen
+class BreakerPolicy:
+    """``[breaker]``: the loop circuit of a supervised loop (seed 003, Phases 1 and 3)."""
+
+    on_open: str = attrs.field(
+        default="cooldown",
+        validator=_one_of("cooldown", "escalate"),
+        metadata=_doc('When the circuit opens: "cooldown" then a half-open probe, or "escalate".'),
+    )
+    cooldown: Duration = attrs.field(
+        default=Duration(30 * 60),
+        validator=positive_duration,
+        metadata=_doc("Wait before the first half-open probe; doubled after a failed probe."),
+    )
+    cooldown_max: Duration = attrs.field(
+        default=Duration(4 * 3600),
+        validator=positive_duration,
+        metadata=_doc("The doubling stops here."),
+    )
+    max_opens: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Openings a loop may cool down from; the next one escalates."),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.cooldown_max < self.cooldown:
+            raise ConflictError("cooldown_max", "cooldown_max must not be shorter than cooldown")
+
+
+@_table
+@attrs.frozen
+class RateLimitPolicy:
+    """``[rate_limit]``: one rolling window shared by every loop (seed 003, Phase 4)."""
+
+    calls: int = attrs.field(
+        default=100,
+        validator=at_least(1),
+        metadata=_doc("Executor starts allowed in any rolling window."),
+    )
+    window: Duration = attrs.field(
+        default=Duration(3600),
+        validator=positive_duration,
+        metadata=_doc("The rolling window."),
+    )
+    warn_at: float = attrs.field(
+        default=0.8,
+        validator=between(0.0, 1.0),
+        metadata=_doc("Share of the window's calls at which one warning is shown."),
+    )
+    backend: str = attrs.field(
+        default="sqlite",
+        validator=_one_of("memory", "sqlite"),
+        metadata=_doc('"sqlite": shared by every forge process on the machine; "memory": one.'),
+    )
+    path: str = attrs.field(
+        default=".forge/ratelimit.sqlite3",
+        validator=non_empty,
+        metadata=_doc("The sqlite database, relative to the project root."),
+    )
+
+
+@_table
+@attrs.frozen
+class SupervisePolicy:
+    """``[supervise]``: how ``forge supervise`` runs its loops."""
+
+    max_parallel: int | None = attrs.field(
+        default=None,
+        validator=optional(at_least(1)),
+        metadata=_doc("Loops running at once (unset: all of them).", example=8),
+    )
+
+
 @_table
 @attrs.frozen
 class Policy:
@@ -151,6 +231,15 @@ class Policy:
     )
     budget: BudgetPolicy = attrs.field(
         factory=BudgetPolicy, metadata=_doc("The spend budget gate.")
+    )
+    breaker: BreakerPolicy = attrs.field(
+        factory=BreakerPolicy, metadata=_doc("The loop circuit of supervised loops.")
+    )
+    rate_limit: RateLimitPolicy = attrs.field(
+        factory=RateLimitPolicy, metadata=_doc("The rate limiter shared by every loop.")
+    )
+    supervise: SupervisePolicy = attrs.field(
+        factory=SupervisePolicy, metadata=_doc("forge supervise.")
     )
 
 
