@@ -28,6 +28,7 @@ GATE_ERROR = "gate-error"
 EXHAUSTED = "iterations-exhausted"
 EXECUTOR_FAILED = "executor-failed"
 INTERRUPTED = "interrupted"
+CIRCUIT_OPEN = "circuit-open"
 
 
 @attrs.frozen
@@ -102,8 +103,8 @@ async def run_loop(
 ) -> RunSummary:
     """Run up to ``plan.max_iterations`` iterations, stopping at the first reason to."""
     progress = progress if progress is not None else RunProgress()
-    readings = await _check(gates)
-    _record(
+    readings = await check_gates(gates)
+    record_event(
         plan.paths,
         "run.started",
         {
@@ -114,7 +115,7 @@ async def run_loop(
                 "timeout": plan.time_limit,
                 "grace": plan.grace,
             },
-            "gates": _gate_states(readings),
+            "gates": gate_states(readings),
         },
     )
     try:
@@ -122,9 +123,9 @@ async def run_loop(
     except BaseException:
         # Cancelled or interrupted: the executor tree is already stopped by the
         # process runner; record the interruption, then let the exception go on.
-        _record_stop(plan, RunSummary(reason=INTERRUPTED, iterations=progress.iterations))
+        record_stop(plan, RunSummary(reason=INTERRUPTED, iterations=progress.iterations))
         raise
-    _record_stop(plan, summary)
+    record_stop(plan, summary)
     return summary
 
 
@@ -136,10 +137,10 @@ async def _iterate(
     on_iteration: IterationCallback | None,
 ) -> RunSummary:
     if (stop := first_stop(readings)) is not None:
-        return _gate_summary(stop, 0, None, None)
+        return gate_summary(stop, 0, None, None)
     last: IterationOutcome | None = None
     for number in range(1, plan.max_iterations + 1):
-        _record(plan.paths, "iteration.started", {"run_id": plan.run_id, "iteration": number})
+        record_event(plan.paths, "iteration.started", {"run_id": plan.run_id, "iteration": number})
         last = await run_iteration(
             plan.executor,
             plan.context(number),
@@ -152,8 +153,8 @@ async def _iterate(
             plan.paths, tokens=last.tokens, tool_calls=last.tool_calls, cost_usd=last.cost_usd
         ).totals
         progress.spend = spend
-        readings = await _check(gates)
-        _record(plan.paths, "iteration.finished", _iteration_event(plan, last, readings))
+        readings = await check_gates(gates)
+        record_event(plan.paths, "iteration.finished", iteration_event(plan, last, readings))
         if on_iteration is not None:
             on_iteration(last, readings)
         if last.failed:
@@ -165,7 +166,7 @@ async def _iterate(
                 spend=spend,
             )
         if (stop := first_stop(readings)) is not None:
-            return _gate_summary(stop, number, last, spend)
+            return gate_summary(stop, number, last, spend)
         if last.done:
             return RunSummary(reason=DONE, iterations=number, last=last, spend=spend)
     return RunSummary(
@@ -180,12 +181,12 @@ async def _iterate(
     )
 
 
-async def _check(gates: Sequence[Gate]) -> list[GateReading]:
+async def check_gates(gates: Sequence[Gate]) -> list[GateReading]:
     # Gates read files under a lock: off the event loop, so other loops keep going.
     return await trio.to_thread.run_sync(lambda: [gate.check() for gate in gates])
 
 
-def _gate_summary(
+def gate_summary(
     stop: GateReading, iterations: int, last: IterationOutcome | None, spend: SpendTotals | None
 ) -> RunSummary:
     return RunSummary(
@@ -198,11 +199,11 @@ def _gate_summary(
     )
 
 
-def _gate_states(readings: Sequence[GateReading]) -> dict[str, dict[str, str]]:
+def gate_states(readings: Sequence[GateReading]) -> dict[str, dict[str, str]]:
     return {r.gate: {"state": r.state, "detail": r.detail} for r in readings}
 
 
-def _iteration_event(
+def iteration_event(
     plan: LoopPlan, outcome: IterationOutcome, readings: Sequence[GateReading]
 ) -> dict[str, Any]:
     process = outcome.process
@@ -228,12 +229,12 @@ def _iteration_event(
         "parse_note": observation.note,
         "report_problems": list(outcome.report_problems),
         "log": str(outcome.log_path.relative_to(plan.paths.folder)),
-        "gates": _gate_states(readings),
+        "gates": gate_states(readings),
     }
 
 
-def _record_stop(plan: LoopPlan, summary: RunSummary) -> None:
-    _record(
+def record_stop(plan: LoopPlan, summary: RunSummary) -> None:
+    record_event(
         plan.paths,
         "run.stopped",
         {
@@ -246,6 +247,6 @@ def _record_stop(plan: LoopPlan, summary: RunSummary) -> None:
     )
 
 
-def _record(paths: ChangePaths, event: str, fields: dict[str, Any]) -> None:
+def record_event(paths: ChangePaths, event: str, fields: dict[str, Any]) -> None:
     with exclusive_lock(paths.lock):
         append_event(paths.timeline, paths.name, event, fields)

@@ -19,11 +19,16 @@ def project_from(args: argparse.Namespace) -> Project:
 
 
 def policy_from(
-    project: Project, flags: Sequence[Layer] = (), args: argparse.Namespace | None = None
+    project: Project,
+    flags: Sequence[Layer] = (),
+    args: argparse.Namespace | None = None,
+    overlays: Sequence[Path] = (),
 ) -> LoadedPolicy:
-    """The effective policy: files, then the command's own flags, then every ``--set``."""
+    """The effective policy: files, overlays, the command's own flags, then every ``--set``."""
     settings = [set_layer(text) for text in getattr(args, "set", None) or []]
-    return load_policy(project.config, root=project.root, flags=[*flags, *settings])
+    return load_policy(
+        project.config, root=project.root, flags=[*flags, *settings], overlays=overlays
+    )
 
 
 def set_layer(text: str) -> Layer:

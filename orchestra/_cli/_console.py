@@ -22,6 +22,8 @@ class Output:
     def __init__(self, *, plain: bool = False, json_mode: bool = False) -> None:
         self.json_mode = json_mode
         no_style = plain or bool(os.environ.get("NO_COLOR"))
+        # Live displays only on a real terminal; elsewhere, one plain line per event.
+        self.live = not plain and _isatty(sys.stdout)
         self._out = _console(sys.stdout, no_style=no_style)
         self._err = _console(sys.stderr, no_style=no_style)
 

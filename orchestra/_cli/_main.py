@@ -110,6 +110,36 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="execute (without it: a dry run)")
     run.set_defaults(handler="_run_cmd:run")
 
+    supervise = commands.add_parser(
+        "supervise",
+        parents=[common],
+        help="run every declared [[loop]] at once under one rate limit",
+        description="Run the loops declared as [[loop]] tables (in forge.toml or a --batch "
+        "file) concurrently, each with its own circuit, all sharing one rate limiter. "
+        "Exit 0 when every loop ended done, 1 otherwise, 130 when interrupted.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    supervise.add_argument("--batch", metavar="FILE", help="a file of [[loop]] tables to run")
+    supervise.add_argument("--only", metavar="C1,C2", help="run only these loops")
+    supervise.add_argument("--dry-run", action="store_true", help="print each loop's plan")
+    supervise.set_defaults(handler="_supervise_cmd:run")
+
+    status = commands.add_parser(
+        "status", parents=[common], help="every change's circuit, verify streak, spend"
+    )
+    status.set_defaults(handler="_status_cmd:status")
+    circuit = commands.add_parser(
+        "circuit", parents=[common], help="a supervised loop's circuit, and resetting it"
+    )
+    circuit.add_argument("change", type=_change_name)
+    circuit.add_argument(
+        "--reset",
+        action="store_true",
+        help="close the circuit and count the loop's iterations afresh (a human reviewed it)",
+    )
+    circuit.set_defaults(handler="_status_cmd:circuit")
+
     policy = commands.add_parser("policy", help="show, check or dump the effective policy")
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
     show = policy_commands.add_parser(

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         SecscanGate(),
     ]
     if not args.yes:
-        _print_plan(plan, policy, out)
+        print_plan(plan, policy, out)
         out.line()
         out.line(DRY_RUN_LINE)
         if out.json_mode:
@@ -118,7 +118,7 @@ def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Exe
     )
 
 
-def _print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
+def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f'Plan: up to {plan.max_iterations} iteration(s) on change "{plan.paths.name}"')
     out.line(f"  executor: {plan.describe_executor()}")
     out.line(GATES_LINE)

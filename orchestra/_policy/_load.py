@@ -24,7 +24,8 @@ from ._model import Policy, is_table
 from ._schema import unknown_keys, validation_problems
 
 DEFAULT_SOURCE = "default"
-_EXTENDS = frozenset({"extends"})
+# Keys a policy file may hold beyond the policy's tables.
+_FILE_ONLY = frozenset({"extends", "loop"})
 _SHIPPED_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -37,12 +38,27 @@ class Layer:
 
 
 @attrs.frozen
+class DeclaredLoops:
+    """The ``[[loop]]`` tables of the highest policy file that declares any."""
+
+    path: Path
+    source: str
+    tables: tuple[Any, ...]
+
+
+@attrs.frozen
 class LoadedPolicy:
-    """The effective policy and, for each dotted key, the layer that set it."""
+    """The effective policy and, for each dotted key, the layer that set it.
+
+    ``merged`` is the layered data before it became a :class:`Policy`: the
+    supervisor lays each loop's own tables over it.
+    """
 
     policy: Policy
     sources: Mapping[str, str]
     files: tuple[Path, ...]
+    merged: Mapping[str, Any] = attrs.field(factory=dict)
+    loops: DeclaredLoops | None = None
 
 
 def load_policy(
@@ -50,6 +66,7 @@ def load_policy(
     *,
     root: Path,
     flags: Sequence[Layer] = (),
+    overlays: Sequence[Path] = (),
 ) -> LoadedPolicy:
     """Load the effective policy.
 
@@ -57,6 +74,7 @@ def load_policy(
         config: The policy file (usually ``forge.toml``), or None for defaults only.
         root: The project root, against which file names are shown.
         flags: Layers from the command line, highest last.
+        overlays: Further policy files laid over ``config`` (a supervisor's batch file).
 
     Raises:
         ConfigError: listing every problem found, each naming file, key and expectation.
@@ -64,14 +82,22 @@ def load_policy(
     layers: list[Layer] = []
     files: list[Path] = []
     problems: list[str] = []
-    if config is not None:
-        for path, data in _extends_chain(config.resolve(), root, stack=()):
+    loops: DeclaredLoops | None = None
+    tops = [config, *overlays] if config is not None else list(overlays)
+    for top in tops:
+        for path, data in _extends_chain(top.resolve(), root, stack=()):
             if path in files:
                 continue
             files.append(path)
             source = display_name(path, root)
-            problems.extend(unknown_keys(data, Policy, source, top_level=_EXTENDS))
-            layers.append(Layer(source, {k: v for k, v in data.items() if k != "extends"}))
+            problems.extend(unknown_keys(data, Policy, source, top_level=_FILE_ONLY))
+            if "loop" in data:
+                tables = data["loop"]
+                if isinstance(tables, list):
+                    loops = DeclaredLoops(path=path, source=source, tables=tuple(tables))
+                else:
+                    problems.append(f"{source}: loop: expected [[loop]] tables, got {tables!r}")
+            layers.append(Layer(source, {k: v for k, v in data.items() if k not in _FILE_ONLY}))
     for flag in flags:
         problems.extend(unknown_keys(flag.data, Policy, flag.source))
         layers.append(flag)
@@ -84,7 +110,24 @@ def load_policy(
     problems.extend(value_problems)
     if problems or policy is None:
         raise ConfigError("the policy is invalid", problems=problems)
-    return LoadedPolicy(policy=policy, sources=_with_defaults(sources), files=tuple(files))
+    return LoadedPolicy(
+        policy=policy,
+        sources=_with_defaults(sources),
+        files=tuple(files),
+        merged=merged,
+        loops=loops,
+    )
+
+
+def structure_policy(data: Mapping[str, Any], source: str) -> Policy:
+    """A policy from already layered data, or ConfigError naming ``source`` for each problem."""
+    policy, problems = _structure(dict(data), {})
+    if problems or policy is None:
+        raise ConfigError(
+            "the policy is invalid",
+            problems=[p.replace("policy: ", f"{source}: ", 1) for p in problems],
+        )
+    return policy
 
 
 def display_name(path: Path, root: Path) -> str:

@@ -35,6 +35,10 @@ class ChangePaths:
         return self.folder / "timeline.jsonl"
 
     @property
+    def breaker(self) -> Path:
+        return self.folder / "breaker.yaml"
+
+    @property
     def spend(self) -> Path:
         return self.folder / "spend.yaml"
 

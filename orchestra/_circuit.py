@@ -1,0 +1,108 @@
+"""The loop circuit of a supervised loop: CLOSED -> OPEN -> (cooldown) -> HALF_OPEN -> probe.
+
+Pure: states are frozen records and transitions are functions of the state,
+the policy and the time they are given. Times are wall-clock epoch seconds,
+because the state is persisted and a restarted supervisor must honour a
+cooldown that began before it; the loop converts what remains into a sleep on
+trio's monotonic clock, so a clock jump during the wait changes nothing.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ._policy import BreakerPolicy
+
+CLOSED = "closed"
+OPEN = "open"
+HALF_OPEN = "half-open"
+
+
+@attrs.frozen
+class CircuitState:
+    """What ``.forge/changes/<c>/breaker.yaml`` holds.
+
+    Attributes:
+        state: ``closed``, ``open`` or ``half-open``.
+        reason: Why it last opened.
+        opened_at: Wall-clock epoch seconds of the last opening.
+        cooldown: Seconds of the current cooldown (doubles after a failed probe).
+        opens: How many times it has opened in this loop's life.
+        escalated: It opened for good: a human must review and reset it.
+        iterations_used: Iterations the loop has run, so a rerun continues.
+        finished: How the loop last ended (``done``, ``iterations-exhausted`` ...), if it did.
+        blocked: Set when the file was unreadable and moved aside.
+    """
+
+    state: str = attrs.field(
+        default=CLOSED, validator=attrs.validators.in_((CLOSED, OPEN, HALF_OPEN))
+    )
+    reason: str | None = None
+    opened_at: float | None = None
+    cooldown: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
+    opens: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    escalated: bool = False
+    iterations_used: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    finished: str | None = None
+    blocked: str | None = None
+
+
+CLOSED_CIRCUIT = CircuitState()
+
+
+def trip(
+    circuit: CircuitState, reason: str, *, now: float, policy: BreakerPolicy, curable: bool = True
+) -> CircuitState:
+    """Open the circuit (from CLOSED, or from HALF_OPEN after a failed probe).
+
+    The first opening cools down for ``policy.cooldown``; each failed probe
+    doubles the cooldown up to ``policy.cooldown_max``. The circuit escalates
+    instead when the policy says so, when it has already opened ``max_opens``
+    times, or when the reason is not one time can cure (a spent budget).
+    """
+    opens = circuit.opens + 1
+    if circuit.state == HALF_OPEN and circuit.cooldown:
+        cooldown = min(circuit.cooldown * 2, policy.cooldown_max.seconds)
+    else:
+        cooldown = policy.cooldown.seconds
+    escalated = not curable or policy.on_open == "escalate" or opens > policy.max_opens
+    return attrs.evolve(
+        circuit,
+        state=OPEN,
+        reason=reason,
+        opened_at=now,
+        cooldown=cooldown,
+        opens=opens,
+        escalated=escalated,
+    )
+
+
+def half_open(circuit: CircuitState) -> CircuitState:
+    """The cooldown has elapsed: admit exactly one probe iteration."""
+    return attrs.evolve(circuit, state=HALF_OPEN)
+
+
+def close(circuit: CircuitState) -> CircuitState:
+    """The probe made progress: close the circuit and reset the cooldown."""
+    return attrs.evolve(circuit, state=CLOSED, reason=None, opened_at=None, cooldown=None)
+
+
+def cooldown_remaining(circuit: CircuitState, now: float) -> float:
+    """Seconds until an open circuit may probe (0 when it is not open).
+
+    An ``opened_at`` in the future (the clock went back, or the file came from
+    a machine whose clock runs ahead) keeps the whole cooldown ahead rather
+    than closing early or waiting forever.
+    """
+    if circuit.state != OPEN or circuit.cooldown is None:
+        return 0.0
+    if circuit.opened_at is None or circuit.opened_at > now:
+        return circuit.cooldown
+    return max(0.0, min(circuit.cooldown, circuit.opened_at + circuit.cooldown - now))
+
+
+def reset(circuit: CircuitState) -> CircuitState:
+    """A human reviewed the loop: a closed circuit, its iterations counted afresh."""
+    return CLOSED_CIRCUIT

@@ -1,0 +1,117 @@
+"""``forge status`` (every change, nothing run) and ``forge circuit`` (one loop's circuit)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .._circuit import CircuitState, cooldown_remaining
+from .._durations import format_duration
+from .._errors import EXIT_OK
+from .._spend import read_spend
+from .._state import ChangePaths, list_changes, read_timeline
+from .._supervise import resolve_loops
+from .._supervise._circuit_store import load_circuit, reset_circuit
+from .._verify import read_breaker
+from ._common import policy_from, project_from
+from ._console import Output
+
+
+def status(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    loaded = policy_from(project, args=args)
+    roots = {project.root}
+    roots.update(setup.root for setup in resolve_loops(loaded, project.root))
+    changes = [ChangePaths(root, name) for root in sorted(roots) for name in list_changes(root)]
+    rows = [_row(paths, project.root) for paths in changes]
+    if out.json_mode:
+        out.document({"root": str(project.root), "changes": rows})
+        return EXIT_OK
+    if not rows:
+        out.line("no changes yet: nothing under .forge/changes/")
+        return EXIT_OK
+    for row in rows:
+        circuit = row["circuit"]
+        if row["cooldown_remaining"]:
+            circuit += f" (cooldown {format_duration(round(row['cooldown_remaining']))} left)"
+        if row["escalated"]:
+            circuit += " — escalated: a human must review"
+        out.styled((row["change"], "bold"), (f"  {row['where']}" if row["where"] else "", "dim"))
+        out.line(f"  circuit:  {circuit}, {row['iterations_used']} iteration(s) used")
+        out.line(f"  verify:   {row['verify']}")
+        spend = row["spend"]
+        out.line(
+            f"  spend:    {spend['tokens']} tokens, {spend['tool_calls']} tool calls, "
+            f"${spend['cost_usd']:.4f}"
+        )
+        out.line(f"  last:     {row['last_event'] or '-'}")
+    return EXIT_OK
+
+
+def circuit(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    if args.reset:
+        before = reset_circuit(paths)
+        line = (
+            f'Circuit: reset for change "{paths.name}" — was {before.state}, opened '
+            f"{before.opens} time(s), {before.iterations_used} iteration(s) used."
+        )
+        out.line(line)
+        if out.json_mode:
+            out.document({"change": paths.name, "message": line, "was": attrs.asdict(before)})
+        return EXIT_OK
+    state = load_circuit(paths)
+    if out.json_mode:
+        out.document({"change": paths.name, "circuit": attrs.asdict(state)})
+    else:
+        out.line(f'change "{paths.name}": circuit {_describe(state)}')
+    return EXIT_OK
+
+
+def _describe(state: CircuitState) -> str:
+    text = state.state
+    if state.reason:
+        text += f" ({state.reason})"
+    left = cooldown_remaining(state, time.time())
+    if left:
+        text += f", {format_duration(round(left))} of cooldown left"
+    if state.escalated:
+        text += ", escalated"
+    return text
+
+
+def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
+    circuit_state = load_circuit(paths)
+    verify = read_breaker(paths).after
+    spend = read_spend(paths).totals
+    events = read_timeline(paths.timeline).events
+    last = events[-1] if events else None
+    where = "" if paths.root == root else str(paths.root)
+    if verify.blocked:
+        verify_text = f"BLOCKED ({verify.blocked})"
+    elif verify.last_verdict is None:
+        verify_text = "never run"
+    else:
+        state = "OPEN" if verify.open else "closed"
+        threshold = f"/{verify.max_failures}" if verify.max_failures else ""
+        verify_text = (
+            f"{verify.last_verdict}, {verify.consecutive_failures}{threshold} consecutive "
+            f"failures, breaker {state}"
+        )
+    return {
+        "change": paths.name,
+        "where": where,
+        "circuit": circuit_state.state,
+        "escalated": circuit_state.escalated,
+        "cooldown_remaining": cooldown_remaining(circuit_state, time.time()),
+        "iterations_used": circuit_state.iterations_used,
+        "verify": verify_text,
+        "verify_state": attrs.asdict(verify),
+        "spend": attrs.asdict(spend),
+        "last_event": f"{last.get('event')} at {last.get('ts')}" if last else None,
+    }

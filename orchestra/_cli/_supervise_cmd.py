@@ -1,0 +1,202 @@
+"""``forge supervise``: every declared loop at once, one rate limit, a dashboard, a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._loop import DONE, RunSummary, new_run_id
+from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
+from .._state import STATE_DIR, atomic_write
+from .._supervise import (
+    Dashboard,
+    LoopRun,
+    interrupted_results,
+    limiter_line,
+    prepare,
+    resolve_loops,
+    supervise,
+)
+from .._workspace import Project
+from ._common import policy_from, project_from
+from ._console import Output
+from ._run_cmd import print_plan
+from ._trio_run import run_interruptible
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    overlays = [Path(args.batch).resolve()] if args.batch else []
+    for overlay in overlays:
+        if not overlay.is_file():
+            raise UsageError(f"--batch {args.batch}: no such file")
+    loaded = policy_from(project, args=args, overlays=overlays)
+    setups = resolve_loops(loaded, project.root)
+    if not setups:
+        raise UsageError(
+            "no loops to supervise",
+            hint="declare [[loop]] tables in forge.toml or in a --batch file",
+        )
+    if args.only:
+        wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - {s.change for s in setups})
+        if unknown:
+            raise UsageError(
+                f"--only names no declared loop: {', '.join(unknown)}",
+                hint=f"declared: {', '.join(s.change for s in setups)}",
+            )
+        setups = [s for s in setups if s.change in wanted]
+    run_id = new_run_id()
+    runs = prepare(setups, run_id)
+    if args.dry_run:
+        for loop in runs:
+            print_plan(loop.plan, loop.setup.policy, out)
+            out.line()
+        out.line(f"dry run: {len(runs)} loop(s), nothing executed (drop --dry-run to run)")
+        if out.json_mode:
+            out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs]})
+        return EXIT_OK
+
+    policy = loaded.policy
+    waits = {"count": 0}
+
+    def on_limiter(kind: str, stats: LimiterStatistics) -> None:
+        if kind == "wait":
+            waits["count"] += 1
+        if kind in ("warn", "wait", "pause"):
+            events("limiter", "limiter", f"{kind}: {limiter_line(stats, time.time())}")
+
+    limiter = open_limiter(policy.rate_limit, project.root, on_event=on_limiter)
+    dashboard = (
+        Dashboard(out.console, [r.progress for r in runs], limiter)
+        if out.live and not out.json_mode
+        else None
+    )
+
+    def events(kind: str, change: str, text: str) -> None:
+        if dashboard is not None:
+            dashboard.event(kind, change, text)
+        else:
+            out.line(f"{change}: {text}")
+
+    results: dict[str, RunSummary] = {}
+    final: list[LimiterStatistics] = []
+    started = time.time()
+    interrupted = False
+    try:
+        run_interruptible(
+            _main, runs, limiter, policy.supervise.max_parallel, events, results, dashboard, final
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+        results = interrupted_results(runs, results)
+    all_done = all(r.reason == DONE for r in results.values()) and len(results) == len(runs)
+    code = EXIT_INTERRUPTED if interrupted else (EXIT_OK if all_done else EXIT_ESCALATE)
+    stats = final[0] if final else None
+    summary = _summary(project, runs, results, run_id, started, interrupted, code, waits, stats)
+    path = project.root / STATE_DIR / "runs" / run_id / "summary.json"
+    atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
+    _print_table(runs, results, out)
+    out.line(f"summary: {path}", style="dim")
+    if interrupted:
+        out.line("supervise: INTERRUPTED — every loop's state is written; rerun to continue")
+    if out.json_mode:
+        out.document(summary)
+    return code
+
+
+async def _main(
+    runs: list[LoopRun],
+    limiter: RateLimiter | None,
+    max_parallel: int | None,
+    events: Any,
+    results: dict[str, RunSummary],
+    dashboard: Dashboard | None,
+    final: list[LimiterStatistics],
+) -> None:
+    try:
+        async with trio.open_nursery() as nursery:
+            if dashboard is not None:
+                nursery.start_soon(dashboard.run)
+            await supervise(
+                runs, limiter=limiter, max_parallel=max_parallel, on_event=events, results=results
+            )
+            nursery.cancel_scope.cancel()
+    finally:
+        if limiter is not None:
+            final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
+
+
+def _plan_json(run: LoopRun) -> dict[str, Any]:
+    return {
+        "change": run.setup.change,
+        "dir": str(run.setup.root),
+        "max_iterations": run.plan.max_iterations,
+        "executor": run.plan.describe_executor(),
+        "worktree": run.setup.worktree,
+    }
+
+
+def _summary(
+    project: Project,
+    runs: list[LoopRun],
+    results: dict[str, RunSummary],
+    run_id: str,
+    started: float,
+    interrupted: bool,
+    code: int,
+    waits: dict[str, int],
+    stats: LimiterStatistics | None,
+) -> dict[str, Any]:
+    loops = []
+    for loop in runs:
+        result = results.get(loop.setup.change)
+        progress = loop.progress
+        loops.append(
+            {
+                "change": loop.setup.change,
+                "dir": str(loop.setup.root),
+                "reason": result.reason if result else None,
+                "iterations": result.iterations if result else progress.iteration,
+                "max_iterations": loop.plan.max_iterations,
+                "detail": result.detail if result else None,
+                "circuit_trips": progress.trips,
+                "circuit": progress.circuit,
+                "verify": progress.verify or None,
+                "spend": {"tokens": progress.tokens, "cost_usd": progress.cost_usd},
+            }
+        )
+    return {
+        "run_id": run_id,
+        "root": str(project.root),
+        "started_at": started,
+        "finished_at": time.time(),
+        "interrupted": interrupted,
+        "exit_code": code,
+        "loops": loops,
+        "limiter": None if stats is None else {**attrs.asdict(stats), "waits": waits["count"]},
+    }
+
+
+def _print_table(runs: list[LoopRun], results: dict[str, RunSummary], out: Output) -> None:
+    out.line()
+    width = max(len(r.setup.change) for r in runs)
+    for loop in runs:
+        result = results.get(loop.setup.change)
+        reason = result.reason if result else "not started"
+        iterations = result.iterations if result else loop.progress.iteration
+        detail = f" — {result.detail}" if result and result.detail else ""
+        style = "green" if reason == DONE else "red"
+        out.styled(
+            (f"{loop.setup.change.ljust(width)}  ", "bold"),
+            (f"{reason:<22}", style),
+            (f"{iterations}/{loop.plan.max_iterations} iteration(s), ", None),
+            (f"{loop.progress.trips} trip(s){detail}", None),
+        )

@@ -1,0 +1,47 @@
+"""The loop circuit on disk: ``.forge/changes/<c>/breaker.yaml``."""
+
+from __future__ import annotations
+
+from .._circuit import CLOSED_CIRCUIT, CircuitState
+from .._circuit import reset as reset_rules
+from .._state import ChangePaths, append_event, exclusive_lock, load_or_block, save_state
+
+
+def load_circuit(paths: ChangePaths) -> CircuitState:
+    """The loop's circuit; an unreadable file becomes an escalated (blocked) circuit."""
+    with exclusive_lock(paths.lock):
+        circuit, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
+    if circuit.blocked is not None and not circuit.escalated:
+        # Never assume an unreadable circuit closed: it stays open until a human resets it.
+        return CircuitState(
+            state="open",
+            reason=f"breaker.yaml unreadable ({circuit.blocked})",
+            escalated=True,
+            blocked=circuit.blocked,
+        )
+    return circuit
+
+
+def save_circuit(paths: ChangePaths, circuit: CircuitState) -> None:
+    with exclusive_lock(paths.lock):
+        save_state(paths.breaker, circuit)
+
+
+def reset_circuit(paths: ChangePaths) -> CircuitState:
+    """Close the circuit after a human reviewed the loop; returns what it was."""
+    with exclusive_lock(paths.lock):
+        before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
+        save_state(paths.breaker, reset_rules(before))
+        append_event(
+            paths.timeline,
+            paths.name,
+            "breaker.reset",
+            {
+                "breaker": "loop circuit",
+                "was": before.state,
+                "opens": before.opens,
+                "iterations_used": before.iterations_used,
+                "was_blocked": before.blocked,
+            },
+        )
+    return before

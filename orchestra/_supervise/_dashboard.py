@@ -1,0 +1,103 @@
+"""Seeing a supervisor run: a live table on a terminal, one plain line per event elsewhere."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+
+import trio
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .._ratelimit import LimiterStatistics, RateLimiter
+from ._progress import LoopProgress
+
+REFRESH_SECONDS = 0.25
+_COLUMNS = ("change", "state", "iteration", "circuit", "verify", "tokens", "cost", "last event")
+_STYLES = {
+    "done": "green",
+    "running": "cyan",
+    "probing": "magenta",
+    "cooling down": "yellow",
+    "waiting for a permit": "yellow",
+    "verifying": "cyan",
+}
+
+
+def limiter_line(stats: LimiterStatistics, now_wall: float) -> str:
+    """The limiter in one line: use, waiters, countdown, pause."""
+    line = f"rate limit: {stats.used}/{stats.calls} calls in the last {stats.window:g}s"
+    if stats.tasks_waiting:
+        line += f" · {stats.tasks_waiting} waiting"
+    if stats.remaining == 0 and stats.next_free_in > 0:
+        line += f" · next permit in {stats.next_free_in:.1f}s"
+    if stats.paused_until is not None and stats.paused_until > now_wall:
+        line += f" · paused by the provider for {stats.paused_until - now_wall:.0f}s"
+    return line
+
+
+class Dashboard:
+    """A rich Live table, refreshed from a trio task (so the mock clock drives it in tests)."""
+
+    def __init__(
+        self, console: Console, progress: Sequence[LoopProgress], limiter: RateLimiter | None
+    ) -> None:
+        self._console = console
+        self._progress = progress
+        self._limiter = limiter
+        self._events: deque[str] = deque(maxlen=6)
+
+    def event(self, kind: str, change: str, text: str) -> None:
+        if kind != "iteration":
+            self._events.append(f"{change}: {text}")
+
+    async def run(self) -> None:
+        with Live(console=self._console, auto_refresh=False, transient=False) as live:
+            try:
+                while True:
+                    live.update(self.render(), refresh=True)
+                    await trio.sleep(REFRESH_SECONDS)
+            finally:
+                live.update(self.render(), refresh=True)
+
+    def render(self) -> Group:
+        now = trio.current_time()
+        table = Table(expand=False)
+        for column in (
+            "change",
+            "state",
+            "iteration",
+            "circuit",
+            "verify",
+            "tokens",
+            "cost",
+            "last",
+        ):
+            table.add_column(column)
+        for loop in self._progress:
+            circuit = loop.circuit
+            if loop.cooldown_until is not None:
+                circuit += f" ({max(0.0, loop.cooldown_until - now):.0f}s)"
+            if loop.trips:
+                circuit += f" ×{loop.trips}"
+            table.add_row(
+                loop.change,
+                Text(loop.status, style=_STYLES.get(loop.status, "red" if loop.reason else "")),
+                f"{loop.iteration}/{loop.max_iterations}",
+                circuit,
+                loop.verify,
+                str(loop.tokens),
+                f"${loop.cost_usd:.2f}",
+                loop.last_event[:60],
+            )
+        header = (
+            limiter_line(self._limiter.statistics(), time.time())
+            if self._limiter
+            else "rate limit: off"
+        )
+        parts: list[Text | Table] = [Text(header, style="bold"), table]
+        parts.extend(Text(line, style="dim") for line in self._events)
+        return Group(*parts)

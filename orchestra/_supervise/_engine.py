@@ -1,0 +1,317 @@
+"""A supervised loop: the loop of ``forge run`` with a circuit instead of a first-failure stop.
+
+Per iteration: wait out an open circuit (or escalate), take a permit from the
+shared rate limiter, run the executor, verify the change, and let the trip
+conditions judge the iteration. A trip opens the circuit; after its cooldown
+one half-open probe runs (even past an open verify breaker), and the probe's
+outcome closes the circuit or re-opens it with the cooldown doubled. Only the
+executor signalling done, with its verify passing, is a clean ending.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import attrs
+import trio
+
+from .. import _circuit as circuit_rules
+from .._circuit import HALF_OPEN, OPEN, CircuitState
+from .._executor import IterationOutcome, run_iteration
+from .._gates import Gate, GateReading, first_stop
+from .._loop import (
+    CIRCUIT_OPEN,
+    DONE,
+    EXECUTOR_FAILED,
+    EXHAUSTED,
+    INTERRUPTED,
+    LoopPlan,
+    RunSummary,
+    check_gates,
+    gate_states,
+    gate_summary,
+    iteration_event,
+    record_event,
+    record_stop,
+)
+from .._policy import Policy
+from .._ratelimit import RateLimiter
+from .._spend import add_spend
+from .._verify import VerifyReport, record_attempt, run_verify
+from .._workspace import tree_state
+from ._circuit_store import load_circuit, save_circuit
+from ._progress import LoopProgress
+from ._trips import Trip, TripContext, judge
+
+EventSink = Callable[[str, str, str], None]  # (kind, change, text)
+
+
+@attrs.frozen
+class Supervision:
+    """What a supervised loop shares with the supervisor and knows of its own policy."""
+
+    policy: Policy
+    limiter: RateLimiter | None
+    wall_clock: Callable[[], float] = time.time
+
+
+async def run_supervised(
+    plan: LoopPlan,
+    gates: Sequence[Gate],
+    supervision: Supervision,
+    *,
+    progress: LoopProgress,
+    on_event: EventSink,
+) -> RunSummary:
+    """Run one loop under the supervisor until it is done or must stop."""
+    circuit = load_circuit(plan.paths)
+    readings = await check_gates(gates)
+    record_event(
+        plan.paths,
+        "run.started",
+        {
+            "run_id": plan.run_id,
+            "supervised": True,
+            "plan": {
+                "max_iterations": plan.max_iterations,
+                "executor": plan.describe_executor(),
+                "iterations_used": circuit.iterations_used,
+            },
+            "circuit": circuit.state,
+            "gates": gate_states(readings),
+        },
+    )
+    loop = _Loop(plan, gates, supervision, progress, on_event)
+    try:
+        summary = await loop.run(circuit)
+    except BaseException:
+        # Cancelled or interrupted: the executor tree is already stopped by the
+        # process runner; record it, keep what was used, and let it go on.
+        record_stop(plan, RunSummary(reason=INTERRUPTED, iterations=progress.iteration))
+        progress.finish(INTERRUPTED)
+        raise
+    record_stop(plan, summary)
+    save_circuit(plan.paths, attrs.evolve(loop.circuit, finished=summary.reason))
+    progress.finish(summary.reason)
+    return summary
+
+
+@attrs.define
+class _Loop:
+    plan: LoopPlan
+    gates: Sequence[Gate]
+    supervision: Supervision
+    progress: LoopProgress
+    on_event: EventSink
+    circuit: CircuitState = attrs.field(factory=CircuitState)
+
+    async def run(self, circuit: CircuitState) -> RunSummary:
+        self.circuit = circuit
+        used = circuit.iterations_used
+        self.progress.iteration = used
+        if circuit.finished == DONE:
+            self._say("loop", "already done in an earlier run; nothing to do")
+            return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
+        last: IterationOutcome | None = None
+        for number in range(used + 1, self.plan.max_iterations + 1):
+            if (stop := await self._wait_for_circuit()) is not None:
+                return attrs.evolve(stop, iterations=number - 1, last=last)
+            probe = self.circuit.state == HALF_OPEN
+            readings = await check_gates(self._gates_before(probe))
+            if (gate := first_stop(readings)) is not None:
+                return gate_summary(gate, number - 1, last, None)
+            if self.supervision.limiter is not None:
+                self.progress.status = "waiting for a permit"
+                await self.supervision.limiter.acquire(self.plan.paths.name)
+            self.progress.status = "probing" if probe else "running"
+            last = await self._iterate(number)
+            if last.process.start_error is not None:
+                # Not a failed iteration to judge: the executor cannot run at all.
+                return RunSummary(
+                    reason=EXECUTOR_FAILED, iterations=number, detail=last.failure, last=last
+                )
+            verify = await self._verify()
+            trip = judge(self._trip_context(last, verify))
+            ending_text = last.failure or ("done" if last.done else "exit 0")
+            verdict = f", verify {verify.verdict}" if verify else ""
+            self._say("iteration", f"{number}/{self.plan.max_iterations}: {ending_text}{verdict}")
+            ending = self._update_circuit(trip, last, verify, probe)
+            readings = await check_gates(self._gates_after())
+            self._record_iteration(last, readings, verify, trip)
+            if ending is not None:
+                return attrs.evolve(ending, iterations=number, last=last)
+            if last.done and (verify is None or verify.passed) and trip is None:
+                return RunSummary(reason=DONE, iterations=number, last=last)
+        return RunSummary(
+            reason=EXHAUSTED,
+            iterations=self.plan.max_iterations,
+            detail=(
+                f"{self.plan.max_iterations} of {self.plan.max_iterations} iteration(s) used "
+                "without the executor signalling done"
+            ),
+            last=last,
+        )
+
+    async def _wait_for_circuit(self) -> RunSummary | None:
+        """Sit out an open circuit's cooldown; None when the loop may go on."""
+        if self.circuit.state != OPEN:
+            return None
+        if self.circuit.escalated:
+            return RunSummary(reason=CIRCUIT_OPEN, iterations=0, detail=self._escalation_detail())
+        remaining = circuit_rules.cooldown_remaining(self.circuit, self.supervision.wall_clock())
+        self.progress.status = "cooling down"
+        self.progress.cooldown_until = trio.current_time() + remaining
+        # The wait runs on trio's monotonic clock: a wall-clock jump cannot cut it short.
+        await trio.sleep(remaining)
+        self.progress.cooldown_until = None
+        self.circuit = circuit_rules.half_open(self.circuit)
+        save_circuit(self.plan.paths, self.circuit)
+        self._transition("breaker.half_open", "the cooldown has elapsed")
+        return None
+
+    def _gates_before(self, probe: bool) -> list[Gate]:
+        # The verify breaker is judged as a trip condition here, not as a gate;
+        # a probe runs past it by design.
+        return [gate for gate in self.gates if gate.name != "verify circuit-breaker" or not probe]
+
+    def _gates_after(self) -> list[Gate]:
+        return [gate for gate in self.gates if gate.name != "verify circuit-breaker"]
+
+    async def _iterate(self, number: int) -> IterationOutcome:
+        self.progress.iteration = number
+        # Counted as used when it starts: an interrupted iteration was spent too,
+        # and a rerun goes on after it rather than running it twice.
+        self.circuit = attrs.evolve(self.circuit, iterations_used=number, finished=None)
+        save_circuit(self.plan.paths, self.circuit)
+        record_event(
+            self.plan.paths, "iteration.started", {"run_id": self.plan.run_id, "iteration": number}
+        )
+        outcome = await run_iteration(
+            self.plan.executor,
+            self.plan.context(number),
+            time_limit=self.plan.time_limit,
+            grace=self.plan.grace,
+            done_marker=self.plan.done_marker,
+        )
+        spend = add_spend(
+            self.plan.paths,
+            tokens=outcome.tokens,
+            tool_calls=outcome.tool_calls,
+            cost_usd=outcome.cost_usd,
+        ).totals
+        self.progress.tokens = spend.tokens
+        self.progress.cost_usd = spend.cost_usd
+        limit = outcome.observation.rate_limit
+        if limit is not None and limit.status == "rejected" and self.supervision.limiter:
+            until = limit.resets_at or self.supervision.wall_clock() + 60
+            await self.supervision.limiter.pause_until(
+                until, f"provider limit reported by {self.plan.paths.name}"
+            )
+        return outcome
+
+    async def _verify(self) -> VerifyReport | None:
+        verify = self.supervision.policy.verify
+        if not verify.command.strip():
+            return None
+        self.progress.status = "verifying"
+        tree = tree_state(self.plan.workdir)
+        report = await run_verify(self.plan.workdir, verify, self.plan.grace)
+        update = record_attempt(
+            self.plan.paths, report, max_failures=verify.max_failures, tree=tree
+        )
+        self.progress.verify = (
+            f"{report.verdict} {update.after.consecutive_failures}/{verify.max_failures}"
+        )
+        return report
+
+    def _trip_context(self, last: IterationOutcome, verify: VerifyReport | None) -> TripContext:
+        return TripContext(
+            paths=self.plan.paths,
+            policy=self.supervision.policy,
+            outcome=last,
+            verify=verify,
+        )
+
+    def _update_circuit(
+        self,
+        trip: Trip | None,
+        last: IterationOutcome,
+        verify: VerifyReport | None,
+        probe: bool,
+    ) -> RunSummary | None:
+        """Apply the iteration's verdict to the circuit; a summary when the loop must stop."""
+        now = self.supervision.wall_clock()
+        policy = self.supervision.policy.breaker
+        if probe:
+            progressed = trip is None and not last.failed and (verify is None or verify.passed)
+            if progressed:
+                self.circuit = circuit_rules.close(self.circuit)
+                save_circuit(self.plan.paths, self.circuit)
+                self._transition("breaker.closed", "the probe made progress")
+                return None
+            reason = trip.reason if trip else f"probe failed: {last.failure or 'no progress'}"
+            curable = trip.curable if trip else True
+            self.circuit = circuit_rules.trip(
+                self.circuit, reason, now=now, policy=policy, curable=curable
+            )
+        elif trip is not None:
+            self.circuit = circuit_rules.trip(
+                self.circuit, trip.reason, now=now, policy=policy, curable=trip.curable
+            )
+        else:
+            return None
+        save_circuit(self.plan.paths, self.circuit)
+        self._transition("breaker.opened", self.circuit.reason or "")
+        if self.circuit.escalated:
+            return RunSummary(reason=CIRCUIT_OPEN, iterations=0, detail=self._escalation_detail())
+        return None
+
+    def _escalation_detail(self) -> str:
+        circuit = self.circuit
+        why = circuit.reason or "tripped"
+        if circuit.opens > self.supervision.policy.breaker.max_opens:
+            return f"{why} (opened {circuit.opens} times; max_opens is exhausted)"
+        return why
+
+    def _transition(self, event: str, reason: str) -> None:
+        circuit = self.circuit
+        record_event(
+            self.plan.paths,
+            event,
+            {
+                "run_id": self.plan.run_id,
+                "reason": reason,
+                "cooldown": circuit.cooldown,
+                "opens": circuit.opens,
+                "escalated": circuit.escalated,
+            },
+        )
+        self.progress.circuit = circuit.state
+        self.progress.trips = circuit.opens
+        if event == "breaker.opened" and circuit.escalated:
+            text = f"circuit OPEN for good — {reason}; escalate to a human"
+        elif event == "breaker.opened":
+            text = f"circuit OPEN — {reason}; cooling down {circuit.cooldown:g}s"
+        elif event == "breaker.half_open":
+            text = "circuit HALF-OPEN — cooldown over; one probe iteration"
+        else:
+            text = f"circuit CLOSED — {reason}"
+        self._say(event, text)
+
+    def _record_iteration(
+        self,
+        last: IterationOutcome,
+        readings: Sequence[GateReading],
+        verify: VerifyReport | None,
+        trip: Trip | None,
+    ) -> None:
+        fields = iteration_event(self.plan, last, readings)
+        fields["verify"] = None if verify is None else verify.verdict
+        fields["trip"] = None if trip is None else trip.reason
+        fields["circuit"] = self.circuit.state
+        record_event(self.plan.paths, "iteration.finished", fields)
+
+    def _say(self, kind: str, text: str) -> None:
+        self.progress.last_event = text
+        self.on_event(kind, self.plan.paths.name, text)

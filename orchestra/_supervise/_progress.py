@@ -1,0 +1,28 @@
+"""What each supervised loop is doing right now, for the dashboard and the summary."""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.define
+class LoopProgress:
+    """Mutable by its loop only; read by the dashboard between checkpoints."""
+
+    change: str
+    max_iterations: int
+    status: str = "pending"
+    iteration: int = 0
+    circuit: str = "closed"
+    trips: int = 0
+    cooldown_until: float | None = None  # trio clock
+    verify: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    last_event: str = ""
+    reason: str | None = None
+
+    def finish(self, reason: str) -> None:
+        self.reason = reason
+        self.status = reason
+        self.cooldown_until = None

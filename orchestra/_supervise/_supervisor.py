@@ -1,0 +1,134 @@
+"""The supervisor: many bounded loops in one trio nursery, sharing one rate limiter."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import trio
+
+from .._errors import ConfigError, ForgeError
+from .._executor import Executor, load_executor, shell_command
+from .._gates import BudgetGate, Gate, SecscanGate, VerifyBreakerGate
+from .._loop import EXECUTOR_FAILED, INTERRUPTED, LoopPlan, RunSummary
+from .._ratelimit import RateLimiter
+from .._state import ChangePaths
+from ._engine import EventSink, Supervision, run_supervised
+from ._loops import LoopSetup
+from ._progress import LoopProgress
+from ._worktree import ensure_worktree
+
+
+@attrs.frozen
+class LoopRun:
+    """One loop as the supervisor starts it."""
+
+    setup: LoopSetup
+    plan: LoopPlan
+    progress: LoopProgress
+
+
+def prepare(setups: Sequence[LoopSetup], run_id: str) -> list[LoopRun]:
+    """A plan and a progress record for every loop (worktrees are made when each starts).
+
+    Raises:
+        ConfigError: a loop with no executor, or an unknown executor.
+    """
+    runs = []
+    problems = []
+    for setup in setups:
+        try:
+            executor = executor_for(setup)
+        except ConfigError as exc:
+            problems.append(f"{setup.source}: {exc.message}")
+            continue
+        run_policy = setup.policy.run
+        plan = LoopPlan(
+            paths=ChangePaths(setup.root, setup.change),
+            executor=executor,
+            max_iterations=run_policy.max_iterations,
+            time_limit=run_policy.timeout.seconds,
+            grace=run_policy.grace.seconds,
+            done_marker=run_policy.done_marker,
+            workdir=setup.root,
+            prompt=run_policy.prompt,
+            run_id=run_id,
+        )
+        runs.append(LoopRun(setup, plan, LoopProgress(setup.change, run_policy.max_iterations)))
+    if problems:
+        raise ConfigError("the loops cannot run", problems=problems)
+    return runs
+
+
+def executor_for(setup: LoopSetup) -> Executor:
+    run_policy = setup.policy.run
+    if run_policy.cmd:
+        return shell_command(run_policy.cmd)
+    if run_policy.executor:
+        return load_executor(run_policy.executor, setup.root)
+    raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
+
+
+def gates_for(run: LoopRun) -> list[Gate]:
+    paths = run.plan.paths
+    return [VerifyBreakerGate(paths), BudgetGate(paths, run.setup.policy.budget), SecscanGate()]
+
+
+async def supervise(
+    runs: Sequence[LoopRun],
+    *,
+    limiter: RateLimiter | None,
+    max_parallel: int | None,
+    on_event: EventSink,
+    results: dict[str, RunSummary],
+    wall_clock: Callable[[], float] = time.time,
+) -> dict[str, RunSummary]:
+    """Run every loop, at most ``max_parallel`` at once, until each stops.
+
+    ``results`` fills in as loops end, so a caller that is interrupted still
+    knows how far each got.
+    """
+    slots = trio.CapacityLimiter(max_parallel or max(1, len(runs)))
+    worktree_lock = trio.Lock()
+
+    async def one(run: LoopRun) -> None:
+        async with slots:
+            key = run.setup.change
+            try:
+                plan = await _with_worktree(run, worktree_lock)
+                supervision = Supervision(run.setup.policy, limiter, wall_clock)
+                results[key] = await run_supervised(
+                    plan, gates_for(run), supervision, progress=run.progress, on_event=on_event
+                )
+            except ForgeError as exc:
+                # One loop's failure to start is that loop's ending, not the supervisor's.
+                results[key] = RunSummary(reason=EXECUTOR_FAILED, iterations=0, detail=exc.message)
+                run.progress.finish(EXECUTOR_FAILED)
+                on_event("loop", key, f"cannot run: {exc.message}")
+
+    async with trio.open_nursery() as nursery:
+        for run in runs:
+            nursery.start_soon(one, run)
+    return results
+
+
+async def _with_worktree(run: LoopRun, lock: trio.Lock) -> LoopPlan:
+    if not run.setup.worktree:
+        return run.plan
+    run.progress.status = "making its worktree"
+    path: Path = await ensure_worktree(run.setup.root, run.setup.change, run.setup.base, lock)
+    return attrs.evolve(run.plan, workdir=path)
+
+
+def interrupted_results(
+    runs: Sequence[LoopRun], results: dict[str, RunSummary]
+) -> dict[str, RunSummary]:
+    """Every loop's ending after an interruption: those still running were interrupted."""
+    merged = dict(results)
+    for run in runs:
+        merged.setdefault(
+            run.setup.change, RunSummary(reason=INTERRUPTED, iterations=run.progress.iteration)
+        )
+    return merged

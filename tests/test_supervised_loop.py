@@ -1,0 +1,249 @@
+"""The supervised loop's circuit on trio's mock clock: cooldowns, probes, doubling, escalation.
+
+The executor and the verify are real processes; only the waiting is mocked. A
+driver task lets everything settle, and when the loop is cooling down it jumps
+the clock by exactly the cooldown left, recording each one.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+import yaml
+
+from orchestra._circuit import OPEN, CircuitState
+from orchestra._durations import Duration
+from orchestra._executor import Executor, ExecutorSpec, shell_command
+from orchestra._loop import CIRCUIT_OPEN, DONE, EXECUTOR_FAILED, LoopPlan, RunSummary
+from orchestra._policy import BreakerPolicy, BudgetPolicy, Policy, RunPolicy, VerifyPolicy
+from orchestra._state import ChangePaths, save_state
+from orchestra._supervise import LoopProgress, Supervision, run_supervised
+from orchestra._supervise._loops import LoopSetup
+from orchestra._supervise._supervisor import LoopRun, gates_for
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+EPOCH = 1_800_000_000.0  # wall clock at trio time 0
+
+
+def policy(verify: str, *, max_failures: int = 1, max_opens: int = 3, **breaker: Any) -> Policy:
+    return Policy(
+        verify=VerifyPolicy(command=verify, specs=(), max_failures=max_failures),
+        run=RunPolicy(max_iterations=10),
+        breaker=BreakerPolicy(
+            cooldown=breaker.get("cooldown", Duration(1800)),
+            cooldown_max=breaker.get("cooldown_max", Duration(3600)),
+            max_opens=max_opens,
+            on_open=breaker.get("on_open", "cooldown"),
+        ),
+        budget=breaker.get("budget", BudgetPolicy()),
+    )
+
+
+def agent(tmp_path: Path, *steps: dict[str, Any]) -> str:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": list(steps)}))
+    return shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
+
+
+async def supervise_one(
+    tmp_path: Path,
+    clock: trio.testing.MockClock,
+    loop_policy: Policy,
+    cmd: str,
+    on_cooldown: Any = None,
+    executor: Executor | None = None,
+) -> tuple[RunSummary, list[float], list[str]]:
+    """Run one supervised loop; return its summary, the cooldowns waited, and the events."""
+    paths = ChangePaths(tmp_path, "c")
+    plan = LoopPlan(
+        paths=paths,
+        executor=executor or shell_command(cmd),
+        max_iterations=loop_policy.run.max_iterations,
+        time_limit=600,
+        grace=1,
+        done_marker="FORGE_DONE",
+        workdir=tmp_path,
+    )
+    progress = LoopProgress("c", plan.max_iterations)
+    setup = LoopSetup("c", loop_policy, tmp_path, False, "HEAD", "test")
+    run = LoopRun(setup, plan, progress)
+    supervision = Supervision(loop_policy, None, lambda: EPOCH + trio.current_time())
+    events: list[str] = []
+    waited: list[float] = []
+    outcome: list[RunSummary] = []
+
+    async def loop() -> None:
+        outcome.append(
+            await run_supervised(
+                plan,
+                gates_for(run),
+                supervision,
+                progress=progress,
+                on_event=lambda kind, change, text: events.append(kind),
+            )
+        )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(loop)
+        while not outcome:
+            await trio.testing.wait_all_tasks_blocked(cushion=0.002)
+            if progress.status == "cooling down" and progress.cooldown_until is not None:
+                left = progress.cooldown_until - trio.current_time()
+                waited.append(left)
+                if on_cooldown is not None:
+                    on_cooldown(len(waited))
+                clock.jump(left)
+    return outcome[0], waited, events
+
+
+def timeline(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / ".forge" / "changes" / "c" / "timeline.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def test_cooldown_doubles_to_its_cap_then_escalates(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy("exit 1", max_opens=3), "true"
+    )
+    assert waited == [1800, 3600, 3600]  # doubled, then capped at cooldown_max
+    assert summary.reason == CIRCUIT_OPEN
+    assert summary.iterations == 4  # the first failure and three probes
+    kinds = [e["event"] for e in timeline(tmp_path) if e["event"].startswith("breaker.")]
+    assert kinds == [
+        "breaker.opened",
+        "breaker.half_open",
+        "breaker.opened",
+        "breaker.half_open",
+        "breaker.opened",
+        "breaker.half_open",
+        "breaker.opened",
+    ]
+    opened = [e for e in timeline(tmp_path) if e["event"] == "breaker.opened"]
+    assert [e["cooldown"] for e in opened] == [1800, 3600, 3600, 3600]
+    assert opened[-1]["escalated"] is True
+    assert trio.current_time() == 1800 + 3600 + 3600  # waited on the trio clock, exactly
+
+
+async def test_a_probe_that_passes_closes_the_circuit_and_resets_the_cooldown(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    marker = tmp_path / "fixed"
+    cmd = agent(tmp_path, {"print": "trying\n"}, {"print": "fixed it\n"}, {"print": "FORGE_DONE\n"})
+
+    def fix(_count: int) -> None:
+        marker.write_text("yes")  # a human (or the agent) fixes it during the cooldown
+
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy(f"test -f {marker}"), cmd, on_cooldown=fix
+    )
+    assert waited == [1800]
+    assert summary.reason == DONE
+    assert summary.iterations == 3
+    kinds = [e["event"] for e in timeline(tmp_path) if e["event"].startswith("breaker.")]
+    assert kinds == ["breaker.opened", "breaker.half_open", "breaker.closed"]
+    state = yaml.safe_load((tmp_path / ".forge" / "changes" / "c" / "breaker.yaml").read_text())
+    assert state["state"] == "closed"
+    assert state["cooldown"] is None
+    assert state["finished"] == "done"
+
+
+async def test_a_probe_runs_even_though_the_verify_breaker_is_open(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    calls = tmp_path / "calls"
+    cmd = f"echo x >> {calls}"
+    summary, _, _ = await supervise_one(tmp_path, mock_clock, policy("exit 1", max_opens=1), cmd)
+    assert summary.reason == CIRCUIT_OPEN
+    assert len(calls.read_text().splitlines()) == 2  # the tripping iteration and its probe
+
+
+async def test_a_restarted_loop_honours_a_cooldown_that_began_before_it(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    paths = ChangePaths(tmp_path, "c")
+    earlier = CircuitState(
+        state=OPEN,
+        reason="verify",
+        opened_at=EPOCH - 600,
+        cooldown=1800,
+        opens=1,
+        iterations_used=4,
+    )
+    save_state(paths.breaker, earlier)
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy("true"), agent(tmp_path, {"print": "FORGE_DONE\n"})
+    )
+    assert waited == [1200]  # thirty minutes less the ten already spent
+    assert summary.reason == DONE
+    assert summary.iterations == 5  # continues after the four used before the restart
+
+
+async def test_an_opened_at_in_the_future_keeps_the_circuit_open(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    paths = ChangePaths(tmp_path, "c")
+    skewed = CircuitState(state=OPEN, reason="r", opened_at=EPOCH + 86400, cooldown=1800, opens=1)
+    save_state(paths.breaker, skewed)
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy("true"), agent(tmp_path, {"print": "FORGE_DONE\n"})
+    )
+    assert waited == [1800]  # neither closed early nor stuck for a day
+    assert summary.reason == DONE
+
+
+async def test_on_open_escalate_stops_at_the_first_trip(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy("exit 1", on_open="escalate"), "true"
+    )
+    assert waited == []
+    assert summary.reason == CIRCUIT_OPEN
+    assert summary.iterations == 1
+
+
+async def test_a_spent_budget_escalates_without_a_cooldown(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    loop_policy = policy("true", budget=BudgetPolicy(max_tokens=100))
+    cmd = agent(tmp_path, {"report": {"tokens": 60}})
+    summary, waited, _ = await supervise_one(tmp_path, mock_clock, loop_policy, cmd)
+    assert waited == []
+    assert summary.reason == CIRCUIT_OPEN
+    assert summary.iterations == 2
+    assert summary.detail is not None
+    assert "budget: 120 tokens spent, ceiling 100" in summary.detail
+
+
+async def test_an_executor_failure_is_judged_not_fatal(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    cmd = agent(tmp_path, {"exit": 3}, {"exit": 3}, {"print": "FORGE_DONE\n"})
+    summary, waited, _ = await supervise_one(tmp_path, mock_clock, policy("true"), cmd)
+    assert waited == []
+    assert summary.reason == DONE
+    assert summary.iterations == 3
+
+
+async def test_an_executor_that_cannot_start_escalates_at_once(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    summary, _, _ = await supervise_one(
+        tmp_path, mock_clock, policy("true"), "", executor=missing_program()
+    )
+    assert summary.reason == EXECUTOR_FAILED
+    assert summary.iterations == 1
+    assert summary.detail is not None
+    assert "could not start: /nonexistent/agent" in summary.detail
+
+
+def missing_program() -> Executor:
+    return Executor(name="ghost", spec=ExecutorSpec(argv=("/nonexistent/agent", "{prompt}")))
