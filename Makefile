@@ -14,25 +14,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# The verify circuit-breaker on a scratch repository: three failing verifies
-# open it (exit 1), a human resets it, a fix makes it pass.
+# The supervisor over the demo loops declared in forge.toml, driven by the
+# bundled fake agent (no API key): one loop finishes, one's verify keeps failing
+# until its circuit opens and escalates, one spins until its iterations run out,
+# all under one small rate limit. The demo's earlier state is cleared first.
 demo: $(STAMP)
-	@set -e; scratch=$$(mktemp -d); forge=$$(pwd)/$(BIN)/forge; cd $$scratch; \
-	git init -q; git config user.email demo@forge.invalid; git config user.name demo; \
-	printf '[verify]\ncommand = "grep -q \\"return 42\\" answer.py"\nmax_failures = 3\n' > forge.toml; \
-	printf 'def answer():\n    return 41\n' > answer.py; \
-	git add -A; git commit -qm "scratch project"; \
-	echo "== scratch repository: $$scratch"; echo "== forge.toml:"; cat forge.toml; \
-	for attempt in 1 2 3; do \
-	  echo; echo "\$$ forge verify --change checkout   # attempt $$attempt"; \
-	  $$forge verify --change checkout && code=0 || code=$$?; echo "# exit $$code"; \
-	done; \
-	echo; echo "\$$ forge verify --reset-breaker --change checkout"; $$forge verify --reset-breaker --change checkout; \
-	printf 'def answer():\n    return 42\n' > answer.py; \
-	echo; echo "\$$ forge verify --change checkout   # after the fix"; $$forge verify --change checkout; echo "# exit $$?"; \
-	echo; echo "\$$ forge timeline checkout"; $$forge timeline checkout --plain; \
-	echo; echo "== state: $$scratch/.forge/changes/checkout/verify-attempts.yaml"; \
-	cat .forge/changes/checkout/verify-attempts.yaml; rm -rf $$scratch
+	rm -rf .forge/changes/demo-*
+	$(BIN)/forge supervise; code=$$?; \
+	echo; echo "forge supervise exited $$code (1: not every loop ended done — by design here)"; \
+	echo "next: $(BIN)/forge status   ·   $(BIN)/forge timeline demo-billing"
 
 test: lint typecheck pytest
 

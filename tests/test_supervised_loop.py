@@ -22,6 +22,7 @@ from orchestra._durations import Duration
 from orchestra._executor import Executor, ExecutorSpec, shell_command
 from orchestra._loop import CIRCUIT_OPEN, DONE, EXECUTOR_FAILED, LoopPlan, RunSummary
 from orchestra._policy import BreakerPolicy, BudgetPolicy, Policy, RunPolicy, VerifyPolicy
+from orchestra._ratelimit import MemoryBackend, RateLimiter
 from orchestra._state import ChangePaths, save_state
 from orchestra._supervise import LoopProgress, Supervision, run_supervised
 from orchestra._supervise._loops import LoopSetup
@@ -58,6 +59,7 @@ async def supervise_one(
     cmd: str,
     on_cooldown: Any = None,
     executor: Executor | None = None,
+    limiter: RateLimiter | None = None,
 ) -> tuple[RunSummary, list[float], list[str]]:
     """Run one supervised loop; return its summary, the cooldowns waited, and the events."""
     paths = ChangePaths(tmp_path, "c")
@@ -73,7 +75,7 @@ async def supervise_one(
     progress = LoopProgress("c", plan.max_iterations)
     setup = LoopSetup("c", loop_policy, tmp_path, False, "HEAD", "test")
     run = LoopRun(setup, plan, progress)
-    supervision = Supervision(loop_policy, None, lambda: EPOCH + trio.current_time())
+    supervision = Supervision(loop_policy, limiter, lambda: EPOCH + trio.current_time())
     events: list[str] = []
     waited: list[float] = []
     outcome: list[RunSummary] = []
@@ -99,6 +101,11 @@ async def supervise_one(
                 if on_cooldown is not None:
                     on_cooldown(len(waited))
                 clock.jump(left)
+            elif progress.status == "waiting for a permit" and limiter is not None:
+                left = limiter.statistics().next_free_in
+                if left > 0:
+                    waited.append(left)
+                    clock.jump(left)
     return outcome[0], waited, events
 
 
@@ -247,3 +254,46 @@ async def test_an_executor_that_cannot_start_escalates_at_once(
 
 def missing_program() -> Executor:
     return Executor(name="ghost", spec=ExecutorSpec(argv=("/nonexistent/agent", "{prompt}")))
+
+
+async def test_a_provider_limit_pauses_instead_of_tripping(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    rejected = json.dumps(
+        {
+            "type": "rate_limit_event",
+            "rate_limit_info": {"status": "rejected", "resetsAt": EPOCH + 300},
+        }
+    )
+    refused = json.dumps(
+        {"type": "result", "subtype": "success", "is_error": True, "result": "usage limit"}
+    )
+    finished = json.dumps(
+        {"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE"}
+    )
+    script = tmp_path / "claude.json"
+    script.write_text(
+        json.dumps({"steps": [{"print": f"{rejected}\n{refused}\n"}, {"print": f"{finished}\n"}]})
+    )
+    claude = Executor(
+        name="fake-claude",
+        spec=ExecutorSpec(
+            argv=(sys.executable, str(FAKE_AGENT), str(script)), output="claude-stream-json"
+        ),
+        templated=False,
+    )
+    limiter = RateLimiter(
+        MemoryBackend(trio.current_time),
+        100,
+        3600.0,
+        0.8,
+        clock=trio.current_time,
+        wall_clock=lambda: EPOCH + trio.current_time(),
+    )
+    summary, waited, events = await supervise_one(
+        tmp_path, mock_clock, policy("true"), "", executor=claude, limiter=limiter
+    )
+    assert summary.reason == DONE
+    assert summary.iterations == 2
+    assert waited == [300]  # every acquirer waits for the provider's reset
+    assert "breaker.opened" not in events

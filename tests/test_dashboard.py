@@ -1,0 +1,68 @@
+"""The live dashboard, driven by a trio task on the mock clock, into a capture console."""
+
+from __future__ import annotations
+
+import io
+
+import trio
+import trio.testing
+from rich.console import Console
+
+from orchestra._ratelimit import MemoryBackend, RateLimiter
+from orchestra._supervise import Dashboard, LoopProgress, limiter_line
+
+
+def console() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=True, width=160, color_system=None), buffer
+
+
+async def test_rows_and_header(autojump_clock: trio.testing.MockClock) -> None:
+    limiter = RateLimiter(MemoryBackend(trio.current_time), 2, 60.0, 0.8, clock=trio.current_time)
+    await limiter.acquire("a")
+    await limiter.acquire("b")
+    cooling = LoopProgress("billing", 10, status="cooling down", iteration=3, circuit="open")
+    cooling.cooldown_until = trio.current_time() + 90
+    cooling.trips = 2
+    done = LoopProgress("checkout", 5, status="done", iteration=3, reason="done")
+    live_console, buffer = console()
+    dashboard = Dashboard(live_console, [cooling, done], limiter)
+    dashboard.event("breaker.opened", "billing", "circuit OPEN — verify: 2 consecutive failures")
+    live_console.print(dashboard.render())
+    text = buffer.getvalue()
+    assert "rate limit: 2/2 calls in the last 60s · next permit in 60.0s" in text
+    assert "billing" in text
+    assert "open (90s) ×2" in text
+    assert "3/10" in text
+    assert "billing: circuit OPEN — verify: 2 consecutive failures" in text
+
+
+async def test_the_refresh_task_runs_on_the_trio_clock(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    progress = LoopProgress("c", 5, status="running")
+    live_console, buffer = console()
+    dashboard = Dashboard(live_console, [progress], None)
+    with trio.move_on_after(10):  # forty refreshes of mock time, no real waiting
+        await dashboard.run()
+    assert "rate limit: off" in buffer.getvalue()
+
+
+def test_limiter_line_shows_a_provider_pause() -> None:
+    from orchestra._ratelimit import LimiterStatistics
+
+    stats = LimiterStatistics(
+        calls=100,
+        window=3600.0,
+        used=10,
+        remaining=90,
+        next_free_in=120.0,
+        tasks_waiting=3,
+        head_wait=120.0,
+        warned=False,
+        paused_until=1120.0,
+        pause_reason="provider",
+    )
+    assert limiter_line(stats, 1000.0) == (
+        "rate limit: 10/100 calls in the last 3600s · 3 waiting · paused by the provider for 120s"
+    )
