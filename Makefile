@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml
 # until its circuit opens and escalates, one spins until its iterations run out,
 # all under one small rate limit. The demo's earlier state is cleared first.
 demo: $(STAMP)
-	rm -rf .forge/changes/demo-*
+	@for change in demo-checkout demo-billing demo-search; do \
+	  git worktree remove --force .forge/worktrees/$$change 2>/dev/null; \
+	  git branch -D forge/$$change >/dev/null 2>&1; \
+	  rm -rf .forge/changes/$$change; \
+	done; true
 	$(BIN)/forge supervise; code=$$?; \
 	echo; echo "forge supervise exited $$code (1: not every loop ended done — by design here)"; \
 	echo "next: $(BIN)/forge status   ·   $(BIN)/forge timeline demo-billing"

@@ -143,7 +143,13 @@ async def test_a_probe_that_passes_closes_the_circuit_and_resets_the_cooldown(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     marker = tmp_path / "fixed"
-    cmd = agent(tmp_path, {"print": "trying\n"}, {"print": "fixed it\n"}, {"print": "FORGE_DONE\n"})
+    work = str(tmp_path / "work.py")
+    cmd = agent(
+        tmp_path,
+        {"print": "trying\n", "write": {work: "v1"}},
+        {"print": "fixed it\n", "write": {work: "v2"}},
+        {"print": "FORGE_DONE\n", "write": {work: "v3"}},
+    )
 
     def fix(_count: int) -> None:
         marker.write_text("yes")  # a human (or the agent) fixes it during the cooldown
@@ -233,7 +239,13 @@ async def test_a_spent_budget_escalates_without_a_cooldown(
 async def test_an_executor_failure_is_judged_not_fatal(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
-    cmd = agent(tmp_path, {"exit": 3}, {"exit": 3}, {"print": "FORGE_DONE\n"})
+    work = str(tmp_path / "work.py")
+    cmd = agent(
+        tmp_path,
+        {"exit": 3, "write": {work: "a"}},
+        {"exit": 3, "write": {work: "b"}},
+        {"print": "FORGE_DONE\n", "write": {work: "c"}},
+    )
     summary, waited, _ = await supervise_one(tmp_path, mock_clock, policy("true"), cmd)
     assert waited == []
     assert summary.reason == DONE

@@ -18,6 +18,8 @@ from ._model import BudgetPolicy as BudgetPolicy
 from ._model import Policy as Policy
 from ._model import RateLimitPolicy as RateLimitPolicy
 from ._model import RunPolicy as RunPolicy
+from ._model import StagnationPolicy as StagnationPolicy
+from ._model import StagnationWeights as StagnationWeights
 from ._model import SupervisePolicy as SupervisePolicy
 from ._model import VerifyPolicy as VerifyPolicy
 from ._schema import structure_file as structure_file

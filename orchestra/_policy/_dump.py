@@ -38,18 +38,31 @@ def commented_toml(policy: Policy, header: str) -> str:
     """
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     values = policy_as_dict(policy)
-    for table_field in attrs.fields(Policy):
-        if not is_table(table_field.type):
-            continue
-        lines.append("")
-        lines.append(f"# {table_field.metadata.get('doc', '')}")
-        lines.append(f"[{table_field.name}]")
-        for field in attrs.fields(table_field.type):
-            lines.append(f"# {field.metadata.get('doc', '')}")
-            value = values[table_field.name][field.name]
-            if value is None:  # unset by default: show an example, commented out
-                example = tomli_w.dumps({field.name: field.metadata.get("example")})
-                lines.append("# " + example.rstrip("\n") + "   (unset by default)")
-            else:
-                lines.append(tomli_w.dumps({field.name: value}).rstrip("\n"))
+    for field in attrs.fields(Policy):
+        if is_table(field.type):
+            _table_lines(lines, field.name, field.type, values[field.name], field.metadata)
     return "\n".join(lines) + "\n"
+
+
+def _table_lines(
+    lines: list[str], dotted: str, cls: type, values: dict[str, Any], meta: Any
+) -> None:
+    lines.append("")
+    lines.append(f"# {meta.get('doc', '')}")
+    lines.append(f"[{dotted}]")
+    nested = []
+    for field in attrs.fields(cls):
+        if is_table(field.type):
+            nested.append(field)  # TOML needs a table's own keys before its sub-tables
+            continue
+        lines.append(f"# {field.metadata.get('doc', '')}")
+        value = values[field.name]
+        if value is None:  # unset by default: show an example, commented out
+            example = tomli_w.dumps({field.name: field.metadata.get("example")})
+            lines.append("# " + example.rstrip("\n") + "   (unset by default)")
+        else:
+            lines.append(tomli_w.dumps({field.name: value}).rstrip("\n"))
+    for field in nested:
+        _table_lines(
+            lines, f"{dotted}.{field.name}", field.type, values[field.name], field.metadata
+        )

@@ -208,6 +208,90 @@ class RateLimitPolicy:
 
 @_table
 @attrs.frozen
+class StagnationWeights:
+    """``[stagnation.weights]``: the progress score of one iteration (seed 003, Phase 2)."""
+
+    test_passing: int = attrs.field(
+        default=3, metadata=_doc("Per test newly passing that was failing before.")
+    )
+    task_completed: int = attrs.field(
+        default=5, metadata=_doc("Per task checked off (- [x]) in the tasks files.")
+    )
+    file_modified: int = attrs.field(
+        default=1, metadata=_doc("Per file modified with a meaningful (not whitespace) change.")
+    )
+    error_resolved: int = attrs.field(default=2, metadata=_doc("Per lint/build error resolved."))
+    same_error: int = attrs.field(
+        default=-2, metadata=_doc("When the error is the same as the previous iteration's.")
+    )
+    no_files_modified: int = attrs.field(default=-3, metadata=_doc("When no file was modified."))
+    revert: int = attrs.field(
+        default=-1, metadata=_doc("Per file whose content returned to an earlier iteration's.")
+    )
+
+
+@_table
+@attrs.frozen
+class StagnationPolicy:
+    """``[stagnation]``: when a supervised loop is spinning without progress."""
+
+    window: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Iterations whose summed score must not be negative."),
+    )
+    no_progress: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations with no file modified and no task completed."),
+    )
+    identical_errors: int = attrs.field(
+        default=5,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations ending in the same error fingerprint."),
+    )
+    output_decline: float = attrs.field(
+        default=0.7,
+        validator=between(0.0, 1.0),
+        metadata=_doc("Decline of output volume across the window that trips (0.7 = 70%)."),
+    )
+    permission_denials: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations with permission denials."),
+    )
+    test_fix_ratio: float = attrs.field(
+        default=0.8,
+        validator=between(0.0, 1.0),
+        metadata=_doc("Share of changed files that are tests, over the window, that trips."),
+    )
+    tasks_files: tuple[str, ...] = attrs.field(
+        default=("tasks.md", "IMPLEMENTATION_PLAN.md", "fix_plan.md"),
+        validator=relative_paths,
+        metadata=_doc("Files whose checked boxes (- [x]) count as tasks completed."),
+    )
+    junit_xml: str = attrs.field(
+        default=".forge/junit.xml",
+        metadata=_doc("The JUnit XML report the verify command writes (tests newly passing)."),
+    )
+    test_globs: tuple[str, ...] = attrs.field(
+        default=(
+            "tests/**",
+            "test/**",
+            "**/test_*.py",
+            "**/*_test.py",
+            "**/*.test.*",
+            "**/*.spec.*",
+        ),
+        metadata=_doc("Which changed files are tests (for the test-fix-loop detector)."),
+    )
+    weights: StagnationWeights = attrs.field(
+        factory=StagnationWeights, metadata=_doc("The progress score.")
+    )
+
+
+@_table
+@attrs.frozen
 class SupervisePolicy:
     """``[supervise]``: how ``forge supervise`` runs its loops."""
 
@@ -237,6 +321,9 @@ class Policy:
     )
     rate_limit: RateLimitPolicy = attrs.field(
         factory=RateLimitPolicy, metadata=_doc("The rate limiter shared by every loop.")
+    )
+    stagnation: StagnationPolicy = attrs.field(
+        factory=StagnationPolicy, metadata=_doc("Stagnation detection in supervised loops.")
     )
     supervise: SupervisePolicy = attrs.field(
         factory=SupervisePolicy, metadata=_doc("forge supervise.")

@@ -38,6 +38,8 @@ from .._loop import (
 from .._policy import Policy
 from .._ratelimit import RateLimiter
 from .._spend import add_spend
+from .._stagnation import Assessment, Signals, WorkspaceProbe, assess, recorded_iterations
+from .._state import read_timeline
 from .._verify import VerifyReport, record_attempt, run_verify
 from .._workspace import tree_state
 from ._circuit_store import load_circuit, save_circuit
@@ -105,9 +107,17 @@ class _Loop:
     progress: LoopProgress
     on_event: EventSink
     circuit: CircuitState = attrs.field(factory=CircuitState)
+    history: list[Signals] = attrs.field(factory=list)
+    probe: WorkspaceProbe | None = None
 
     async def run(self, circuit: CircuitState) -> RunSummary:
         self.circuit = circuit
+        # The detectors look back across runs: a restarted loop keeps its history.
+        events = read_timeline(self.plan.paths.timeline).events
+        self.history = [r.signals for r in recorded_iterations(events)]
+        self.probe = await trio.to_thread.run_sync(
+            WorkspaceProbe, self.plan.workdir, self.supervision.policy.stagnation
+        )
         used = circuit.iterations_used
         self.progress.iteration = used
         if circuit.finished == DONE:
@@ -125,6 +135,7 @@ class _Loop:
                 self.progress.status = "waiting for a permit"
                 await self.supervision.limiter.acquire(self.plan.paths.name)
             self.progress.status = "probing" if probe else "running"
+            before = await trio.to_thread.run_sync(self._probe().snapshot)
             last = await self._iterate(number)
             if last.process.start_error is not None:
                 # Not a failed iteration to judge: the executor cannot run at all.
@@ -132,16 +143,23 @@ class _Loop:
                     reason=EXECUTOR_FAILED, iterations=number, detail=last.failure, last=last
                 )
             verify = await self._verify()
-            trip = judge(self._trip_context(last, verify))
+            signals = await trio.to_thread.run_sync(self._probe().measure, before, last, verify)
+            self.history.append(signals)
+            stagnation = assess(self.history, self.supervision.policy.stagnation)
+            self.progress.score = stagnation.score
+            self.progress.risk = stagnation.risk
+            finished = last.done and (verify is None or verify.passed)
+            # A finished iteration is the clean ending: nothing left to judge it for.
+            trip = None if finished else judge(self._trip_context(last, verify, stagnation))
             ending_text = last.failure or ("done" if last.done else "exit 0")
             verdict = f", verify {verify.verdict}" if verify else ""
             self._say("iteration", f"{number}/{self.plan.max_iterations}: {ending_text}{verdict}")
             ending = self._update_circuit(trip, last, verify, probe)
             readings = await check_gates(self._gates_after())
-            self._record_iteration(last, readings, verify, trip)
+            self._record_iteration(last, readings, verify, trip, signals, stagnation)
             if ending is not None:
                 return attrs.evolve(ending, iterations=number, last=last)
-            if last.done and (verify is None or verify.passed) and trip is None:
+            if finished:
                 return RunSummary(reason=DONE, iterations=number, last=last)
         return RunSummary(
             reason=EXHAUSTED,
@@ -225,12 +243,20 @@ class _Loop:
         )
         return report
 
-    def _trip_context(self, last: IterationOutcome, verify: VerifyReport | None) -> TripContext:
+    def _probe(self) -> WorkspaceProbe:
+        if self.probe is None:  # pragma: no cover - run() sets it first
+            raise RuntimeError("the workspace probe is made when the loop starts")
+        return self.probe
+
+    def _trip_context(
+        self, last: IterationOutcome, verify: VerifyReport | None, stagnation: Assessment
+    ) -> TripContext:
         return TripContext(
             paths=self.plan.paths,
             policy=self.supervision.policy,
             outcome=last,
             verify=verify,
+            stagnation=stagnation,
         )
 
     def _update_circuit(
@@ -262,7 +288,8 @@ class _Loop:
         else:
             return None
         save_circuit(self.plan.paths, self.circuit)
-        self._transition("breaker.opened", self.circuit.reason or "")
+        evidence = {"condition": trip.condition, **trip.evidence} if trip else {}
+        self._transition("breaker.opened", self.circuit.reason or "", evidence)
         if self.circuit.escalated:
             return RunSummary(reason=CIRCUIT_OPEN, iterations=0, detail=self._escalation_detail())
         return None
@@ -274,19 +301,20 @@ class _Loop:
             return f"{why} (opened {circuit.opens} times; max_opens is exhausted)"
         return why
 
-    def _transition(self, event: str, reason: str) -> None:
+    def _transition(
+        self, event: str, reason: str, evidence: dict[str, object] | None = None
+    ) -> None:
         circuit = self.circuit
-        record_event(
-            self.plan.paths,
-            event,
-            {
-                "run_id": self.plan.run_id,
-                "reason": reason,
-                "cooldown": circuit.cooldown,
-                "opens": circuit.opens,
-                "escalated": circuit.escalated,
-            },
-        )
+        fields: dict[str, object] = {
+            "run_id": self.plan.run_id,
+            "reason": reason,
+            "cooldown": circuit.cooldown,
+            "opens": circuit.opens,
+            "escalated": circuit.escalated,
+        }
+        if evidence:
+            fields["evidence"] = evidence
+        record_event(self.plan.paths, event, fields)
         self.progress.circuit = circuit.state
         self.progress.trips = circuit.opens
         if event == "breaker.opened" and circuit.escalated:
@@ -305,10 +333,16 @@ class _Loop:
         readings: Sequence[GateReading],
         verify: VerifyReport | None,
         trip: Trip | None,
+        signals: Signals,
+        stagnation: Assessment,
     ) -> None:
         fields = iteration_event(self.plan, last, readings)
         fields["verify"] = None if verify is None else verify.verdict
         fields["trip"] = None if trip is None else trip.reason
+        fields["signals"] = signals.as_record()
+        fields["score"] = stagnation.score
+        fields["window_score"] = stagnation.window_score
+        fields["risk"] = stagnation.risk
         fields["circuit"] = self.circuit.state
         record_event(self.plan.paths, "iteration.finished", fields)
 

@@ -21,6 +21,8 @@ class LoopProgress:
     cost_usd: float = 0.0
     last_event: str = ""
     reason: str | None = None
+    score: int | None = None
+    risk: str = ""
 
     def finish(self, reason: str) -> None:
         self.reason = reason

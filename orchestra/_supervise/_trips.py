@@ -14,6 +14,7 @@ import attrs
 from .._executor import IterationOutcome
 from .._policy import Policy
 from .._spend import budget_exceeded, read_spend
+from .._stagnation import Assessment
 from .._state import ChangePaths
 from .._verify import VerifyReport, read_breaker
 
@@ -26,6 +27,7 @@ class TripContext:
     policy: Policy
     outcome: IterationOutcome
     verify: VerifyReport | None
+    stagnation: Assessment | None = None
 
 
 @attrs.frozen
@@ -39,6 +41,7 @@ class Trip:
     condition: str
     reason: str
     curable: bool = True
+    evidence: dict[str, object] = attrs.field(factory=dict)
 
 
 TripCondition = Callable[[TripContext], Trip | None]
@@ -90,3 +93,12 @@ def budget(context: TripContext) -> Trip | None:
         return Trip("budget", f"budget: spend state unreadable ({reading.totals.blocked})", False)
     exceeded = budget_exceeded(reading.totals, context.policy.budget)
     return Trip("budget", f"budget: {exceeded}", curable=False) if exceeded else None
+
+
+@trip_condition("stagnation")
+def stagnation(context: TripContext) -> Trip | None:
+    """A stagnation detector holds: no progress, identical errors, the score ... (seed 003)."""
+    found = context.stagnation
+    if found is None or found.reason is None:
+        return None
+    return Trip("stagnation", found.reason, evidence=dict(found.evidence))

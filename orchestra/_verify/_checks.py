@@ -45,6 +45,12 @@ class CheckResult:
     failure_lines: tuple[str, ...]
     last_lines: tuple[str, ...]
     output_bytes: int
+    diagnostics: int = 0
+
+
+def diagnostic_count(output: CapturedOutput) -> int:
+    """How many lines of the kept output report a problem (a lint's error count, roughly)."""
+    return sum(1 for line in output.lines() if line.strip() and _FAILURE_LINE.search(line.strip()))
 
 
 def failure_lines(output: CapturedOutput, limit: int = MAX_FAILURE_LINES) -> list[str]:
@@ -88,6 +94,7 @@ async def run_check(
         if passed
         else tuple(_clip(x) for x in result.output.last_lines(MAX_LAST_LINES)),
         output_bytes=result.output.total_bytes,
+        diagnostics=0 if passed else diagnostic_count(result.output),
     )
 
 

@@ -1,0 +1,311 @@
+"""Measuring an iteration's signals in the workspace: git, the tasks files, the JUnit report.
+
+A snapshot is taken before each iteration and compared after it. In a git
+repository only what differs from HEAD is hashed (plus what the iteration
+committed), so a large clean tree costs one ``git status``; elsewhere every
+file is hashed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import attrs
+
+from .._executor import IterationOutcome
+from .._policy import StagnationPolicy
+from .._state import STATE_DIR
+from .._verify import VerifyReport
+from ._signals import Signals, error_fingerprint
+
+_DELETED = "<deleted>"
+_CHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[xX]\]\s", re.MULTILINE)
+_SKIPPED = {".git", STATE_DIR, "node_modules", ".venv", "__pycache__", ".mypy_cache"}
+_MAX_FILES = 50_000
+_MAX_HASHED_BYTES = 64 * 1024 * 1024
+
+
+@attrs.frozen
+class FileState:
+    """A file's content as two hashes: exact, and with whitespace ignored."""
+
+    exact: str
+    loose: str
+
+
+@attrs.frozen
+class Snapshot:
+    head: str | None
+    files: Mapping[str, FileState]
+    tasks_checked: int
+    git: bool
+
+
+class WorkspaceProbe:
+    """Takes snapshots of one loop's working tree and turns two of them into Signals."""
+
+    def __init__(self, workdir: Path, policy: StagnationPolicy) -> None:
+        self._workdir = workdir
+        self._policy = policy
+        self._git = _git(workdir, "rev-parse", "--is-inside-work-tree") is not None
+        self._seen: dict[str, set[str]] = {}  # path -> exact hashes at earlier boundaries
+        self._tests = _read_junit(workdir / policy.junit_xml)
+        self._junit_stamp = _stamp(workdir / policy.junit_xml)
+        self._lint_errors: int | None = None
+        self._test_globs = [_glob_regex(glob) for glob in policy.test_globs]
+
+    def snapshot(self) -> Snapshot:
+        """The workspace now (call before the iteration); its states count as seen."""
+        snapshot = self._take()
+        for path, state in snapshot.files.items():
+            self._seen.setdefault(path, set()).add(state.exact)
+        return snapshot
+
+    def _take(self) -> Snapshot:
+        if self._git:
+            head = _head(self._workdir)
+            files = {path: self._state(path) for path in _dirty(self._workdir)}
+        else:
+            head = None
+            files = {path: self._state(path) for path in _all_files(self._workdir)}
+        return Snapshot(head, files, self._tasks_checked(), self._git)
+
+    def measure(
+        self, before: Snapshot, outcome: IterationOutcome, verify: VerifyReport | None
+    ) -> Signals:
+        """The iteration's signals: what changed since ``before``, and what it reported."""
+        after = self._take()
+        changed = self._changed(before, after)
+        reverts = 0
+        for path, (old, new) in changed.items():
+            seen = self._seen.setdefault(path, set())
+            if new.exact != _DELETED and new.exact in seen - {old.exact}:
+                reverts += 1
+            seen.update((old.exact, new.exact))
+        meaningful = sum(1 for old, new in changed.values() if old.loose != new.loose)
+        tests = sum(1 for path in changed if any(rx.fullmatch(path) for rx in self._test_globs))
+        passing, failing = self._tests_changed()
+        lint_errors, lint_resolved = self._lint(verify)
+        diff = None
+        if changed:
+            summary = "\n".join(f"{p}:{new.exact}" for p, (_, new) in sorted(changed.items()))
+            diff = hashlib.sha256(summary.encode()).hexdigest()[:16]
+        process = outcome.process
+        error_text = outcome.observation.error
+        if error_text is None and outcome.failed:
+            error_text = "\n".join(process.output.last_lines(15)) or outcome.failure
+        return Signals(
+            files_modified=len(changed),
+            meaningful_files=meaningful,
+            tasks_completed=max(0, after.tasks_checked - before.tasks_checked),
+            tests_newly_passing=passing,
+            tests_newly_failing=failing,
+            lint_errors=lint_errors,
+            lint_resolved=lint_resolved,
+            error_fingerprint=error_fingerprint(error_text),
+            output_bytes=process.output.total_bytes,
+            output_lines=process.output.total_lines,
+            permission_denials=outcome.observation.permission_denials,
+            test_files_modified=tests,
+            reverts=reverts,
+            diff_fingerprint=diff,
+            done=outcome.done,
+        )
+
+    def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:
+        candidates = set(before.files) | set(after.files)
+        if self._git and before.head != after.head and before.head and after.head:
+            candidates |= set(_committed(self._workdir, before.head, after.head))
+        changed = {}
+        clean_before = [p for p in candidates if p not in before.files]
+        at_head = _blob_states(self._workdir, before.head, clean_before) if self._git else {}
+        for path in candidates:
+            old = before.files.get(path) or at_head.get(path) or FileState(_DELETED, _DELETED)
+            new = after.files.get(path) or self._state(path)
+            if old.exact != new.exact:
+                changed[path] = (old, new)
+        return changed
+
+    def _state(self, path: str) -> FileState:
+        try:
+            data = (self._workdir / path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return FileState(_DELETED, _DELETED)
+        except OSError:
+            return FileState("<unreadable>", "<unreadable>")
+        return _hash_content(data)
+
+    def _tasks_checked(self) -> int:
+        total = 0
+        for name in self._policy.tasks_files:
+            try:
+                text = (self._workdir / name).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            total += count_checked(text)
+        return total
+
+    def _tests_changed(self) -> tuple[int, int]:
+        path = self._workdir / self._policy.junit_xml
+        stamp = _stamp(path)
+        if stamp == self._junit_stamp:
+            return 0, 0  # no new report: nothing newly passing or failing
+        self._junit_stamp = stamp
+        current = _read_junit(path)
+        previous, self._tests = self._tests, current
+        passing = sum(1 for t, s in current.items() if s == "pass" and previous.get(t) == "fail")
+        failing = sum(1 for t, s in current.items() if s == "fail" and previous.get(t) == "pass")
+        return passing, failing
+
+    def _lint(self, verify: VerifyReport | None) -> tuple[int | None, int]:
+        check = next((c for c in verify.checks if c.name == "lint"), None) if verify else None
+        if check is None:
+            return None, 0
+        errors = 0 if check.passed else max(1, check.diagnostics)
+        previous, self._lint_errors = self._lint_errors, errors
+        return errors, max(0, previous - errors) if previous is not None else 0
+
+
+def count_checked(text: str) -> int:
+    """Checkboxes checked in a Markdown text: ``- [x]`` / ``* [X]`` / ``1. [x]``, nothing else."""
+    return len(_CHECKED.findall(text))
+
+
+def _hash_content(data: bytes) -> FileState:
+    exact = hashlib.sha256(data).hexdigest()[:16]
+    loose = hashlib.sha256(b"".join(data.split())).hexdigest()[:16]
+    return FileState(exact, loose)
+
+
+def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=root, input=stdin, capture_output=True, check=False, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _head(root: Path) -> str | None:
+    out = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    return out.decode().strip() if out else None
+
+
+def _dirty(root: Path) -> list[str]:
+    """Paths that differ from HEAD: modified, added, deleted, untracked and not ignored."""
+    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+    paths = []
+    for entry in (out or b"").split(b"\0"):
+        if len(entry) > 3:
+            path = os.fsdecode(entry[3:])
+            if not _ignored(path):
+                paths.append(path)
+    return paths
+
+
+def _committed(root: Path, old: str, new: str) -> list[str]:
+    out = _git(root, "diff", "--name-only", "-z", "--no-renames", old, new)
+    return [p for p in (os.fsdecode(x) for x in (out or b"").split(b"\0") if x) if not _ignored(p)]
+
+
+def _blob_states(root: Path, head: str | None, paths: Iterable[str]) -> dict[str, FileState]:
+    """The states of ``paths`` as committed in ``head`` (absent: not in that commit)."""
+    wanted = list(paths)
+    if head is None or not wanted:
+        return {}
+    request = "".join(f"{head}:{path}\n" for path in wanted).encode()
+    out = _git(root, "cat-file", "--batch", stdin=request)
+    states: dict[str, FileState] = {}
+    position = 0
+    data = out or b""
+    for path in wanted:
+        newline = data.find(b"\n", position)
+        if newline == -1:
+            break
+        header = data[position:newline].split()
+        position = newline + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            states[path] = _hash_content(data[position : position + size])
+            position += size + 1
+    return states
+
+
+def _all_files(root: Path) -> list[str]:
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in _SKIPPED]
+        for name in files:
+            path = Path(folder, name)
+            if path.is_symlink():
+                continue
+            try:
+                if path.stat().st_size > _MAX_HASHED_BYTES:
+                    continue
+            except OSError:
+                continue
+            found.append(path.relative_to(root).as_posix())
+            if len(found) >= _MAX_FILES:
+                return found
+    return found
+
+
+def _ignored(path: str) -> bool:
+    return path.split("/", 1)[0] in _SKIPPED
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _read_junit(path: Path) -> dict[str, str]:
+    """Each test case's outcome (``pass``, ``fail``, ``skip``) from a JUnit XML report."""
+    try:
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return {}
+    outcomes = {}
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        kinds = {child.tag for child in case}
+        if kinds & {"failure", "error"}:
+            outcomes[name] = "fail"
+        elif "skipped" in kinds:
+            outcomes[name] = "skip"
+        else:
+            outcomes[name] = "pass"
+    return outcomes
+
+
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    """A path glob with ``**`` (any folders), ``*`` and ``?`` (within one folder)."""
+    parts = []
+    index = 0
+    while index < len(glob):
+        if glob.startswith("**/", index):
+            parts.append("(?:.*/)?")
+            index += 3
+        elif glob.startswith("**", index):
+            parts.append(".*")
+            index += 2
+        elif glob[index] == "*":
+            parts.append("[^/]*")
+            index += 1
+        elif glob[index] == "?":
+            parts.append("[^/]")
+            index += 1
+        else:
+            parts.append(re.escape(glob[index]))
+            index += 1
+    return re.compile("".join(parts))

@@ -1,0 +1,106 @@
+"""What one iteration did, measured by Forge (never taken from the agent's word)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+# What varies between two runs of the same failure: stripped before hashing.
+_ERROR_NOISE = [
+    (
+        re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+        "<ts>",
+    ),
+    (re.compile(r"(?:/[^\s/:'\"()]+)+"), "<path>"),  # absolute paths
+    (re.compile(r"\b[A-Za-z]:\\[^\s:'\"]+"), "<path>"),  # Windows paths
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hex>"),  # commit ids, hashes, uuids' parts
+    (re.compile(r"\bline \d+\b|:\d+(?::\d+)?\b"), "<line>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def error_fingerprint(text: str | None) -> str | None:
+    """A short hash of an error with numbers, ids, timestamps, paths and line numbers stripped.
+
+    Two iterations failing the same way get the same fingerprint even when the
+    line numbers, temporary paths or timings in their messages differ.
+    """
+    if not text or not text.strip():
+        return None
+    normalized = text.strip()
+    for pattern, replacement in _ERROR_NOISE:
+        normalized = pattern.sub(replacement, normalized)
+    return hashlib.sha256(normalized.strip().encode()).hexdigest()[:16]
+
+
+@attrs.frozen
+class Signals:
+    """One iteration's signals, as recorded in its ``iteration.finished`` event.
+
+    Attributes:
+        files_modified: Files whose content changed (created and deleted included).
+        meaningful_files: Of those, files whose change is more than whitespace.
+        tasks_completed: Checkboxes newly checked in the tasks files.
+        tests_newly_passing: Tests failing in the previous report and passing now.
+        tests_newly_failing: Tests passing in the previous report and failing now.
+        lint_errors: Error count of the lint command (None when no lint ran).
+        lint_resolved: Lint/build errors fewer than the previous iteration's.
+        error_fingerprint: The iteration's error, normalized and hashed (None: no error).
+        output_bytes: Bytes the executor printed.
+        output_lines: Lines the executor printed.
+        permission_denials: Tool uses the agent was refused.
+        test_files_modified: Modified files matching the test globs.
+        reverts: Files whose content returned to what it was after an earlier iteration.
+        diff_fingerprint: A hash of the iteration's change set (None: no change).
+        done: The executor signalled done.
+    """
+
+    files_modified: int = 0
+    meaningful_files: int = 0
+    tasks_completed: int = 0
+    tests_newly_passing: int = 0
+    tests_newly_failing: int = 0
+    lint_errors: int | None = None
+    lint_resolved: int = 0
+    error_fingerprint: str | None = None
+    output_bytes: int = 0
+    output_lines: int = 0
+    permission_denials: int = 0
+    test_files_modified: int = 0
+    reverts: int = 0
+    diff_fingerprint: str | None = None
+    done: bool = False
+
+    def as_record(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> Signals:
+        """Signals from a timeline record; unknown keys are ignored, bad values refused.
+
+        Raises:
+            ValueError: when a known key has a value of the wrong type.
+        """
+        values: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            if field.name not in data:
+                continue
+            value = data[field.name]
+            if field.name in ("error_fingerprint", "diff_fingerprint"):
+                if value is not None and not isinstance(value, str):
+                    raise ValueError(f"{field.name}: {value!r}")
+            elif field.name == "done":
+                if not isinstance(value, bool):
+                    raise ValueError(f"done: {value!r}")
+            elif field.name == "lint_errors" and value is None:
+                pass
+            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{field.name}: {value!r}")
+            values[field.name] = value
+        return cls(**values)
