@@ -14,6 +14,7 @@ import math
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ TIMEOUT_EXIT_CODE = 124  # what timeout(1) returns, for scripts that compare
 _POLL_SECONDS = 0.02
 _READ_CHUNK = 64 * 1024
 _PROC = Path("/proc")
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @attrs.frozen
@@ -80,10 +82,13 @@ async def run_process(
 ) -> ProcessResult:
     """Run ``argv`` to completion in a new process group and capture its output.
 
-    stdout and stderr are merged (their order is what a person reads), stdin is
-    empty. When ``time_limit`` elapses, or the caller is cancelled, the whole group
-    gets SIGTERM, then SIGKILL after ``grace`` seconds; processes the command
-    left behind in its group when it exited are stopped the same way.
+    stdout and stderr both go to the capture and the log, in the order they
+    arrive; only stdout goes to ``on_output`` (an agent's JSON is on stdout, and a
+    warning on stderr must not be glued into it). stdin is empty. When
+    ``time_limit`` elapses, or the caller is cancelled, the whole group gets
+    SIGTERM, then SIGKILL after ``grace`` seconds; processes the command left
+    behind in its group when it exited are stopped the same way, and output
+    still held open from outside the group is read for ``grace`` at most.
 
     Args:
         argv: The program and its arguments.
@@ -104,7 +109,7 @@ async def run_process(
             env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
@@ -121,7 +126,8 @@ async def run_process(
     timed_out = False
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump, process, capture, log_fd, on_output)
+            nursery.start_soon(_pump, process.stdout, capture, log_fd, on_output)
+            nursery.start_soon(_pump, process.stderr, capture, log_fd, None)
             with trio.move_on_after(time_limit) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -129,6 +135,9 @@ async def run_process(
             # grandchild holding the pipe would keep the pump waiting for EOF.
             with trio.CancelScope(shield=True):
                 await stop_process_group(process, grace)
+            # A process outside the group (it called setsid) may still hold the
+            # pipes: give the output a grace period to end, then stop reading.
+            nursery.cancel_scope.deadline = trio.current_time() + grace
     finally:
         with trio.CancelScope(shield=True):
             await stop_process_group(process, grace)
@@ -147,7 +156,22 @@ async def run_process(
 
 
 async def stop_process_group(process: trio.Process, grace: float) -> None:
-    """SIGTERM the process's group, wait up to ``grace``, then SIGKILL what is left."""
+    """SIGTERM the process's group, wait up to ``grace``, then SIGKILL what is left.
+
+    Then the same for the rest of its session: processes that moved to a group
+    of their own (``set -m`` jobs, ``setpgid``) but stayed in the session.
+    """
+    await _stop_group(process, grace)
+    for pid in _session_members(process.pid):
+        _signal(pid, signal.SIGTERM)
+    with trio.move_on_after(grace):
+        while _session_members(process.pid):  # noqa: ASYNC110 - no event tells when they end
+            await trio.sleep(_POLL_SECONDS)
+    for pid in _session_members(process.pid):
+        _signal(pid, signal.SIGKILL)
+
+
+async def _stop_group(process: trio.Process, grace: float) -> None:
     pgid = process.pid  # the leader of a new session: its pid is the group id
     if not _group_alive(pgid) and process.returncode is not None:
         return
@@ -164,13 +188,12 @@ async def stop_process_group(process: trio.Process, grace: float) -> None:
 
 
 async def _pump(
-    process: trio.Process,
+    stream: trio.abc.ReceiveStream | None,
     capture: OutputCapture,
     log_fd: int | None,
     on_output: Callable[[bytes], None] | None,
 ) -> None:
-    stream = process.stdout
-    if stream is None:  # pragma: no cover - stdout is always a pipe here
+    if stream is None:  # pragma: no cover - both are pipes here
         return
     async with stream:
         while chunk := await stream.receive_some(_READ_CHUNK):
@@ -218,16 +241,83 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _proc_group_alive(pgid: int) -> bool:
+    return any(pgrp == pgid and _live(state) for _, state, _, pgrp, _ in _proc_stats())
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def _proc_stats() -> list[tuple[int, bytes, int, int, int]]:
+    """(pid, state, ppid, pgrp, session) of every process, from /proc."""
+    if not _PROC.is_dir():
+        return []
     with os.scandir(_PROC) as entries:
-        pids = [entry.name for entry in entries if entry.name.isdigit()]
+        pids = [int(entry.name) for entry in entries if entry.name.isdigit()]
+    found = []
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read()
         except OSError:
-            continue  # it exited while we looked
-        # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+            continue
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+        if len(fields) >= 4:
+            found.append((pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3])))
+    return found
+
+
+def _live(state: bytes) -> bool:
+    return state not in (b"Z", b"X")  # a zombie has ended; only its parent's reaping is left
+
+
+def _session_members(sid: int) -> list[int]:
+    """Live processes of session ``sid`` (zombies do not count)."""
+    return [
+        pid
+        for pid, state, _, _, session in _proc_stats()
+        if session == sid and state not in (b"Z", b"X")
+    ]
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants instead of letting them go to init (Linux only).
+
+    An executor's grandchild that calls ``setsid`` and outlives its parent
+    leaves the executor's session and group; as a subreaper Forge still finds
+    it among its own children, and :func:`sweep_orphans` stops it at the end.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def sweep_orphans(grace: float = 1.0) -> list[int]:
+    """Stop and reap every child of Forge still alive: call when no executor runs any more.
+
+    Returns:
+        The pids that were stopped.
+    """
+    me = os.getpid()
+    orphans = [
+        pid for pid, state, ppid, _, _ in _proc_stats() if ppid == me and state not in (b"Z", b"X")
+    ]
+    for pid in orphans:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(
+        ppid == me and _live(state) for _, state, ppid, _, _ in _proc_stats()
+    ):
+        time.sleep(_POLL_SECONDS)  # no event loop any more: a plain wait
+    for pid, state, ppid, _, _ in _proc_stats():
+        if ppid == me:
+            if _live(state):
+                _signal(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+    return orphans

@@ -421,3 +421,57 @@ def test_a_corrupt_spend_file_blocks_until_reset(repo: Repo) -> None:
     assert "blocked" in repo.forge("spend", "c").out
     repo.forge("spend", "c", "--reset")
     assert run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "100").code == 0
+
+
+def test_nothing_escapes_by_setsid_or_its_own_group(repo: Repo) -> None:
+    pids = repo.root.parent / "escaped"
+    cmd = (
+        f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' & "
+        f"sh -c 'set -m; (echo $$ >> {pids}; exec sleep 301) &' ; sleep 0.3; exit 0"
+    )
+    repo.write("forge.toml", '[run]\ngrace = "1s"\n')
+    done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-iterations", "1")
+    assert "run: STOPPED after 1 iteration(s) — iterations-exhausted" in done.lines
+    recorded = [int(pid) for pid in pids.read_text().split()]
+    assert len(recorded) == 2
+    assert not any(alive(pid) for pid in recorded)
+
+
+def test_hostile_numbers_in_output_and_report_do_not_crash(repo: Repo) -> None:
+    huge = "1" + "0" * 400
+    result = (
+        '{"type":"result","subtype":"success","is_error":false,"result":"FORGE_DONE",'
+        f'"total_cost_usd":{huge},"usage":{{"input_tokens":{huge}}}}}'
+    )
+    repo.write(
+        "executors/hostile.toml", 'argv = ["sh", "-c", "{prompt}"]\noutput = "claude-json"\n'
+    )
+    prompt = f"echo '{result}'; echo '{{\"cost_usd\": {huge}, \"tokens\": {huge}}}' > $FORGE_REPORT"
+    done = run(
+        repo, "--change", "c", "--executor", "hostile", "--prompt", prompt, "--yes", "--json"
+    )
+    assert done.code == 0, done.err
+    summary = json.loads(done.out)
+    assert summary["status"] == "DONE"
+    assert summary["spend"]["cost_usd"] == 0.0
+    assert "Traceback" not in done.err
+
+
+def test_a_fifo_at_the_report_path_does_not_hang(repo: Repo) -> None:
+    done = run(repo, "--change", "c", "--cmd", "mkfifo $FORGE_REPORT; echo FORGE_DONE", "--yes")
+    assert done.code == 0
+    problems = next(e for e in events(repo, "c") if e["event"] == "iteration.finished")
+    assert problems["report_problems"] == ["report is not a regular file; ignored"]
+
+
+def test_the_marker_after_a_long_unfinished_line(repo: Repo) -> None:
+    cmd = "printf '%05000d' 0; sleep 0.2; printf '\\nFORGE_DONE\\n'"
+    done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-iterations", "1")
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+
+
+def test_a_marker_on_stderr_is_not_done(repo: Repo) -> None:
+    done = run(
+        repo, "--change", "c", "--cmd", "echo FORGE_DONE >&2", "--yes", "--max-iterations", "1"
+    )
+    assert "run: STOPPED after 1 iteration(s) — iterations-exhausted" in done.lines

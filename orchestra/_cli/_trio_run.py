@@ -15,6 +15,8 @@ from typing import TypeVar, TypeVarTuple, Unpack
 
 import trio
 
+from .._process import become_subreaper, sweep_orphans
+
 _T = TypeVar("_T")
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _Args = TypeVarTuple("_Args")
@@ -41,6 +43,7 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
             nursery.start_soon(watch_signals)
             nursery.start_soon(work)
 
+    become_subreaper()
     try:
         trio.run(main)
     except BaseExceptionGroup as group:
@@ -51,6 +54,10 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
+    finally:
+        # Whatever escaped its executor's session (setsid) was adopted by Forge:
+        # nothing of any executor's tree outlives the command.
+        sweep_orphans()
     if not finished:  # the work was cancelled: only a stop signal does that
         raise KeyboardInterrupt
     return finished[0]

@@ -16,13 +16,14 @@ reading the output as plain text. Formats:
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Protocol
 
 from ._observation import Observation, RateLimitEvent
 
-MAX_JSON_LINE = 8 * 1024 * 1024  # a longer line is not parsed (memory stays bounded)
-MAX_DOCUMENT = 16 * 1024 * 1024
+MAX_JSON_LINE = 2 * 1024 * 1024  # a longer line is not parsed (memory stays bounded)
+MAX_DOCUMENT = 4 * 1024 * 1024
 _SUMMARY_CHARS = 2000
 _PARTIAL_LINE_CAP = 4096
 _USAGE_LIMIT = re.compile(
@@ -75,21 +76,23 @@ class TextParser:
     def feed(self, chunk: bytes) -> None:
         if self.seen or not chunk:
             return
-        first_newline = chunk.find(b"\n")
-        if first_newline == -1:
+        first = chunk.find(b"\n")
+        if first == -1:
             self._grow_partial(chunk)
             return
-        self._check_line(self._partial, chunk[:first_newline])
-        last_newline = chunk.rfind(b"\n")
-        middle = chunk[first_newline + 1 : last_newline]
+        if not self._partial_too_long:
+            self._check(self._partial + chunk[:first])  # the pending line ends here
+        last = chunk.rfind(b"\n")
+        middle = chunk[first + 1 : last]
         if self._marker_bytes and self._marker_bytes in middle:
             for line in middle.split(b"\n"):
-                self._check_line(b"", line)
+                self._check(line)
         self._partial, self._partial_too_long = b"", False
-        self._grow_partial(chunk[last_newline + 1 :])
+        self._grow_partial(chunk[last + 1 :])
 
     def finish(self) -> Observation:
-        self._check_line(self._partial, b"")
+        if not self._partial_too_long:
+            self._check(self._partial)
         return Observation(format=self._format, done=self.seen)
 
     def _grow_partial(self, data: bytes) -> None:
@@ -97,12 +100,11 @@ class TextParser:
             return
         self._partial += data
         if len(self._partial) > _PARTIAL_LINE_CAP:
+            # Too long to be the marker, however much whitespace surrounds it.
             self._partial, self._partial_too_long = b"", True
 
-    def _check_line(self, head: bytes, tail: bytes) -> None:
-        if self._partial_too_long and head == self._partial:
-            return
-        if (head + tail).strip() == self._marker_bytes:
+    def _check(self, line: bytes) -> None:
+        if self._marker_bytes and line.strip() == self._marker_bytes:
             self.seen = True
 
 
@@ -161,7 +163,11 @@ class ClaudeParser:
         self._lines = _JsonLines()
         self._text = TextParser(done_marker, output_format)
         self._result: dict[str, Any] | None = None
-        self._tool_uses: set[tuple[str, str]] = set()
+        # stream-json repeats a message as it grows: count each message's tool_use
+        # blocks once, holding only the message being streamed, not every id ever seen.
+        self._message_id: str | None = None
+        self._message_tools: set[str] = set()
+        self._tools_before = 0
         self._rate_limit: RateLimitEvent | None = None
 
     def feed(self, chunk: bytes) -> None:
@@ -178,7 +184,7 @@ class ClaudeParser:
             return Observation(
                 format=self._format,
                 done=text_view.done,
-                tool_calls=len(self._tool_uses),
+                tool_calls=self._tools_before + len(self._message_tools),
                 rate_limit=self._rate_limit,
                 note='no {"type": "result"} object in the output; read as plain text',
             )
@@ -210,7 +216,7 @@ class ClaudeParser:
             tokens_in=tokens_in,
             tokens_out=as_int(usage.get("output_tokens")),
             cost_usd=as_float(result.get("total_cost_usd")),
-            tool_calls=len(self._tool_uses),
+            tool_calls=self._tools_before + len(self._message_tools),
             permission_denials=len(denials) if isinstance(denials, list) else 0,
             turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
             error=error,
@@ -226,19 +232,20 @@ class ClaudeParser:
             message = event.get("message")
             if not isinstance(message, dict):
                 return
-            message_id = as_str(message.get("id")) or ""
+            message_id = as_str(message.get("id"))
+            if message_id is None or message_id != self._message_id:
+                self._tools_before += len(self._message_tools)
+                self._message_id, self._message_tools = message_id, set()
             content = message.get("content")
             for index, block in enumerate(content if isinstance(content, list) else []):
                 if isinstance(block, dict) and block.get("type") == "tool_use":
-                    block_id = as_str(block.get("id")) or f"#{index}"
-                    self._tool_uses.add((message_id, block_id))
+                    self._message_tools.add(as_str(block.get("id")) or f"#{index}")
         elif kind == "rate_limit_event":
             info = event.get("rate_limit_info")
             if isinstance(info, dict) and info.get("status") == "rejected":
-                resets = info.get("resetsAt")
                 self._rate_limit = RateLimitEvent(
                     status="rejected",
-                    resets_at=float(resets) if isinstance(resets, int | float) else None,
+                    resets_at=finite_amount(info.get("resetsAt")),
                     kind=as_str(info.get("rateLimitType")),
                 )
 
@@ -340,8 +347,7 @@ class GeminiParser:
 
     def finish(self) -> Observation:
         text_view = self._text.finish()
-        start = self._document.find(b"{")
-        parsed = parse_object(bytes(self._document[start:])) if start != -1 else None
+        parsed = _first_object(bytes(self._document))
         if parsed is None:
             return Observation(
                 format="gemini-json",
@@ -380,18 +386,39 @@ class GeminiParser:
         )
 
 
+def _first_object(data: bytes) -> dict[str, Any] | None:
+    """The first JSON object in ``data``, whatever text comes before or after it."""
+    start = data.find(b"{")
+    if start == -1:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(data[start:].decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def as_int(value: object) -> int:
-    """A non-negative count from untrusted JSON (anything else counts as 0)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """A non-negative count from untrusted JSON (anything else, huge ones too, counts as 0)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53:
         return 0
     return value
 
 
 def as_float(value: object) -> float:
-    """A non-negative amount from untrusted JSON (anything else counts as 0)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        return 0.0
-    return float(value)
+    """A finite, non-negative amount from untrusted JSON (anything else counts as 0)."""
+    return finite_amount(value) or 0.0
+
+
+def finite_amount(value: object) -> float | None:
+    """``value`` as a finite float >= 0, or None (huge integers and Infinity included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        amount = float(value)
+    except OverflowError:
+        return None
+    return amount if math.isfinite(amount) and amount >= 0 else None
 
 
 def as_dict(value: object) -> dict[str, Any]:

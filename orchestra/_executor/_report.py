@@ -9,13 +9,18 @@ the report is the agent's word, and the loop goes on without it.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from ._parsers import finite_amount
+
 _MAX_REPORT_BYTES = 1024 * 1024
+_MAX_COUNT = 2**53  # beyond this, a "count" is noise that would only break arithmetic
 
 
 @attrs.frozen
@@ -32,12 +37,13 @@ class ExecutorReport:
 def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
     """The report at ``path`` (None when absent) and the problems found in it."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(_MAX_REPORT_BYTES + 1)
+        raw = _read_regular_file(path, _MAX_REPORT_BYTES + 1)
     except FileNotFoundError:
         return None, []
     except OSError as exc:
         return None, [f"report unreadable: {exc.strerror or exc}"]
+    if raw is None:
+        return None, ["report is not a regular file; ignored"]
     if len(raw) > _MAX_REPORT_BYTES:
         return None, [f"report larger than {_MAX_REPORT_BYTES} bytes; ignored"]
     try:
@@ -74,11 +80,11 @@ def _is_flag(value: object) -> bool:
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
 
 
 def _is_amount(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return finite_amount(value) is not None
 
 
 def _is_text(value: object) -> bool:
@@ -86,8 +92,28 @@ def _is_text(value: object) -> bool:
 
 
 def _as_float(value: int | float | None) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None else finite_amount(value)
 
 
 def _clip(value: str | None) -> str | None:
     return None if value is None else value[:2000]
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of a regular file; None for a FIFO, a device or a folder.
+
+    Opened without blocking: an agent that leaves a FIFO at ``$FORGE_REPORT``
+    must not hang Forge.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        remaining = limit
+        while remaining > 0 and (chunk := os.read(fd, min(remaining, 65536))):
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
