@@ -252,3 +252,16 @@ def test_the_shared_limiter_makes_loops_wait(repo: Repo) -> None:
     waits = [line for line in done.lines if line.startswith("limiter: wait")]
     assert waits
     assert summary_of(repo)["limiter"]["waits"] >= 1
+
+
+def test_a_typo_in_a_loop_table_is_refused_not_ignored(repo: Repo) -> None:
+    repo.write(
+        "forge.toml",
+        '[[loop]]\nchange = "good"\ncmd = "true"\n'
+        '[[loop]]\nchange = "typo"\ncmd = "true"\n[loop.verify]\nmax_failurs = 1\n',
+    )
+    done = repo.forge("supervise")
+    assert done.code == 2
+    assert "forge.toml: loop[1].verify.max_failurs: unknown key in [verify]" in done.err
+    assert "did you mean 'max_failures'?" in done.err
+    assert not (repo.root / ".forge").exists()  # nothing ran

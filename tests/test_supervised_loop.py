@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 import trio.testing
 import yaml
@@ -309,3 +310,78 @@ async def test_a_provider_limit_pauses_instead_of_tripping(
     assert summary.iterations == 2
     assert waited == [300]  # every acquirer waits for the provider's reset
     assert "breaker.opened" not in events
+
+
+async def test_a_provider_limit_with_a_failing_verify_trips_nothing(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    rejected = json.dumps(
+        {
+            "type": "rate_limit_event",
+            "rate_limit_info": {"status": "rejected", "resetsAt": EPOCH + 60},
+        }
+    )
+    finished = json.dumps(
+        {"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE"}
+    )
+    script = tmp_path / "claude.json"
+    script.write_text(
+        json.dumps({"steps": [{"print": f"{rejected}\n"}, {"print": f"{finished}\n"}]})
+    )
+    claude = Executor(
+        name="fake-claude",
+        spec=ExecutorSpec(
+            argv=(sys.executable, str(FAKE_AGENT), str(script)), output="claude-stream-json"
+        ),
+        templated=False,
+    )
+    limiter = RateLimiter(
+        MemoryBackend(trio.current_time),
+        100,
+        3600.0,
+        0.8,
+        clock=trio.current_time,
+        wall_clock=lambda: EPOCH + trio.current_time(),
+    )
+    verified = tmp_path / "verified"
+    summary, waited, events = await supervise_one(
+        tmp_path,
+        mock_clock,
+        policy(f"echo x >> {verified}; exit 1", max_opens=1),
+        "",
+        executor=claude,
+        limiter=limiter,
+    )
+    # The refused iteration was neither verified nor judged: the first verify,
+    # and the first trip, come with the second iteration.
+    assert len(verified.read_text().splitlines()) == 2  # iterations 2 and the probe
+    assert waited == [60, 1800]
+    assert events.count("breaker.opened") == 2
+    assert summary.reason == CIRCUIT_OPEN
+
+
+async def test_a_verify_breaker_open_at_start_is_a_trip_then_a_probe(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    from orchestra._verify import NEW
+
+    paths = ChangePaths(tmp_path, "c")
+    save_state(
+        paths.verify_attempts,
+        attrs.evolve(NEW, consecutive_failures=3, open=True, total_attempts=3, max_failures=3),
+    )
+    work = str(tmp_path / "w.py")
+    cmd = agent(tmp_path, {"print": "FORGE_DONE\n", "write": {work: "x"}})
+    summary, waited, events = await supervise_one(tmp_path, mock_clock, policy("true"), cmd)
+    assert waited == [1800]
+    assert events[:3] == ["breaker.opened", "circuit", "breaker.half_open"]
+    assert summary.reason == DONE
+    assert summary.iterations == 1
+
+
+async def test_a_shell_command_not_found_escalates_at_once(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    summary, _, _ = await supervise_one(tmp_path, mock_clock, policy("true"), "claudee -p x")
+    assert summary.reason == EXECUTOR_FAILED
+    assert summary.iterations == 1

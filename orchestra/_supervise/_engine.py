@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import attrs
 import trio
 
 from .. import _circuit as circuit_rules
-from .._circuit import HALF_OPEN, OPEN, CircuitState
+from .._circuit import CLOSED, HALF_OPEN, OPEN, CircuitState
+from .._errors import StateError
 from .._executor import IterationOutcome, run_iteration
 from .._gates import Gate, GateReading, first_stop
 from .._loop import (
@@ -25,6 +27,7 @@ from .._loop import (
     DONE,
     EXECUTOR_FAILED,
     EXHAUSTED,
+    GATE_ERROR,
     INTERRUPTED,
     LoopPlan,
     RunSummary,
@@ -37,10 +40,10 @@ from .._loop import (
 )
 from .._policy import Policy
 from .._ratelimit import RateLimiter
-from .._spend import add_spend
+from .._spend import add_spend, read_spend
 from .._stagnation import Assessment, Signals, WorkspaceProbe, assess, recorded_iterations
 from .._state import read_timeline
-from .._verify import VerifyReport, record_attempt, run_verify
+from .._verify import VerifyReport, read_breaker, record_attempt, run_verify
 from .._workspace import tree_state
 from ._circuit_store import load_circuit, save_circuit
 from ._progress import LoopProgress
@@ -87,6 +90,12 @@ async def run_supervised(
     loop = _Loop(plan, gates, supervision, progress, on_event)
     try:
         summary = await loop.run(circuit)
+    except StateError as exc:
+        # A state file that cannot be read or written mid-run: the loop stops
+        # like a gate that cannot be read, never as if all were well.
+        summary = RunSummary(
+            reason=GATE_ERROR, iterations=progress.iteration, gate="forge state", detail=exc.message
+        )
     except BaseException:
         # Cancelled or interrupted: the executor tree is already stopped by the
         # process runner; record it, keep what was used, and let it go on.
@@ -119,12 +128,21 @@ class _Loop:
             WorkspaceProbe, self.plan.workdir, self.supervision.policy.stagnation
         )
         used = circuit.iterations_used
-        self.progress.iteration = used
+        await trio.to_thread.run_sync(self._load_progress)
         if circuit.finished == DONE:
             self._say("loop", "already done in an earlier run; nothing to do")
             return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
         last: IterationOutcome | None = None
         for number in range(used + 1, self.plan.max_iterations + 1):
+            if self.circuit.state == CLOSED and await self._verify_breaker_open():
+                # An open verify breaker stops ordinary iterations; in a supervised
+                # loop it is a trip: cool down, then probe past it.
+                state = read_breaker(self.plan.paths).after
+                already = Trip(
+                    "verify", f"verify: {state.consecutive_failures} consecutive failures"
+                )
+                if (stop := self._open(already)) is not None:
+                    return attrs.evolve(stop, iterations=number - 1, last=last)
             if (stop := await self._wait_for_circuit()) is not None:
                 return attrs.evolve(stop, iterations=number - 1, last=last)
             probe = self.circuit.state == HALF_OPEN
@@ -137,11 +155,18 @@ class _Loop:
             self.progress.status = "probing" if probe else "running"
             before = await trio.to_thread.run_sync(self._probe().snapshot)
             last = await self._iterate(number)
-            if last.process.start_error is not None:
+            if _cannot_start(last, self.plan):
                 # Not a failed iteration to judge: the executor cannot run at all.
                 return RunSummary(
                     reason=EXECUTOR_FAILED, iterations=number, detail=last.failure, last=last
                 )
+            limit = last.observation.rate_limit
+            if limit is not None and limit.status == "rejected":
+                # The provider refused: not this loop's failure. Nothing is judged;
+                # every loop waits for the reset (the limiter is paused).
+                self._say("iteration", f"{number}/{self.plan.max_iterations}: provider limit")
+                await self._record_async(last, await check_gates(self._gates_after()))
+                continue
             verify = await self._verify()
             signals = await trio.to_thread.run_sync(self._probe().measure, before, last, verify)
             self.history.append(signals)
@@ -179,7 +204,9 @@ class _Loop:
             return RunSummary(reason=CIRCUIT_OPEN, iterations=0, detail=self._escalation_detail())
         remaining = circuit_rules.cooldown_remaining(self.circuit, self.supervision.wall_clock())
         self.progress.status = "cooling down"
+        self.progress.circuit = self.circuit.state
         self.progress.cooldown_until = trio.current_time() + remaining
+        self._say("circuit", f"circuit OPEN — cooling down, {remaining:.0f}s left")
         # The wait runs on trio's monotonic clock: a wall-clock jump cannot cut it short.
         await trio.sleep(remaining)
         self.progress.cooldown_until = None
@@ -189,9 +216,29 @@ class _Loop:
         return None
 
     def _gates_before(self, probe: bool) -> list[Gate]:
-        # The verify breaker is judged as a trip condition here, not as a gate;
-        # a probe runs past it by design.
-        return [gate for gate in self.gates if gate.name != "verify circuit-breaker" or not probe]
+        # The verify breaker is judged as a trip condition here, not as a gate.
+        return self._gates_after()
+
+    async def _verify_breaker_open(self) -> bool:
+        if not self.supervision.policy.verify.command.strip():
+            return False
+        state = (await trio.to_thread.run_sync(read_breaker, self.plan.paths)).after
+        return state.open or state.blocked is not None
+
+    def _load_progress(self) -> None:
+        """Show what earlier runs left: circuit, trips, spend and verify."""
+        circuit = self.circuit
+        self.progress.iteration = circuit.iterations_used
+        self.progress.circuit = circuit.state
+        self.progress.trips = circuit.opens
+        spend = read_spend(self.plan.paths).totals
+        self.progress.tokens, self.progress.cost_usd = spend.tokens, spend.cost_usd
+        verify = read_breaker(self.plan.paths).after
+        if verify.last_verdict is not None:
+            threshold = self.supervision.policy.verify.max_failures
+            self.progress.verify = (
+                f"{verify.last_verdict} {verify.consecutive_failures}/{threshold}"
+            )
 
     def _gates_after(self) -> list[Gate]:
         return [gate for gate in self.gates if gate.name != "verify circuit-breaker"]
@@ -233,10 +280,12 @@ class _Loop:
         if not verify.command.strip():
             return None
         self.progress.status = "verifying"
-        tree = tree_state(self.plan.workdir)
+        tree = await trio.to_thread.run_sync(tree_state, self.plan.workdir)
         report = await run_verify(self.plan.workdir, verify, self.plan.grace)
-        update = record_attempt(
-            self.plan.paths, report, max_failures=verify.max_failures, tree=tree
+        update = await trio.to_thread.run_sync(
+            partial(
+                record_attempt, self.plan.paths, report, max_failures=verify.max_failures, tree=tree
+            )
         )
         self.progress.verify = (
             f"{report.verdict} {update.after.consecutive_failures}/{verify.max_failures}"
@@ -270,7 +319,12 @@ class _Loop:
         now = self.supervision.wall_clock()
         policy = self.supervision.policy.breaker
         if probe:
-            progressed = trip is None and not last.failed and (verify is None or verify.passed)
+            progressed = (
+                trip is None
+                and not last.failed
+                and not last.observation.is_error
+                and (verify is None or verify.passed)
+            )
             if progressed:
                 self.circuit = circuit_rules.close(self.circuit)
                 save_circuit(self.plan.paths, self.circuit)
@@ -281,12 +335,23 @@ class _Loop:
             self.circuit = circuit_rules.trip(
                 self.circuit, reason, now=now, policy=policy, curable=curable
             )
-        elif trip is not None:
-            self.circuit = circuit_rules.trip(
-                self.circuit, trip.reason, now=now, policy=policy, curable=trip.curable
-            )
-        else:
-            return None
+            return self._opened(trip)
+        if trip is not None:
+            return self._open(trip)
+        return None
+
+    def _open(self, trip: Trip) -> RunSummary | None:
+        """A trip condition holds: open the circuit (a summary when that escalates)."""
+        self.circuit = circuit_rules.trip(
+            self.circuit,
+            trip.reason,
+            now=self.supervision.wall_clock(),
+            policy=self.supervision.policy.breaker,
+            curable=trip.curable,
+        )
+        return self._opened(trip)
+
+    def _opened(self, trip: Trip | None) -> RunSummary | None:
         save_circuit(self.plan.paths, self.circuit)
         evidence = {"condition": trip.condition, **trip.evidence} if trip else {}
         self._transition("breaker.opened", self.circuit.reason or "", evidence)
@@ -327,6 +392,11 @@ class _Loop:
             text = f"circuit CLOSED — {reason}"
         self._say(event, text)
 
+    async def _record_async(self, last: IterationOutcome, readings: Sequence[GateReading]) -> None:
+        fields = iteration_event(self.plan, last, readings)
+        fields["judged"] = False
+        await trio.to_thread.run_sync(record_event, self.plan.paths, "iteration.finished", fields)
+
     def _record_iteration(
         self,
         last: IterationOutcome,
@@ -349,3 +419,10 @@ class _Loop:
     def _say(self, kind: str, text: str) -> None:
         self.progress.last_event = text
         self.on_event(kind, self.plan.paths.name, text)
+
+
+def _cannot_start(outcome: IterationOutcome, plan: LoopPlan) -> bool:
+    """The executor did not run at all: no program, or (through sh -c) not found or not runnable."""
+    if outcome.process.start_error is not None:
+        return True
+    return not plan.executor.templated and outcome.process.exit_code in (126, 127)

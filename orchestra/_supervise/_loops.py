@@ -10,11 +10,24 @@ import attrs
 
 from .._errors import ConfigError
 from .._names import CHANGE_NAME
-from .._policy import Layer, LoadedPolicy, Policy, merge_layers, structure_file, structure_policy
+from .._policy import (
+    Layer,
+    LoadedPolicy,
+    Policy,
+    merge_layers,
+    structure_file,
+    structure_policy,
+    unknown_keys,
+)
 from .._policy._fields import FieldError
 
 # Tables a loop may override; the limiter and the supervisor itself are shared.
 PER_LOOP_TABLES = ("verify", "run", "budget", "breaker")
+_TABLE_CLASSES: dict[str, type] = {
+    field.name: field.type
+    for field in attrs.fields(Policy)
+    if field.name in PER_LOOP_TABLES and isinstance(field.type, type)
+}
 
 
 def _check_change(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -79,6 +92,18 @@ def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup
         except ConfigError as exc:
             problems.extend(p.replace(f"{where}: ", f"{where}.", 1) for p in exc.problems)
             continue
+        # The policy tables a loop overrides are checked key by key, like a file:
+        # a typo there must not quietly drop the loop or its control.
+        typos = [
+            problem
+            for name in PER_LOOP_TABLES
+            for problem in unknown_keys(
+                getattr(spec, name), _TABLE_CLASSES[name], f"{where}", prefix=f"{name}."
+            )
+        ]
+        if typos:
+            problems.extend(t.replace(f"{where}: ", f"{where}.", 1) for t in typos)
+            continue
         root = (declared.path.parent / spec.dir).resolve() if spec.dir else supervisor_root
         if not root.is_dir():
             problems.append(f"{where}.dir: {spec.dir!r} is not a folder (looked for {root})")
@@ -91,7 +116,7 @@ def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup
         try:
             policy = structure_policy(_loop_layers(loaded.merged, spec), where)
         except ConfigError as exc:
-            problems.extend(exc.problems)
+            problems.extend(exc.problems or [f"{where}: {exc.message}"])
             continue
         setups.append(
             LoopSetup(
