@@ -114,12 +114,17 @@ def test_dry_run_prints_every_plan_and_runs_nothing(repo: Repo) -> None:
     repo.write("forge.toml", loops_toml(repo))
     done = repo.forge("supervise", "--dry-run")
     assert done.code == 0
-    plans = [line for line in done.lines if line.startswith("Plan: ")]
+    plans = [line for line in done.lines if line.startswith("Loop: ")]
     assert plans == [
-        'Plan: up to 5 iteration(s) on change "finishes"',
-        'Plan: up to 5 iteration(s) on change "fails-verify"',
-        'Plan: up to 3 iteration(s) on change "spins"',
+        'Loop: up to 5 iteration(s) on change "finishes"',
+        'Loop: up to 5 iteration(s) on change "fails-verify"',
+        'Loop: up to 3 iteration(s) on change "spins"',
     ]
+    assert "  verify:   exit 1 after each iteration" in done.lines
+    assert any(
+        line.startswith("  circuit:  a trip opens the circuit: cooldown 0.2s")
+        for line in done.lines
+    )
     assert not (repo.root / ".forge").exists()
 
 

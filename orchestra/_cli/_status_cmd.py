@@ -36,10 +36,14 @@ def status(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     for row in rows:
         circuit = row["circuit"]
-        if row["cooldown_remaining"]:
-            circuit += f" (cooldown {format_duration(round(row['cooldown_remaining']))} left)"
+        if row["reason"]:
+            circuit += f" ({row['reason']})"
         if row["escalated"]:
             circuit += " — escalated: a human must review"
+        elif row["cooldown_remaining"]:
+            circuit += f", cooldown {format_duration(round(row['cooldown_remaining']))} left"
+        if row["score"] is not None:
+            circuit += f"; last score {row['score']:+d}, stagnation risk {row['risk']}"
         out.styled((row["change"], "bold"), (f"  {row['where']}" if row["where"] else "", "dim"))
         out.line(f"  circuit:  {circuit}, {row['iterations_used']} iteration(s) used")
         out.line(f"  verify:   {row['verify']}")
@@ -91,6 +95,10 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
     spend = read_spend(paths).totals
     events = read_timeline(paths.timeline).events
     last = events[-1] if events else None
+    scored = next(
+        (e for e in reversed(events) if e.get("event") == "iteration.finished" and "score" in e),
+        None,
+    )
     where = "" if paths.root == root else str(paths.root)
     if verify.blocked:
         verify_text = f"BLOCKED ({verify.blocked})"
@@ -107,8 +115,13 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         "change": paths.name,
         "where": where,
         "circuit": circuit_state.state,
+        "reason": circuit_state.reason,
         "escalated": circuit_state.escalated,
-        "cooldown_remaining": cooldown_remaining(circuit_state, time.time()),
+        "cooldown_remaining": 0.0
+        if circuit_state.escalated
+        else cooldown_remaining(circuit_state, time.time()),
+        "score": scored.get("score") if scored else None,
+        "risk": scored.get("risk") if scored else None,
         "iterations_used": circuit_state.iterations_used,
         "verify": verify_text,
         "verify_state": attrs.asdict(verify),

@@ -24,10 +24,10 @@ from .._supervise import (
     resolve_loops,
     supervise,
 )
+from .._supervise._trips import registered
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import print_plan
 from ._trio_run import run_interruptible
 
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     runs = prepare(setups, run_id)
     if args.dry_run:
         for loop in runs:
-            print_plan(loop.plan, loop.setup.policy, out)
+            _print_loop_plan(loop, out)
             out.line()
         out.line(f"dry run: {len(runs)} loop(s), nothing executed (drop --dry-run to run)")
         if out.json_mode:
@@ -132,6 +132,28 @@ async def _main(
     finally:
         if limiter is not None:
             final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
+
+
+def _print_loop_plan(loop: LoopRun, out: Output) -> None:
+    policy = loop.setup.policy
+    breaker = policy.breaker
+    out.line(f'Loop: up to {loop.plan.max_iterations} iteration(s) on change "{loop.setup.change}"')
+    out.line(f"  executor: {loop.plan.describe_executor()}")
+    where = str(loop.setup.root)
+    if loop.setup.worktree:
+        where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"
+    out.line(f"  in:       {where}")
+    out.line(f"  verify:   {policy.verify.command or '(none)'} after each iteration")
+    if breaker.on_open == "escalate":
+        circuit = "a trip escalates at once"
+    else:
+        circuit = (
+            f"a trip opens the circuit: cooldown {breaker.cooldown} doubling to "
+            f"{breaker.cooldown_max}, one probe each; "
+            f"after {breaker.max_opens} opening(s), escalate"
+        )
+    out.line(f"  circuit:  {circuit}")
+    out.line("  trips:    " + ", ".join(registered()))
 
 
 def _plan_json(run: LoopRun) -> dict[str, Any]:

@@ -259,8 +259,9 @@ class RateLimiter:
         else:
             self._seen_paused_until = self._seen_pause_wall = self._seen_pause_reason = None
         used_after = len(reading.ages)
-        used_before = used_after - granted_permits
-        if used_before < self._threshold:
+        # Re-arm only once use has fallen well below the threshold: a full window
+        # dips under it each time a permit expires, and one warning is enough.
+        if used_after <= self._threshold // 2:
             self._warned = False
         if not self._warned and used_after >= self._threshold:
             self._warned = True

@@ -16,7 +16,17 @@ from .._ratelimit import LimiterStatistics, RateLimiter
 from ._progress import LoopProgress
 
 REFRESH_SECONDS = 0.25
-_COLUMNS = ("change", "state", "iteration", "circuit", "verify", "tokens", "cost", "last event")
+_COLUMNS = (
+    "change",
+    "state",
+    "iteration",
+    "circuit",
+    "verify",
+    "score",
+    "tokens",
+    "cost",
+    "last event",
+)
 _STYLES = {
     "done": "green",
     "running": "cyan",
@@ -58,6 +68,9 @@ class Dashboard:
         with Live(console=self._console, auto_refresh=False, transient=False) as live:
             try:
                 while True:
+                    if self._limiter is not None:
+                        # Other processes share the log: read it, not just our own grants.
+                        await self._limiter.refresh()
                     live.update(self.render(), refresh=True)
                     await trio.sleep(REFRESH_SECONDS)
             finally:
@@ -66,16 +79,7 @@ class Dashboard:
     def render(self) -> Group:
         now = trio.current_time()
         table = Table(expand=False)
-        for column in (
-            "change",
-            "state",
-            "iteration",
-            "circuit",
-            "verify",
-            "tokens",
-            "cost",
-            "last",
-        ):
+        for column in _COLUMNS:
             table.add_column(column)
         for loop in self._progress:
             circuit = loop.circuit
@@ -83,12 +87,14 @@ class Dashboard:
                 circuit += f" ({max(0.0, loop.cooldown_until - now):.0f}s)"
             if loop.trips:
                 circuit += f" ×{loop.trips}"
+            score = "" if loop.score is None else f"{loop.score:+d} ({loop.risk})"
             table.add_row(
                 loop.change,
                 Text(loop.status, style=_STYLES.get(loop.status, "red" if loop.reason else "")),
                 f"{loop.iteration}/{loop.max_iterations}",
                 circuit,
                 loop.verify,
+                score,
                 str(loop.tokens),
                 f"${loop.cost_usd:.2f}",
                 loop.last_event[:60],
