@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import trio
 
+from ._errors import ForgeError, StateError
 from ._executor import Executor, IterationContext, IterationOutcome, run_iteration
 from ._gates import Gate, GateReading, first_stop
 from ._spend import SpendTotals, add_spend
@@ -120,6 +121,15 @@ async def run_loop(
     )
     try:
         summary = await _iterate(plan, gates, readings, progress, on_iteration)
+    except StateError as exc:
+        # Spend or timeline state that cannot be written is a gate that cannot
+        # be read: stop and escalate, never carry on as if it were recorded.
+        summary = RunSummary(
+            reason=GATE_ERROR,
+            iterations=progress.iterations,
+            gate="forge state",
+            detail=exc.message,
+        )
     except BaseException:
         # Cancelled or interrupted: the executor tree is already stopped by the
         # process runner; record the interruption, then let the exception go on.
@@ -183,7 +193,15 @@ async def _iterate(
 
 async def check_gates(gates: Sequence[Gate]) -> list[GateReading]:
     # Gates read files under a lock: off the event loop, so other loops keep going.
-    return await trio.to_thread.run_sync(lambda: [gate.check() for gate in gates])
+    return await trio.to_thread.run_sync(lambda: [_check_one(gate) for gate in gates])
+
+
+def _check_one(gate: Gate) -> GateReading:
+    """A gate's reading; a check that fails is an unreadable gate, never a closed one."""
+    try:
+        return gate.check()
+    except (ForgeError, OSError, ValueError) as exc:
+        return GateReading(gate.name, open=True, error=True, detail=f"gate check failed: {exc}")
 
 
 def gate_summary(

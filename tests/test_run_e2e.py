@@ -475,3 +475,20 @@ def test_a_marker_on_stderr_is_not_done(repo: Repo) -> None:
         repo, "--change", "c", "--cmd", "echo FORGE_DONE >&2", "--yes", "--max-iterations", "1"
     )
     assert "run: STOPPED after 1 iteration(s) — iterations-exhausted" in done.lines
+
+
+def test_unwritable_spend_state_mid_run_is_a_gate_error(repo: Repo) -> None:
+    folder = repo.change_dir("c")
+    cmd = f"mkdir -p {folder}/spend.yaml; echo FORGE_DONE"  # a folder where a file must go
+    done = run(repo, "--change", "c", "--cmd", cmd, "--yes")
+    assert done.code == 1
+    assert "run: STOPPED after 1 iteration(s) — gate-error" in done.lines
+    assert "  gate:   forge state" in done.lines
+    assert done.lines[-1] == "escalate: a human should review before continuing"
+
+
+def test_the_timeout_flag_beats_an_executor_definition(repo: Repo) -> None:
+    repo.write("executors/slow.toml", 'argv = ["sh", "-c", "sleep 30"]\ntimeout = "1h"\n')
+    repo.write("forge.toml", '[run]\ngrace = "1s"\n')
+    done = run(repo, "--change", "c", "--executor", "slow", "--yes", "--timeout", "1s")
+    assert "  executor: timed out (the equivalent of exit 124)" in done.lines

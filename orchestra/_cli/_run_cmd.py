@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -37,14 +37,15 @@ _FLAGS = (
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    policy = policy_from(project, _flag_layers(args), args).policy
+    loaded = policy_from(project, _flag_layers(args), args)
+    policy = loaded.policy
     paths = ChangePaths(project.root, args.change or default_change(project.root))
     executor = _executor(args, policy, project)
     plan = LoopPlan(
         paths=paths,
         executor=executor,
         max_iterations=policy.run.max_iterations,
-        time_limit=policy.run.timeout.seconds,
+        time_limit=iteration_time_limit(executor, policy, loaded.sources),
         grace=policy.run.grace.seconds,
         done_marker=policy.run.done_marker,
         workdir=project.root,
@@ -91,6 +92,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         out.document(_summary_json(summary, plan, code))
     return code
+
+
+def iteration_time_limit(executor: Executor, policy: Policy, sources: Mapping[str, str]) -> float:
+    """An iteration's limit: a flag wins, then the executor definition's own, then the policy's."""
+    from_flag = sources.get("run.timeout", "").startswith("flag ")
+    if executor.spec.timeout is not None and not from_flag:
+        return executor.spec.timeout.seconds
+    return policy.run.timeout.seconds
 
 
 def _flag_layers(args: argparse.Namespace) -> list[Layer]:

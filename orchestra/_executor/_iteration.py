@@ -126,12 +126,11 @@ async def run_iteration(
         context.report_path.unlink()  # a report left by an earlier iteration is not this one's
     context.report_path.parent.mkdir(parents=True, exist_ok=True)
     parser = make_parser(executor.spec.output, executor.spec.done_marker or done_marker)
-    limit = executor.spec.timeout.seconds if executor.spec.timeout is not None else time_limit
     process = await run_process(
         executor.argv(context.placeholders()),
         cwd=context.workdir,
         env=context.environment(executor.spec.env),
-        time_limit=limit,
+        time_limit=time_limit,
         grace=grace,
         log_path=context.log_path,
         on_output=parser.feed,

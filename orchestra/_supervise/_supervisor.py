@@ -49,7 +49,7 @@ def prepare(setups: Sequence[LoopSetup], run_id: str) -> list[LoopRun]:
             paths=ChangePaths(setup.root, setup.change),
             executor=executor,
             max_iterations=run_policy.max_iterations,
-            time_limit=run_policy.timeout.seconds,
+            time_limit=(executor.spec.timeout or run_policy.timeout).seconds,
             grace=run_policy.grace.seconds,
             done_marker=run_policy.done_marker,
             workdir=setup.root,
