@@ -11,8 +11,9 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -22,6 +23,8 @@ from ._executor import Executor, IterationContext, IterationOutcome, run_iterati
 from ._gates import Gate, GateReading, first_stop
 from ._spend import SpendTotals, add_spend
 from ._state import ChangePaths, append_event, exclusive_lock
+
+_T = TypeVar("_T")
 
 DONE = "done"
 GATE_OPEN = "gate-open"
@@ -150,7 +153,12 @@ async def _iterate(
         return gate_summary(stop, 0, None, None)
     last: IterationOutcome | None = None
     for number in range(1, plan.max_iterations + 1):
-        record_event(plan.paths, "iteration.started", {"run_id": plan.run_id, "iteration": number})
+        await _in_thread(
+            record_event,
+            plan.paths,
+            "iteration.started",
+            {"run_id": plan.run_id, "iteration": number},
+        )
         last = await run_iteration(
             plan.executor,
             plan.context(number),
@@ -159,12 +167,19 @@ async def _iterate(
             done_marker=plan.done_marker,
         )
         progress.iterations = number
-        spend = add_spend(
-            plan.paths, tokens=last.tokens, tool_calls=last.tool_calls, cost_usd=last.cost_usd
-        ).totals
+        spent = await _in_thread(
+            add_spend,
+            plan.paths,
+            tokens=last.tokens,
+            tool_calls=last.tool_calls,
+            cost_usd=last.cost_usd,
+        )
+        spend = spent.totals
         progress.spend = spend
         readings = await check_gates(gates)
-        record_event(plan.paths, "iteration.finished", iteration_event(plan, last, readings))
+        await _in_thread(
+            record_event, plan.paths, "iteration.finished", iteration_event(plan, last, readings)
+        )
         if on_iteration is not None:
             on_iteration(last, readings)
         if last.failed:
@@ -189,6 +204,11 @@ async def _iterate(
         last=last,
         spend=progress.spend,
     )
+
+
+async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run a locking, fsyncing state write off the event loop (other loops keep going)."""
+    return await trio.to_thread.run_sync(partial(function, *args, **kwargs))
 
 
 async def check_gates(gates: Sequence[Gate]) -> list[GateReading]:

@@ -229,8 +229,9 @@ def test_timeout_stops_the_whole_tree_within_timeout_plus_grace(repo: Repo) -> N
     assert done.code == 1
     assert "run: STOPPED after 1 iteration(s) — executor-failed" in done.lines
     assert "  executor: timed out (the equivalent of exit 124)" in done.lines
-    # Bounded by timeout + grace + start-up, never by the 600 s the agent wanted.
-    assert elapsed < 60
+    # Bounded by timeout (2 s) + grace (1 s) + start-up, never by the 600 s the
+    # agent wanted; the margin is wide because these machines are shared.
+    assert elapsed < 20
     recorded = [int(pid) for pid in pids.read_text().split()]
     assert not any(alive(pid) for pid in recorded)
     finished = [e for e in events(repo, "c") if e["event"] == "iteration.finished"]
