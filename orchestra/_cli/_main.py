@@ -159,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--defaults", action="store_true", help="the built-in defaults, each key commented"
     )
     dump.set_defaults(handler="_policy_cmd:dump")
+    simulate = policy_commands.add_parser(
+        "simulate",
+        parents=[common],
+        help="replay a change's recorded iterations under a policy: where would it trip?",
+    )
+    simulate.add_argument("--change", type=_change_name, required=True)
+    simulate.add_argument("--policy", metavar="FILE", help="replay under this policy file instead")
+    simulate.set_defaults(handler="_simulate_cmd:run")
 
     spend = commands.add_parser(
         "spend", parents=[common], help="what a change has spent against its budget"

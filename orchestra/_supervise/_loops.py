@@ -22,7 +22,7 @@ from .._policy import (
 from .._policy._fields import FieldError
 
 # Tables a loop may override; the limiter and the supervisor itself are shared.
-PER_LOOP_TABLES = ("verify", "run", "budget", "breaker")
+PER_LOOP_TABLES = ("verify", "run", "budget", "breaker", "stagnation")
 _TABLE_CLASSES: dict[str, type] = {
     field.name: field.type
     for field in attrs.fields(Policy)
@@ -55,6 +55,7 @@ class LoopTable:
     run: dict[str, Any] = attrs.field(factory=dict)
     budget: dict[str, Any] = attrs.field(factory=dict)
     breaker: dict[str, Any] = attrs.field(factory=dict)
+    stagnation: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen
