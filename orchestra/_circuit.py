@@ -101,8 +101,3 @@ def cooldown_remaining(circuit: CircuitState, now: float) -> float:
     if circuit.opened_at is None or circuit.opened_at > now:
         return circuit.cooldown
     return max(0.0, min(circuit.cooldown, circuit.opened_at + circuit.cooldown - now))
-
-
-def reset(circuit: CircuitState) -> CircuitState:
-    """A human reviewed the loop: a closed circuit, its iterations counted afresh."""
-    return CLOSED_CIRCUIT

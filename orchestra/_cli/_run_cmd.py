@@ -12,9 +12,19 @@ import attrs
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._executor import Executor, IterationOutcome, load_executor, shell_command
-from .._gates import BudgetGate, Gate, GateReading, SecscanGate, VerifyBreakerGate
+from .._gates import (
+    BUDGET_GATE,
+    SECSCAN_GATE,
+    VERIFY_GATE,
+    BudgetGate,
+    Gate,
+    GateReading,
+    SecscanGate,
+    VerifyBreakerGate,
+)
 from .._loop import DONE, LoopPlan, RunProgress, RunSummary, run_loop
 from .._policy import Layer, Policy
+from .._spend import read_spend
 from .._state import ChangePaths
 from .._workspace import Project, default_change
 from ._common import flag_layer, policy_from, project_from
@@ -22,7 +32,7 @@ from ._console import Output
 from ._trio_run import run_interruptible
 
 ESCALATE = "escalate: a human should review before continuing"
-GATES_LINE = "  gates:    verify circuit-breaker, spend budget, secscan"
+GATES_LINE = f"  gates:    {VERIFY_GATE}, {BUDGET_GATE}, {SECSCAN_GATE}"
 STOP_LINE = "  stop:     any gate opening halts the loop and escalates to a human"
 DRY_RUN_LINE = "dry run: nothing executed (pass --yes to run)"
 
@@ -56,6 +66,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         BudgetGate(paths, policy.budget),
         SecscanGate(),
     ]
+    if args.prompt is not None and policy.run.cmd:
+        out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")
     if not args.yes:
         print_plan(plan, policy, out)
         out.line()
@@ -184,7 +196,7 @@ def _plan_json(plan: LoopPlan, policy: Policy) -> dict[str, Any]:
         "change": plan.paths.name,
         "max_iterations": plan.max_iterations,
         "executor": plan.describe_executor(),
-        "gates": ["verify circuit-breaker", "spend budget", "secscan"],
+        "gates": [VERIFY_GATE, BUDGET_GATE, SECSCAN_GATE],
         "timeout": str(policy.run.timeout),
         "grace": str(policy.run.grace),
         "budget_ceiling": policy.budget.has_ceiling,
@@ -201,7 +213,7 @@ def _summary_json(summary: RunSummary, plan: LoopPlan, code: int) -> dict[str, A
         "iterations": summary.iterations,
         "gate": summary.gate,
         "detail": summary.detail,
-        "spend": attrs.asdict(summary.spend) if summary.spend else None,
+        "spend": attrs.asdict(summary.spend or read_spend(plan.paths).totals),
         "last_iteration": None
         if last is None
         else {

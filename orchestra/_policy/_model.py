@@ -130,7 +130,7 @@ class BudgetPolicy:
     )
     max_cost_usd: float | None = attrs.field(
         default=None,
-        validator=optional(between(0.0, float("inf"), what="a cost of 0 or more")),
+        validator=optional(between(1e-9, float("inf"), what="a cost above 0")),
         metadata=_doc("Cost in US dollars a change may spend.", example=20.0),
     )
 

@@ -17,8 +17,10 @@ _ERROR_NOISE = [
     ),
     (re.compile(r"(?:/[^\s/:'\"()]+)+"), "<path>"),  # absolute paths
     (re.compile(r"\b[A-Za-z]:\\[^\s:'\"]+"), "<path>"),  # Windows paths
+    (re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), "<uuid>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hex>"),  # commit ids, hashes, uuids' parts
+    # Commit ids and hashes: hex runs with a letter in them (all digits is a number).
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), "<hex>"),
     (re.compile(r"\bline \d+\b|:\d+(?::\d+)?\b"), "<line>"),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
     (re.compile(r"\s+"), " "),

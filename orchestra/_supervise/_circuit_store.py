@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from .._circuit import CLOSED_CIRCUIT, CircuitState
-from .._circuit import reset as reset_rules
 from .._state import ChangePaths, append_event, exclusive_lock, load_or_block, save_state
 
 
@@ -31,7 +30,7 @@ def reset_circuit(paths: ChangePaths) -> CircuitState:
     """Close the circuit after a human reviewed the loop; returns what it was."""
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
-        save_state(paths.breaker, reset_rules(before))
+        save_state(paths.breaker, CLOSED_CIRCUIT)  # closed, its iterations counted afresh
         append_event(
             paths.timeline,
             paths.name,

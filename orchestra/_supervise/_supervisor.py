@@ -93,8 +93,8 @@ async def supervise(
     slots = trio.CapacityLimiter(max_parallel or max(1, len(runs)))
     worktree_lock = trio.Lock()
 
-    async def one(run: LoopRun) -> None:
-        async with slots:
+    async def one(run: LoopRun, slot: object) -> None:
+        try:
             key = run.setup.change
             try:
                 plan = await _with_worktree(run, worktree_lock)
@@ -104,13 +104,21 @@ async def supervise(
                 )
             except ForgeError as exc:
                 # One loop's failure to start is that loop's ending, not the supervisor's.
-                results[key] = RunSummary(reason=EXECUTOR_FAILED, iterations=0, detail=exc.message)
+                results[key] = RunSummary(
+                    reason=EXECUTOR_FAILED, iterations=run.progress.iteration, detail=exc.message
+                )
                 run.progress.finish(EXECUTOR_FAILED)
                 on_event("loop", key, f"cannot run: {exc.message}")
+        finally:
+            slots.release_on_behalf_of(slot)
 
     async with trio.open_nursery() as nursery:
         for run in runs:
-            nursery.start_soon(one, run)
+            # Slots are taken here, in the declared order, so with max_parallel
+            # the loops start in the order the file lists them.
+            slot = object()  # two loops in two repositories may share a change name
+            await slots.acquire_on_behalf_of(slot)
+            nursery.start_soon(one, run, slot)
     return results
 
 
