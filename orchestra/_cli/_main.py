@@ -140,6 +140,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     circuit.set_defaults(handler="_status_cmd:circuit")
 
+    loop = commands.add_parser("loop", help="the loop contract an agent keeps (seed 002)")
+    loop_commands = loop.add_subparsers(dest="loop_command", metavar="ACTION", required=True)
+    loop_start = loop_commands.add_parser(
+        "start", parents=[common], help="establish a loop contract and persist it"
+    )
+    loop_start.add_argument("--change", type=_change_name, required=True)
+    loop_start.add_argument("--goal", required=True, help="the user outcome")
+    loop_start.add_argument("--scope", action="append", help="what this loop may change")
+    loop_start.add_argument("--non-goal", action="append", help="what it will not change")
+    loop_start.add_argument(
+        "--rubric", action="append", metavar='"ID: criterion"', help="an acceptance criterion"
+    )
+    loop_start.add_argument("--max-fix-iterations", type=_integer, metavar="N")
+    loop_start.add_argument("--mode", default="loop", help="the checkpoint mode (loop)")
+    loop_start.add_argument("--plan", metavar="FILE", help="a plan file to keep a Loop Trace in")
+    loop_start.add_argument("--route", help="'goal' for the outer Goal route")
+    loop_start.add_argument("--autonomy-policy", help="the Goal route's autonomy policy")
+    loop_start.add_argument("--max-goal-steps", type=_integer, metavar="N")
+    loop_start.set_defaults(handler="_contract_cmd:loop_start")
+
+    checkpoint = commands.add_parser(
+        "checkpoint", parents=[common], help="update the loop contract at a stage"
+    )
+    checkpoint.add_argument("--change", type=_change_name, required=True)
+    checkpoint.add_argument(
+        "--stage", required=True, help="iteration-2, verify-failed, ship-ready ..."
+    )
+    checkpoint.add_argument(
+        "--current-stage", help="discover, plan, execute, verify, iterate, ship"
+    )
+    checkpoint.add_argument("--rubric", action="append", metavar='ID=STATUS[:"evidence"]')
+    checkpoint.add_argument("--failure", help="the failure evidence of a failed verify")
+    checkpoint.add_argument("--strategy-change", help="what is different in the next pass")
+    checkpoint.add_argument("--next-action", help="what comes next")
+    checkpoint.add_argument("--current-task", help="the task in hand")
+    checkpoint.add_argument("--discovery", help="what discovery found (or why it was skipped)")
+    checkpoint.add_argument("--blocker", action="append", help="a blocker (repeatable)")
+    checkpoint.add_argument("--residual-risk", action="append", help="a residual risk")
+    checkpoint.set_defaults(handler="_contract_cmd:checkpoint")
+
+    event = commands.add_parser("event", parents=[common], help="record a loop event")
+    event.add_argument("--change", type=_change_name, required=True)
+    event.add_argument("name", help="forge.loop.started, forge.iteration.started, ...")
+    event.add_argument("--detail", help="a short detail")
+    event.set_defaults(handler="_contract_cmd:event")
+
+    resume = commands.add_parser(
+        "resume", parents=[common], help="reconstruct a loop contract from its files"
+    )
+    resume.add_argument("--change", type=_change_name, required=True)
+    resume.add_argument("--events", type=_integer, default=5, metavar="N", help="last events shown")
+    resume.set_defaults(handler="_contract_cmd:resume")
+
     policy = commands.add_parser("policy", help="show, check or dump the effective policy")
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
     show = policy_commands.add_parser(

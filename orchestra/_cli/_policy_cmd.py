@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
 from .._errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
@@ -72,8 +73,11 @@ def check(args: argparse.Namespace, out: Output) -> int:
         out.note(exc.render(), style="red")
         return EXIT_USAGE
     files = [display_name(p, project.root) for p in loaded.files]
+    notes = bound_notes(loaded.sources, loaded.policy)
+    for note in notes:
+        out.line(f"note: {note}")
     if out.json_mode:
-        out.document({"ok": True, "files": files, "problems": []})
+        out.document({"ok": True, "files": files, "problems": [], "notes": notes})
     elif config is None:
         out.line("policy: OK — no forge.toml found; the built-in defaults apply")
     else:
@@ -85,6 +89,32 @@ DEFAULTS_HEADER = """Forge's built-in defaults: every tunable, at its value when
 
 Generated from the policy model by `forge policy dump --defaults`; copy what you
 want to change into your forge.toml, or extend this file by name: extends = ["default"]."""
+
+
+def bound_notes(sources: Mapping[str, str], policy: Policy) -> list[str]:
+    """Settings that describe one bound twice and disagree: say so, and which one wins."""
+    fix_budget = policy.contract.max_fix_iterations
+    streak = policy.verify.max_failures
+    both_set = all(
+        sources.get(key, "default") != "default"
+        for key in ("contract.max_fix_iterations", "verify.max_failures")
+    )
+    if not both_set or fix_budget == streak:
+        return []
+    if streak < fix_budget:
+        wins = (
+            f"the verify breaker opens after {streak} consecutive failures, before the fix "
+            f"budget of {fix_budget} is spent: {streak} is the bound in force"
+        )
+    else:
+        wins = (
+            f"the fix budget of {fix_budget} runs out before the verify breaker opens at "
+            f"{streak}: {fix_budget} is the bound in force"
+        )
+    return [
+        f"contract.max_fix_iterations ({fix_budget}) and verify.max_failures ({streak}) "
+        f"describe the same bound and disagree; {wins}"
+    ]
 
 
 def dump(args: argparse.Namespace, out: Output) -> int:

@@ -292,6 +292,18 @@ class StagnationPolicy:
 
 @_table
 @attrs.frozen
+class ContractPolicy:
+    """``[contract]``: the loop contract an agent keeps (seed 002)."""
+
+    max_fix_iterations: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Fix iterations a loop contract allows (forge loop start's default)."),
+    )
+
+
+@_table
+@attrs.frozen
 class SupervisePolicy:
     """``[supervise]``: how ``forge supervise`` runs its loops."""
 
@@ -327,6 +339,9 @@ class Policy:
     )
     supervise: SupervisePolicy = attrs.field(
         factory=SupervisePolicy, metadata=_doc("forge supervise.")
+    )
+    contract: ContractPolicy = attrs.field(
+        factory=ContractPolicy, metadata=_doc("The loop contract: forge loop start, checkpoint.")
     )
 
 

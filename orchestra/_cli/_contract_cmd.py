@@ -1,0 +1,213 @@
+"""The loop contract's commands: ``loop start``, ``checkpoint``, ``event``, ``resume``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .._contract import (
+    EVENTS,
+    Checkpoint,
+    ContractError,
+    Update,
+    add_trace,
+    apply,
+    load_checkpoint,
+    parse_rubric_update,
+    record,
+    render,
+    save_checkpoint,
+    start,
+)
+from .._errors import EXIT_OK, UsageError
+from .._state import ChangePaths, exclusive_lock, read_timeline, utc_now_iso
+from .._workspace import Project
+from ._common import policy_from, project_from
+from ._console import Output
+
+
+def loop_start(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    default_budget = policy_from(project, args=args).policy.contract.max_fix_iterations
+    now = utc_now_iso()
+    plan = _plan_path(project, args.plan)
+    checkpoint = start(
+        goal=args.goal,
+        scope=args.scope or [],
+        non_goals=args.non_goal or [],
+        rubric=args.rubric or [],
+        max_fix_iterations=args.max_fix_iterations or default_budget,
+        mode=args.mode,
+        route=args.route,
+        autonomy_policy=args.autonomy_policy,
+        max_goal_steps=args.max_goal_steps,
+        plan=str(plan.relative_to(project.root)) if plan else None,
+        now=now,
+    )
+    with exclusive_lock(paths.lock):
+        save_checkpoint(paths, checkpoint)
+    record(
+        paths,
+        "forge.loop.started",
+        {
+            "goal": checkpoint.goal,
+            "mode": checkpoint.mode,
+            "current_stage": checkpoint.current_stage,
+        },
+    )
+    summary = f"loop started: {checkpoint.goal} ({len(checkpoint.rubric)} rubric item(s))"
+    _trace(project, checkpoint, now, "loop-start", summary, out)
+    out.line(f'Loop: started on change "{paths.name}" — {checkpoint.goal}')
+    out.line(f"  rubric: {', '.join(item.id for item in checkpoint.rubric)}")
+    out.line(
+        f"  budget: {checkpoint.budget.max_fix_iterations} fix iteration(s); "
+        f"stage: {checkpoint.current_stage}"
+    )
+    if out.json_mode:
+        out.document(_as_json(checkpoint))
+    return EXIT_OK
+
+
+def checkpoint(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    update = Update(
+        stage=args.stage,
+        current_stage=args.current_stage,
+        rubric=tuple(parse_rubric_update(text) for text in args.rubric or []),
+        failure=args.failure,
+        strategy_change=args.strategy_change,
+        next_action=args.next_action,
+        current_task=args.current_task,
+        discovery=args.discovery,
+        blockers=tuple(args.blocker or []),
+        residual_risks=tuple(args.residual_risk or []),
+    )
+    now = utc_now_iso()
+    with exclusive_lock(paths.lock):
+        before = _require(paths)
+        after = apply(before, update, now=now)
+        save_checkpoint(paths, after)
+    record(
+        paths,
+        "forge.checkpoint",
+        {
+            "stage": after.stage,
+            "current_stage": after.current_stage,
+            "next_action": after.next_action,
+        },
+    )
+    if update.stage == "verify-failed":
+        record(
+            paths,
+            "forge.strategy.changed",
+            {"strategy_change": after.strategy_change, "failure": after.last_failure},
+        )
+    if update.stage == "ship-ready":
+        record(paths, "forge.ship.ready", {"goal": after.goal})
+    moved = f"{before.current_stage} -> {after.current_stage}"
+    if before.current_stage == after.current_stage:
+        moved = after.current_stage
+    summary = f"{moved}; next: {after.next_action or '-'}"
+    if after.stop_condition:
+        summary += f"; stop: {after.stop_condition}"
+    _trace(project, after, now, after.stage, summary, out)
+    out.line(f'Checkpoint: {after.stage} on change "{paths.name}" — {summary}')
+    budget = after.budget
+    out.line(
+        f"  budget: {budget.used_fix_iterations}/{budget.max_fix_iterations} fix iteration(s) used"
+    )
+    if after.stop_condition == "budget_exhausted":
+        out.line("  stop condition: budget_exhausted — no fix iteration left", style="red")
+    if out.json_mode:
+        out.document(_as_json(after))
+    return EXIT_OK
+
+
+def event(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    if args.name not in EVENTS:
+        raise UsageError(f"unknown event {args.name!r}", hint=f"events: {', '.join(EVENTS)}")
+    fields: dict[str, Any] = {"detail": args.detail} if args.detail else {}
+    record(paths, args.name, fields)
+    out.line(f'Event: {args.name} recorded for change "{paths.name}"')
+    if out.json_mode:
+        out.document({"change": paths.name, "event": args.name, **fields})
+    return EXIT_OK
+
+
+def resume(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    paths = ChangePaths(project.root, args.change)
+    with exclusive_lock(paths.lock):
+        current = _require(paths)
+    events = [
+        e for e in read_timeline(paths.timeline).events if str(e.get("event")).startswith("forge.")
+    ]
+    last = events[-args.events :] if args.events else []
+    if out.json_mode:
+        out.document({"change": paths.name, "checkpoint": _as_json(current), "last_events": last})
+        return EXIT_OK
+    out.line(f'Resume: change "{paths.name}" — {current.goal}')
+    where = f"current stage {current.current_stage}, mode {current.mode}"
+    out.line(f"  stage:       {current.stage} ({where})")
+    if current.route:
+        out.line(f"  route:       {current.route}, max {current.max_goal_steps} goal step(s)")
+    out.line("  rubric:")
+    for item in current.rubric:
+        evidence = f" — {item.evidence}" if item.evidence else ""
+        out.line(f"    [{item.status}] {item.id}: {item.text}{evidence}")
+    budget = current.budget
+    out.line(
+        f"  budget:      {budget.used_fix_iterations}/{budget.max_fix_iterations} fix iteration(s) "
+        f"used, {budget.remaining_fix_iterations} left"
+    )
+    out.line(f"  blockers:    {'; '.join(current.blockers) or 'none'}")
+    out.line(f"  next action: {current.next_action or '-'}")
+    if current.last_failure:
+        out.line(f"  last failure: {current.last_failure}")
+    if current.stop_condition:
+        out.line(f"  stop:        {current.stop_condition}")
+    if last:
+        out.line("  last events:")
+        for recorded in last:
+            detail = recorded.get("detail") or recorded.get("stage") or recorded.get("goal") or ""
+            out.line(f"    {recorded.get('ts')}  {recorded.get('event')}  {detail}".rstrip())
+    return EXIT_OK
+
+
+def _require(paths: ChangePaths) -> Checkpoint:
+    found = load_checkpoint(paths)
+    if found is None:
+        raise ContractError(
+            f'no loop contract for change "{paths.name}"',
+            hint=f'forge loop start --change {paths.name} --goal "..." --rubric "R1: ..."',
+        )
+    return found
+
+
+def _plan_path(project: Project, plan: str | None) -> Path | None:
+    if plan is None:
+        return None
+    path = (Path.cwd() / plan).resolve()
+    if not path.is_relative_to(project.root):
+        raise UsageError(f"--plan {plan}: the plan file must be inside the project")
+    return path
+
+
+def _trace(
+    project: Project, checkpoint: Checkpoint, now: str, stage: str, summary: str, out: Output
+) -> None:
+    if checkpoint.plan is None:
+        return
+    problem = add_trace(project.root / checkpoint.plan, f"- {now} — {stage} — {summary}")
+    if problem:
+        out.note(problem)
+
+
+def _as_json(checkpoint: Checkpoint) -> Any:
+    return json.loads(render(checkpoint))

@@ -1,0 +1,17 @@
+"""The loop contract (seed 002): checkpoints, events, the Loop Trace and resume."""
+
+from ._model import STATUSES as STATUSES
+from ._model import BudgetExhausted as BudgetExhausted
+from ._model import Checkpoint as Checkpoint
+from ._model import ContractError as ContractError
+from ._model import Update as Update
+from ._model import apply as apply
+from ._model import parse_rubric_update as parse_rubric_update
+from ._model import start as start
+from ._store import EVENTS as EVENTS
+from ._store import add_trace as add_trace
+from ._store import checkpoint_path as checkpoint_path
+from ._store import load_checkpoint as load_checkpoint
+from ._store import record as record
+from ._store import render as render
+from ._store import save_checkpoint as save_checkpoint

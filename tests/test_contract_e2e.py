@@ -1,0 +1,293 @@
+"""The loop contract through the real commands: start, checkpoint, event, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .support import Repo
+
+START = [
+    "loop",
+    "start",
+    "--change",
+    "billing",
+    "--goal",
+    "Add invoice billing",
+    "--scope",
+    "billing/",
+    "--non-goal",
+    "refunds",
+    "--rubric",
+    "R1: tests pass",
+    "--rubric",
+    "R2: docs updated",
+    "--max-fix-iterations",
+    "2",
+]
+
+
+def checkpoint_of(repo: Repo) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((repo.change_dir("billing") / "checkpoint.json").read_text())
+    return data
+
+
+def events_of(repo: Repo) -> list[str]:
+    lines = (repo.change_dir("billing") / "timeline.jsonl").read_text().splitlines()
+    return [json.loads(line)["event"] for line in lines]
+
+
+def test_start_writes_the_seed_schema_and_the_trace(repo: Repo) -> None:
+    repo.write("PLAN.md", "# Plan\n\n- [ ] invoices\n\n## Notes\nkeep it small\n")
+    done = repo.forge(*START, "--plan", "PLAN.md")
+    assert done.code == 0, done.err
+    data = checkpoint_of(repo)
+    assert list(data)[:7] == [
+        "stage",
+        "mode",
+        "goal",
+        "scope",
+        "non_goals",
+        "rubric",
+        "budget",
+    ]
+    assert (data["stage"], data["mode"], data["current_stage"]) == (
+        "loop-start",
+        "loop",
+        "discover",
+    )
+    assert data["rubric"][0] == {
+        "id": "R1",
+        "text": "tests pass",
+        "status": "pending",
+        "evidence": None,
+    }
+    assert data["budget"] == {
+        "max_fix_iterations": 2,
+        "used_fix_iterations": 0,
+        "remaining_fix_iterations": 2,
+    }
+    for key in ("discovery", "current_task", "next_action", "last_failure", "strategy_change"):
+        assert key in data
+    assert data["blockers"] == []
+    assert data["residual_risks"] == []
+    assert "route" not in data  # the Goal route's fields appear only on that route
+    assert events_of(repo) == ["forge.loop.started"]
+    plan = (repo.root / "PLAN.md").read_text().splitlines()
+    trace = plan.index("## Loop Trace")
+    assert plan[trace + 1].endswith(
+        " — loop-start — loop started: Add invoice billing (2 rubric item(s))"
+    )
+    assert plan[trace + 1].startswith("- 20")
+    assert "## Notes" in plan  # the rest of the plan is untouched
+
+
+def test_the_goal_route_never_uses_mode_goal(repo: Repo) -> None:
+    done = repo.forge(
+        *START, "--route", "goal", "--autonomy-policy", "auto", "--max-goal-steps", "4"
+    )
+    assert done.code == 0
+    data = checkpoint_of(repo)
+    assert (data["route"], data["autonomy_policy"], data["max_goal_steps"]) == ("goal", "auto", 4)
+    assert data["mode"] == "loop"
+    refused = repo.forge(*START, "--mode", "goal")
+    assert refused.code == 2
+    assert "never mode: goal" in refused.err
+
+
+def test_a_missing_or_read_only_plan_is_said_and_skipped(repo: Repo) -> None:
+    missing = repo.forge(*START, "--plan", "NOPE.md")
+    assert missing.code == 0
+    assert "not found: no Loop Trace line written" in missing.err
+    repo.write("RO.md", "# Plan\n")
+    os.chmod(repo.root / "RO.md", 0o444)
+    read_only = repo.forge(*START, "--plan", "RO.md")
+    assert read_only.code == 0
+    if os.geteuid() != 0:  # root writes read-only files anyway
+        assert "read-only" in read_only.err
+
+
+def test_stages_in_order_and_refusals(repo: Repo) -> None:
+    repo.write("PLAN.md", "# Plan\n")
+    repo.forge(*START, "--plan", "PLAN.md")
+    ok = repo.forge(
+        "checkpoint",
+        "--change",
+        "billing",
+        "--stage",
+        "discovery-complete",
+        "--current-stage",
+        "plan",
+    )
+    assert ok.code == 0, ok.err
+    skipped = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-1", "--current-stage", "verify"
+    )
+    assert skipped.code == 2
+    assert "stage transition plan -> verify is out of order" in skipped.err
+    goal = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "x", "--current-stage", "goal"
+    )
+    assert goal.code == 2
+    unknown_id = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "x", "--rubric", "R9=pass"
+    )
+    assert unknown_id.code == 2
+    assert "--rubric R9: no such rubric item" in unknown_id.err
+    bad_status = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "x", "--rubric", "R1=done"
+    )
+    assert bad_status.code == 2
+    assert "unknown status" in bad_status.err
+    assert checkpoint_of(repo)["current_stage"] == "plan"  # refused updates change nothing
+    trace = [
+        line for line in (repo.root / "PLAN.md").read_text().splitlines() if line.startswith("- ")
+    ]
+    assert len(trace) == 2
+    assert trace[1].endswith(" — discovery-complete — discover -> plan; next: plan")
+
+
+def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
+    repo.forge(*START)
+    base = ["checkpoint", "--change", "billing", "--stage", "verify-failed"]
+    no_strategy = repo.forge(*base, "--failure", "R1: 2 tests fail")
+    assert no_strategy.code == 2
+    assert "needs --strategy-change" in no_strategy.err
+    first = repo.forge(
+        *base, "--failure", "R1: 2 tests fail", "--strategy-change", "split the task"
+    )
+    assert first.code == 0
+    assert checkpoint_of(repo)["budget"]["used_fix_iterations"] == 1
+    same = repo.forge(*base, "--strategy-change", "split the task")
+    assert same.code == 2
+    assert "repeats the previous one" in same.err
+    second = repo.forge(*base, "--strategy-change", "smaller steps")
+    assert second.code == 0
+    assert "stop condition: budget_exhausted" in second.out
+    assert checkpoint_of(repo)["stop_condition"] == "budget_exhausted"
+    third = repo.forge(*base, "--strategy-change", "something else")
+    assert third.code == 1
+    assert "stop condition budget_exhausted" in third.err
+    assert events_of(repo).count("forge.strategy.changed") == 2
+
+
+def test_ship_ready_only_when_every_item_passes_or_is_out_of_scope(repo: Repo) -> None:
+    repo.forge(*START)
+    base = ["checkpoint", "--change", "billing", "--stage", "ship-ready"]
+    early = repo.forge(*base, "--rubric", 'R1=pass:"pytest: 12 passed"')
+    assert early.code == 2
+    assert "not yet: R2" in early.err
+    done = repo.forge(
+        *base, "--rubric", 'R1=pass:"pytest: 12 passed"', "--rubric", "R2=out-of-scope"
+    )
+    assert done.code == 0, done.err
+    data = checkpoint_of(repo)
+    assert data["rubric"][0]["evidence"] == "pytest: 12 passed"
+    assert data["stop_condition"] == "pass"
+    assert "forge.ship.ready" in events_of(repo)
+
+
+def test_events_known_and_unknown(repo: Repo) -> None:
+    repo.forge(*START)
+    ok = repo.forge("event", "--change", "billing", "forge.blocked", "--detail", "needs an API key")
+    assert ok.code == 0
+    refused = repo.forge("event", "--change", "billing", "forge.finished")
+    assert refused.code == 2
+    assert "unknown event 'forge.finished'" in refused.err
+
+
+def test_resume_rebuilds_the_contract_from_the_files(repo: Repo) -> None:
+    repo.forge(*START)
+    repo.forge(
+        "checkpoint",
+        "--change",
+        "billing",
+        "--stage",
+        "verify-failed",
+        "--failure",
+        "R1 failed",
+        "--strategy-change",
+        "split",
+        "--blocker",
+        "needs the tax table",
+        "--next-action",
+        "iterate",
+        "--rubric",
+        "R2=pass",
+    )
+    repo.forge("event", "--change", "billing", "forge.blocked", "--detail", "tax table")
+    human = repo.forge("resume", "--change", "billing")
+    assert human.code == 0
+    assert 'Resume: change "billing" — Add invoice billing' in human.lines
+    assert "    [pending] R1: tests pass" in human.lines
+    assert "    [pass] R2: docs updated" in human.lines
+    assert "  budget:      1/2 fix iteration(s) used, 1 left" in human.lines
+    assert "  blockers:    needs the tax table" in human.lines
+    assert "  next action: iterate" in human.lines
+    data = json.loads(repo.forge("resume", "--change", "billing", "--json").out)
+    assert data["checkpoint"] == checkpoint_of(repo)
+    assert [e["event"] for e in data["last_events"]][-1] == "forge.blocked"
+    nothing = repo.forge("resume", "--change", "other")
+    assert nothing.code == 2
+    assert "no loop contract" in nothing.err
+
+
+def test_policy_check_says_when_the_fix_budget_and_the_breaker_disagree(repo: Repo) -> None:
+    repo.write("forge.toml", "[verify]\nmax_failures = 3\n[contract]\nmax_fix_iterations = 5\n")
+    done = repo.forge("policy", "check")
+    assert done.code == 0
+    assert "describe the same bound and disagree" in done.out
+    assert "3 is the bound in force" in done.out
+    repo.write("forge.toml", "[verify]\nmax_failures = 3\n[contract]\nmax_fix_iterations = 3\n")
+    assert "disagree" not in repo.forge("policy", "check").out
+
+
+WRITER = r"""
+import sys
+from pathlib import Path
+from orchestra._contract import Update, apply, save_checkpoint, start
+from orchestra._state import ChangePaths
+paths = ChangePaths(Path(sys.argv[1]), "crash")
+checkpoint = start(
+    goal="g", scope=[], non_goals=[], rubric=["R1: r"], max_fix_iterations=10**9, now="0"
+)
+checkpoint = apply(checkpoint, Update(stage="iteration-0"), now="0")
+save_checkpoint(paths, checkpoint)
+print("ready", flush=True)
+n = 0
+while True:
+    n += 1
+    update = Update(stage=f"iteration-{n}", current_task=f"task {n}")
+    checkpoint = apply(checkpoint, update, now=str(n))
+    save_checkpoint(paths, checkpoint)
+"""
+
+
+def test_a_contract_resumed_after_a_crash_is_byte_for_byte_what_was_written(
+    tmp_path: Path,
+) -> None:
+    from orchestra._contract import load_checkpoint, render
+    from orchestra._state import ChangePaths
+
+    paths = ChangePaths(tmp_path, "crash")
+    for trial in range(8):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
+        time.sleep(0.003 * (trial % 4 + 1))  # a real process killed at a random instant
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+        on_disk = (paths.folder / "checkpoint.json").read_bytes()
+        resumed = load_checkpoint(paths)
+        assert resumed is not None
+        assert render(resumed) == on_disk
+        assert resumed.stage == f"iteration-{resumed.updated_at}"
