@@ -269,33 +269,31 @@ def missing_program() -> Executor:
     return Executor(name="ghost", spec=ExecutorSpec(argv=("/nonexistent/agent", "{prompt}")))
 
 
-async def test_a_provider_limit_pauses_instead_of_tripping(
-    tmp_path: Path, mock_clock: trio.testing.MockClock
-) -> None:
-    rejected = json.dumps(
-        {
-            "type": "rate_limit_event",
-            "rate_limit_info": {"status": "rejected", "resetsAt": EPOCH + 300},
-        }
+def rejected(resets_in: float) -> str:
+    info = {"status": "rejected", "resetsAt": EPOCH + resets_in}
+    return json.dumps({"type": "rate_limit_event", "rate_limit_info": info})
+
+
+def result(text: str, *, is_error: bool = False) -> str:
+    return json.dumps(
+        {"type": "result", "subtype": "success", "is_error": is_error, "result": text}
     )
-    refused = json.dumps(
-        {"type": "result", "subtype": "success", "is_error": True, "result": "usage limit"}
-    )
-    finished = json.dumps(
-        {"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE"}
-    )
+
+
+def fake_claude(tmp_path: Path, *outputs: str) -> Executor:
+    """A fake agent speaking Claude's stream-json, one output per iteration."""
     script = tmp_path / "claude.json"
-    script.write_text(
-        json.dumps({"steps": [{"print": f"{rejected}\n{refused}\n"}, {"print": f"{finished}\n"}]})
-    )
-    claude = Executor(
+    script.write_text(json.dumps({"steps": [{"print": out} for out in outputs]}))
+    argv = (sys.executable, str(FAKE_AGENT), str(script))
+    return Executor(
         name="fake-claude",
-        spec=ExecutorSpec(
-            argv=(sys.executable, str(FAKE_AGENT), str(script)), output="claude-stream-json"
-        ),
+        spec=ExecutorSpec(argv=argv, output="claude-stream-json"),
         templated=False,
     )
-    limiter = RateLimiter(
+
+
+def mock_limiter() -> RateLimiter:
+    return RateLimiter(
         MemoryBackend(trio.current_time),
         100,
         3600.0,
@@ -303,8 +301,18 @@ async def test_a_provider_limit_pauses_instead_of_tripping(
         clock=trio.current_time,
         wall_clock=lambda: EPOCH + trio.current_time(),
     )
+
+
+async def test_a_provider_limit_pauses_instead_of_tripping(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    claude = fake_claude(
+        tmp_path,
+        f"{rejected(300)}\n{result('usage limit', is_error=True)}\n",
+        f"{result('FORGE_DONE')}\n",
+    )
     summary, waited, events = await supervise_one(
-        tmp_path, mock_clock, policy("true"), "", executor=claude, limiter=limiter
+        tmp_path, mock_clock, policy("true"), "", executor=claude, limiter=mock_limiter()
     )
     assert summary.reason == DONE
     assert summary.iterations == 2
@@ -315,34 +323,8 @@ async def test_a_provider_limit_pauses_instead_of_tripping(
 async def test_a_provider_limit_with_a_failing_verify_trips_nothing(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
-    rejected = json.dumps(
-        {
-            "type": "rate_limit_event",
-            "rate_limit_info": {"status": "rejected", "resetsAt": EPOCH + 60},
-        }
-    )
-    finished = json.dumps(
-        {"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE"}
-    )
-    script = tmp_path / "claude.json"
-    script.write_text(
-        json.dumps({"steps": [{"print": f"{rejected}\n"}, {"print": f"{finished}\n"}]})
-    )
-    claude = Executor(
-        name="fake-claude",
-        spec=ExecutorSpec(
-            argv=(sys.executable, str(FAKE_AGENT), str(script)), output="claude-stream-json"
-        ),
-        templated=False,
-    )
-    limiter = RateLimiter(
-        MemoryBackend(trio.current_time),
-        100,
-        3600.0,
-        0.8,
-        clock=trio.current_time,
-        wall_clock=lambda: EPOCH + trio.current_time(),
-    )
+    claude = fake_claude(tmp_path, f"{rejected(60)}\n", f"{result('FORGE_DONE')}\n")
+    limiter = mock_limiter()
     verified = tmp_path / "verified"
     summary, waited, events = await supervise_one(
         tmp_path,

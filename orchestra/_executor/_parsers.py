@@ -15,6 +15,7 @@ reading the output as plain text. Formats:
 
 from __future__ import annotations
 
+import abc
 import json
 import math
 import re
@@ -154,14 +155,39 @@ def parse_object(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class ClaudeParser:
-    """Claude Code ``--output-format json`` and ``stream-json``."""
+class _EventParser(abc.ABC):
+    """A line-oriented JSON format: each object to :meth:`_take`, every chunk to a text view.
+
+    The text view is the fallback when no event parses: the output is then read
+    as plain text, the done marker included.
+    """
 
     def __init__(self, output_format: str, done_marker: str) -> None:
         self._format = output_format
         self._marker = done_marker.strip()
         self._lines = _JsonLines()
         self._text = TextParser(done_marker, output_format)
+
+    def feed(self, chunk: bytes) -> None:
+        self._text.feed(chunk)
+        for event in self._lines.feed(chunk):
+            self._take(event)
+
+    def _drain(self) -> Observation:
+        """Take the last, unterminated line; the output as plain text."""
+        for event in self._lines.finish():
+            self._take(event)
+        return self._text.finish()
+
+    @abc.abstractmethod
+    def _take(self, event: dict[str, Any]) -> None: ...
+
+
+class ClaudeParser(_EventParser):
+    """Claude Code ``--output-format json`` and ``stream-json``."""
+
+    def __init__(self, output_format: str, done_marker: str) -> None:
+        super().__init__(output_format, done_marker)
         self._result: dict[str, Any] | None = None
         # stream-json repeats a message as it grows: count each message's tool_use
         # blocks once, holding only the message being streamed, not every id ever seen.
@@ -170,15 +196,8 @@ class ClaudeParser:
         self._tools_before = 0
         self._rate_limit: RateLimitEvent | None = None
 
-    def feed(self, chunk: bytes) -> None:
-        self._text.feed(chunk)
-        for event in self._lines.feed(chunk):
-            self._take(event)
-
     def finish(self) -> Observation:
-        for event in self._lines.finish():
-            self._take(event)
-        text_view = self._text.finish()
+        text_view = self._drain()
         result = self._result
         if result is None:
             return Observation(
@@ -250,13 +269,11 @@ class ClaudeParser:
                 )
 
 
-class CodexParser:
+class CodexParser(_EventParser):
     """Codex ``exec --json``: one event a line."""
 
     def __init__(self, done_marker: str) -> None:
-        self._marker = done_marker.strip()
-        self._lines = _JsonLines()
-        self._text = TextParser(done_marker, "codex-json")
+        super().__init__("codex-json", done_marker)
         self._events = 0
         self._tokens_in = 0
         self._tokens_out = 0
@@ -265,15 +282,8 @@ class CodexParser:
         self._error: str | None = None
         self._turns = 0
 
-    def feed(self, chunk: bytes) -> None:
-        self._text.feed(chunk)
-        for event in self._lines.feed(chunk):
-            self._take(event)
-
     def finish(self) -> Observation:
-        for event in self._lines.finish():
-            self._take(event)
-        text_view = self._text.finish()
+        text_view = self._drain()
         if not self._events:
             return Observation(
                 format="codex-json",
