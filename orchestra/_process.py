@@ -124,6 +124,7 @@ async def run_process(
 
     log_fd = _open_log(log_path)
     timed_out = False
+    ended = False  # the command ended by itself (or by its time limit), not by cancellation
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_pump, process.stdout, capture, log_fd, on_output)
@@ -134,13 +135,14 @@ async def run_process(
             # Whatever the command left running in its group goes too, or a
             # grandchild holding the pipe would keep the pump waiting for EOF.
             with trio.CancelScope(shield=True):
-                await stop_process_group(process, grace)
+                await stop_process_group(process, grace, whole_session=timed_out)
             # A process outside the group (it called setsid) may still hold the
             # pipes: give the output a grace period to end, then stop reading.
             nursery.cancel_scope.deadline = trio.current_time() + grace
+        ended = True
     finally:
         with trio.CancelScope(shield=True):
-            await stop_process_group(process, grace)
+            await stop_process_group(process, grace, whole_session=not ended or timed_out)
         if log_fd is not None:
             os.close(log_fd)
 
@@ -155,13 +157,19 @@ async def run_process(
     )
 
 
-async def stop_process_group(process: trio.Process, grace: float) -> None:
+async def stop_process_group(
+    process: trio.Process, grace: float, *, whole_session: bool = True
+) -> None:
     """SIGTERM the process's group, wait up to ``grace``, then SIGKILL what is left.
 
-    Then the same for the rest of its session: processes that moved to a group
-    of their own (``set -m`` jobs, ``setpgid``) but stayed in the session.
+    With ``whole_session``, then the same for the rest of its session:
+    processes that moved to a group of their own (``set -m`` jobs, ``setpgid``)
+    but stayed in the session. That takes a scan of /proc, so after a command
+    that simply exited it is left to the end-of-command sweep instead.
     """
     await _stop_group(process, grace)
+    if not whole_session:
+        return
     for pid in _session_members(process.pid):
         _signal(pid, signal.SIGTERM)
     with trio.move_on_after(grace):
@@ -225,19 +233,18 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _group_alive(pgid: int) -> bool:
     """Whether any process of the group is still running (zombies do not count).
 
-    An orphan that died stays a zombie until its new parent reaps it, and
-    ``killpg(pgid, 0)`` still finds it; where /proc exists, Forge reads the
-    process states instead, so it never waits on the dead.
+    ``killpg(pgid, 0)`` answers cheaply when the group is empty. When it finds a
+    member, that may be an orphan that died and waits, a zombie, for its new
+    parent to reap it; where /proc exists, Forge reads the process states then,
+    so it never waits on the dead.
     """
-    if _PROC.is_dir():
-        return _proc_group_alive(pgid)
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _proc_group_alive(pgid) if _PROC.is_dir() else True
 
 
 def _proc_group_alive(pgid: int) -> bool:
