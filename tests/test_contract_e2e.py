@@ -33,6 +33,19 @@ START = [
 ]
 
 
+def to_verify(repo: Repo) -> None:
+    """Walk a fresh contract through discover, plan and execute to verify."""
+    for stage, current in (
+        ("discovery-complete", "plan"),
+        ("plan-complete", "execute"),
+        ("iteration-1", "verify"),
+    ):
+        done = repo.forge(
+            "checkpoint", "--change", "billing", "--stage", stage, "--current-stage", current
+        )
+        assert done.code == 0, done.err
+
+
 def checkpoint_of(repo: Repo) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((repo.change_dir("billing") / "checkpoint.json").read_text())
     return data
@@ -96,9 +109,19 @@ def test_the_goal_route_never_uses_mode_goal(repo: Repo) -> None:
     data = checkpoint_of(repo)
     assert (data["route"], data["autonomy_policy"], data["max_goal_steps"]) == ("goal", "auto", 4)
     assert data["mode"] == "loop"
-    refused = repo.forge(*START, "--mode", "goal")
+    refused = repo.forge(*START, "--mode", "goal", "--restart")
     assert refused.code == 2
     assert "never mode: goal" in refused.err
+    for mode in ("structured", "direct-downgraded"):
+        assert repo.forge(*START, "--mode", mode, "--restart").code == 0
+
+
+def test_a_second_start_does_not_reset_a_contract(repo: Repo) -> None:
+    repo.forge(*START)
+    again = repo.forge(*START)
+    assert again.code == 2
+    assert "already has a loop contract" in again.err
+    assert repo.forge(*START, "--restart").code == 0
 
 
 def test_a_missing_or_read_only_plan_is_said_and_skipped(repo: Repo) -> None:
@@ -107,7 +130,7 @@ def test_a_missing_or_read_only_plan_is_said_and_skipped(repo: Repo) -> None:
     assert "not found: no Loop Trace line written" in missing.err
     repo.write("RO.md", "# Plan\n")
     os.chmod(repo.root / "RO.md", 0o444)
-    read_only = repo.forge(*START, "--plan", "RO.md")
+    read_only = repo.forge(*START, "--plan", "RO.md", "--restart")
     assert read_only.code == 0
     if os.geteuid() != 0:  # root writes read-only files anyway
         assert "read-only" in read_only.err
@@ -132,16 +155,16 @@ def test_stages_in_order_and_refusals(repo: Repo) -> None:
     assert skipped.code == 2
     assert "stage transition plan -> verify is out of order" in skipped.err
     goal = repo.forge(
-        "checkpoint", "--change", "billing", "--stage", "x", "--current-stage", "goal"
+        "checkpoint", "--change", "billing", "--stage", "iteration-1", "--current-stage", "goal"
     )
     assert goal.code == 2
     unknown_id = repo.forge(
-        "checkpoint", "--change", "billing", "--stage", "x", "--rubric", "R9=pass"
+        "checkpoint", "--change", "billing", "--stage", "iteration-1", "--rubric", "R9=pass"
     )
     assert unknown_id.code == 2
     assert "--rubric R9: no such rubric item" in unknown_id.err
     bad_status = repo.forge(
-        "checkpoint", "--change", "billing", "--stage", "x", "--rubric", "R1=done"
+        "checkpoint", "--change", "billing", "--stage", "iteration-1", "--rubric", "R1=done"
     )
     assert bad_status.code == 2
     assert "unknown status" in bad_status.err
@@ -150,12 +173,16 @@ def test_stages_in_order_and_refusals(repo: Repo) -> None:
         line for line in (repo.root / "PLAN.md").read_text().splitlines() if line.startswith("- ")
     ]
     assert len(trace) == 2
-    assert trace[1].endswith(" — discovery-complete — discover -> plan; next: plan")
+    assert trace[1].endswith(" — discovery-complete — discover -> plan; next: -")
 
 
 def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     repo.forge(*START)
     base = ["checkpoint", "--change", "billing", "--stage", "verify-failed"]
+    too_early = repo.forge(*base, "--strategy-change", "x")
+    assert too_early.code == 2
+    assert "verify first" in too_early.err
+    to_verify(repo)
     no_strategy = repo.forge(*base, "--failure", "R1: 2 tests fail")
     assert no_strategy.code == 2
     assert "needs --strategy-change" in no_strategy.err
@@ -175,11 +202,15 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     assert third.code == 1
     assert "stop condition budget_exhausted" in third.err
     assert events_of(repo).count("forge.strategy.changed") == 2
+    assert events_of(repo).count("forge.iteration.started") >= 2
 
 
 def test_ship_ready_only_when_every_item_passes_or_is_out_of_scope(repo: Repo) -> None:
     repo.forge(*START)
     base = ["checkpoint", "--change", "billing", "--stage", "ship-ready"]
+    before_verify = repo.forge(*base, "--rubric", "R1=pass", "--rubric", "R2=pass")
+    assert before_verify.code == 2
+    to_verify(repo)
     early = repo.forge(*base, "--rubric", 'R1=pass:"pytest: 12 passed"')
     assert early.code == 2
     assert "not yet: R2" in early.err
@@ -190,6 +221,7 @@ def test_ship_ready_only_when_every_item_passes_or_is_out_of_scope(repo: Repo) -
     data = checkpoint_of(repo)
     assert data["rubric"][0]["evidence"] == "pytest: 12 passed"
     assert data["stop_condition"] == "pass"
+    assert (data["current_stage"], data["next_action"]) == ("ship", "ship")
     assert "forge.ship.ready" in events_of(repo)
 
 
@@ -204,6 +236,7 @@ def test_events_known_and_unknown(repo: Repo) -> None:
 
 def test_resume_rebuilds_the_contract_from_the_files(repo: Repo) -> None:
     repo.forge(*START)
+    to_verify(repo)
     repo.forge(
         "checkpoint",
         "--change",
@@ -257,13 +290,13 @@ paths = ChangePaths(Path(sys.argv[1]), "crash")
 checkpoint = start(
     goal="g", scope=[], non_goals=[], rubric=["R1: r"], max_fix_iterations=10**9, now="0"
 )
-checkpoint = apply(checkpoint, Update(stage="iteration-0"), now="0")
+checkpoint = apply(checkpoint, Update(stage="iteration-1"), now="0")
 save_checkpoint(paths, checkpoint)
 print("ready", flush=True)
 n = 0
 while True:
     n += 1
-    update = Update(stage=f"iteration-{n}", current_task=f"task {n}")
+    update = Update(stage=f"iteration-{n + 1}", current_task=f"task {n}")
     checkpoint = apply(checkpoint, update, now=str(n))
     save_checkpoint(paths, checkpoint)
 """
@@ -290,4 +323,58 @@ def test_a_contract_resumed_after_a_crash_is_byte_for_byte_what_was_written(
         resumed = load_checkpoint(paths)
         assert resumed is not None
         assert render(resumed) == on_disk
-        assert resumed.stage == f"iteration-{resumed.updated_at}"
+        assert resumed.stage == f"iteration-{int(resumed.updated_at or 0) + 1}"
+
+
+def test_odd_stages_and_next_actions_are_refused(repo: Repo) -> None:
+    repo.write("PLAN.md", "# Plan\n")
+    repo.forge(*START, "--plan", "PLAN.md")
+    for stage in ("goal", "loop-start", "iteration-0", "iteration-1\n## Injected"):
+        done = repo.forge("checkpoint", "--change", "billing", "--stage", stage)
+        assert done.code == 2, stage
+        assert "not a checkpoint stage" in done.err
+    bad_next = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-1", "--next-action", "verify"
+    )
+    assert bad_next.code == 2
+    ok = repo.forge(
+        "checkpoint",
+        "--change",
+        "billing",
+        "--stage",
+        "discovery-complete",
+        "--current-stage",
+        "plan",
+        "--next-action",
+        "ask",
+        "--discovery-depth",
+        "D1",
+        "--discovery-file",
+        "billing/invoice.py",
+        "--impact",
+        "tests/test_invoice.py",
+        "--risk",
+        "medium",
+    )
+    assert ok.code == 0, ok.err
+    assert checkpoint_of(repo)["discovery"] == {
+        "depth": "D1",
+        "files": ["billing/invoice.py"],
+        "impact_surface": ["tests/test_invoice.py"],
+        "risk": "medium",
+    }
+    assert checkpoint_of(repo)["next_action"] == "ask"
+    assert "## Injected" not in (repo.root / "PLAN.md").read_text()
+
+
+def test_a_hand_edited_checkpoint_with_bad_values_is_corrupt(repo: Repo) -> None:
+    repo.forge(*START)
+    path = repo.change_dir("billing") / "checkpoint.json"
+    data = json.loads(path.read_text())
+    data["current_stage"] = "goal"
+    path.write_text(json.dumps(data))
+    done = repo.forge("resume", "--change", "billing")
+    assert done.code == 1
+    assert "checkpoint.json is corrupt" in done.err
+    assert "Traceback" not in done.err
+    assert list(path.parent.glob("checkpoint.json.corrupt-*"))

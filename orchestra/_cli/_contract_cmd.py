@@ -11,6 +11,7 @@ from .._contract import (
     EVENTS,
     Checkpoint,
     ContractError,
+    Discovery,
     Update,
     add_trace,
     apply,
@@ -21,6 +22,7 @@ from .._contract import (
     save_checkpoint,
     start,
 )
+from .._contract._model import DEPTHS, RISKS
 from .._errors import EXIT_OK, UsageError
 from .._state import ChangePaths, exclusive_lock, read_timeline, utc_now_iso
 from .._workspace import Project
@@ -32,6 +34,16 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = ChangePaths(project.root, args.change)
     default_budget = policy_from(project, args=args).policy.contract.max_fix_iterations
+    if not args.restart:
+        with exclusive_lock(paths.lock):
+            existing = load_checkpoint(paths)
+        if existing is not None:
+            budget = existing.budget
+            raise ContractError(
+                f'change "{paths.name}" already has a loop contract ({existing.stage}, '
+                f"{budget.used_fix_iterations}/{budget.max_fix_iterations} fix iterations used)",
+                hint="resume it (forge resume), or start afresh on purpose with --restart",
+            )
     now = utc_now_iso()
     plan = _plan_path(project, args.plan)
     checkpoint = start(
@@ -39,7 +51,9 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
         scope=args.scope or [],
         non_goals=args.non_goal or [],
         rubric=args.rubric or [],
-        max_fix_iterations=args.max_fix_iterations or default_budget,
+        max_fix_iterations=(
+            default_budget if args.max_fix_iterations is None else args.max_fix_iterations
+        ),
         mode=args.mode,
         route=args.route,
         autonomy_policy=args.autonomy_policy,
@@ -82,7 +96,7 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         strategy_change=args.strategy_change,
         next_action=args.next_action,
         current_task=args.current_task,
-        discovery=args.discovery,
+        discovery=_discovery(args),
         blockers=tuple(args.blocker or []),
         residual_risks=tuple(args.residual_risk or []),
     )
@@ -100,18 +114,28 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
             "next_action": after.next_action,
         },
     )
-    if update.stage == "verify-failed":
-        record(
-            paths,
-            "forge.strategy.changed",
-            {"strategy_change": after.strategy_change, "failure": after.last_failure},
-        )
+    if update.stage == "verify-failed" or update.stage.startswith("iteration-"):
+        if update.strategy_change:
+            record(
+                paths,
+                "forge.strategy.changed",
+                {"strategy_change": after.strategy_change, "failure": after.last_failure},
+            )
+        record(paths, "forge.iteration.started", {"stage": after.stage})
     if update.stage == "ship-ready":
         record(paths, "forge.ship.ready", {"goal": after.goal})
     moved = f"{before.current_stage} -> {after.current_stage}"
     if before.current_stage == after.current_stage:
         moved = after.current_stage
     summary = f"{moved}; next: {after.next_action or '-'}"
+    if update.stage == "verify-failed" or update.stage.startswith("iteration-"):
+        if after.last_failure:
+            summary += f"; failure: {after.last_failure}"
+        if update.strategy_change:
+            summary += f"; strategy: {update.strategy_change}"
+    if update.stage == "ship-ready":
+        risks = "; ".join(after.residual_risks) or "none"
+        summary += f"; residual risks: {risks}"
     if after.stop_condition:
         summary += f"; stop: {after.stop_condition}"
     _trace(project, after, now, after.stage, summary, out)
@@ -145,6 +169,8 @@ def resume(args: argparse.Namespace, out: Output) -> int:
     paths = ChangePaths(project.root, args.change)
     with exclusive_lock(paths.lock):
         current = _require(paths)
+    if args.events < 0:
+        raise UsageError("--events: expected 0 or more")
     events = [
         e for e in read_timeline(paths.timeline).events if str(e.get("event")).startswith("forge.")
     ]
@@ -178,6 +204,23 @@ def resume(args: argparse.Namespace, out: Output) -> int:
             detail = recorded.get("detail") or recorded.get("stage") or recorded.get("goal") or ""
             out.line(f"    {recorded.get('ts')}  {recorded.get('event')}  {detail}".rstrip())
     return EXIT_OK
+
+
+def _discovery(args: argparse.Namespace) -> Discovery | None:
+    if args.discovery_depth is None and not args.discovery_file and not args.impact:
+        if args.risk is not None:
+            raise UsageError("--risk belongs to a discovery: give --discovery-depth too")
+        return None
+    if args.discovery_depth not in DEPTHS:
+        raise ContractError(f"--discovery-depth: expected one of {', '.join(DEPTHS)}")
+    if args.risk is not None and args.risk not in RISKS:
+        raise ContractError(f"--risk: expected one of {', '.join(RISKS)}")
+    return Discovery(
+        depth=args.discovery_depth,
+        files=tuple(args.discovery_file or []),
+        impact_surface=tuple(args.impact or []),
+        risk=args.risk or "low",
+    )
 
 
 def _require(paths: ChangePaths) -> Checkpoint:

@@ -153,7 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--rubric", action="append", metavar='"ID: criterion"', help="an acceptance criterion"
     )
     loop_start.add_argument("--max-fix-iterations", type=_integer, metavar="N")
-    loop_start.add_argument("--mode", default="loop", help="the checkpoint mode (loop)")
+    loop_start.add_argument(
+        "--mode", default="loop", help="loop (default), structured or direct-downgraded"
+    )
+    loop_start.add_argument(
+        "--restart", action="store_true", help="replace an existing contract (its budget too)"
+    )
     loop_start.add_argument("--plan", metavar="FILE", help="a plan file to keep a Loop Trace in")
     loop_start.add_argument("--route", help="'goal' for the outer Goal route")
     loop_start.add_argument("--autonomy-policy", help="the Goal route's autonomy policy")
@@ -173,9 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint.add_argument("--rubric", action="append", metavar='ID=STATUS[:"evidence"]')
     checkpoint.add_argument("--failure", help="the failure evidence of a failed verify")
     checkpoint.add_argument("--strategy-change", help="what is different in the next pass")
-    checkpoint.add_argument("--next-action", help="what comes next")
+    checkpoint.add_argument("--next-action", help="ship, iterate, ask, block or downgrade")
     checkpoint.add_argument("--current-task", help="the task in hand")
-    checkpoint.add_argument("--discovery", help="what discovery found (or why it was skipped)")
+    checkpoint.add_argument("--discovery-depth", help="discovery's depth: D0, D1 or D2")
+    checkpoint.add_argument("--discovery-file", action="append", help="a file discovery read")
+    checkpoint.add_argument("--impact", action="append", help="an impacted caller/contract/test")
+    checkpoint.add_argument("--risk", help="discovery's risk: low, medium or high")
     checkpoint.add_argument("--blocker", action="append", help="a blocker (repeatable)")
     checkpoint.add_argument("--residual-risk", action="append", help="a residual risk")
     checkpoint.set_defaults(handler="_contract_cmd:checkpoint")

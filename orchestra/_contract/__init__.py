@@ -4,6 +4,7 @@ from ._model import STATUSES as STATUSES
 from ._model import BudgetExhausted as BudgetExhausted
 from ._model import Checkpoint as Checkpoint
 from ._model import ContractError as ContractError
+from ._model import Discovery as Discovery
 from ._model import Update as Update
 from ._model import apply as apply
 from ._model import parse_rubric_update as parse_rubric_update

@@ -26,8 +26,14 @@ NEXT_STAGES = {
     "ship": set(),
 }
 STATUSES = ("pending", "pass", "fail", "blocked", "out-of-scope")
-MODES = ("loop",)
-NEXT_ACTIONS = ("discover", "plan", "execute", "verify", "iterate", "ship", "ask", "stop")
+MODES = ("direct-downgraded", "structured", "loop")
+NEXT_ACTIONS = ("ship", "iterate", "ask", "block", "downgrade")
+DEPTHS = ("D0", "D1", "D2")
+RISKS = ("low", "medium", "high")
+# The seed's checkpoint stages, and its memory checkpoints between them.
+_STAGE = re.compile(
+    r"loop-start|discovery-complete|plan-complete|iteration-[1-9]\d*|verify-failed|ship-ready"
+)
 STOP_CONDITIONS = ("pass", "blocked", "budget_exhausted", "owner_decision_required")
 _RUBRIC = re.compile(r"\s*(?P<id>[A-Za-z][A-Za-z0-9_-]{0,15})\s*:\s*(?P<text>\S.*)")
 
@@ -44,14 +50,24 @@ class BudgetExhausted(ForgeError):
 class RubricItem:
     id: str
     text: str
-    status: str = "pending"
+    status: str = attrs.field(default="pending", validator=attrs.validators.in_(STATUSES))
     evidence: str | None = None
 
 
 @attrs.frozen
+class Discovery:
+    """What discovery found: its depth, the files and surface it touches, the risk."""
+
+    depth: str = attrs.field(default="D0", validator=attrs.validators.in_(DEPTHS))
+    files: tuple[str, ...] = ()
+    impact_surface: tuple[str, ...] = ()
+    risk: str = attrs.field(default="low", validator=attrs.validators.in_(RISKS))
+
+
+@attrs.frozen
 class Budget:
-    max_fix_iterations: int
-    used_fix_iterations: int = 0
+    max_fix_iterations: int = attrs.field(validator=attrs.validators.ge(1))
+    used_fix_iterations: int = attrs.field(default=0, validator=attrs.validators.ge(0))
 
     @property
     def remaining_fix_iterations(self) -> int:
@@ -62,17 +78,19 @@ class Budget:
 class Checkpoint:
     """``.forge/changes/<c>/checkpoint.json``, in the seed's checkpoint schema."""
 
-    stage: str
-    mode: str
+    stage: str = attrs.field(validator=attrs.validators.matches_re(_STAGE))
+    mode: str = attrs.field(validator=attrs.validators.in_(MODES))
     goal: str
     scope: tuple[str, ...]
     non_goals: tuple[str, ...]
     rubric: tuple[RubricItem, ...]
     budget: Budget
-    current_stage: str = "discover"
-    discovery: str | None = None
+    current_stage: str = attrs.field(default="discover", validator=attrs.validators.in_(STAGES))
+    discovery: Discovery | None = None
     current_task: str | None = None
-    next_action: str | None = None
+    next_action: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(NEXT_ACTIONS))
+    )
     last_failure: str | None = None
     strategy_change: str | None = None
     blockers: tuple[str, ...] = ()
@@ -126,7 +144,7 @@ def start(
         raise ContractError("a loop contract needs a goal")
     if mode not in MODES:
         raise ContractError(
-            f"--mode {mode!r}: the checkpoint schema knows only mode 'loop'",
+            f"--mode {mode!r}: the checkpoint schema's modes are {', '.join(MODES)}",
             hint="the Goal route is --route goal on a loop, never mode: goal",
         )
     if max_fix_iterations < 1:
@@ -146,7 +164,6 @@ def start(
         rubric=parse_rubric(rubric),
         budget=Budget(max_fix_iterations=max_fix_iterations),
         current_stage="discover",
-        next_action="discover",
         route=route,
         autonomy_policy=autonomy_policy,
         max_goal_steps=max_goal_steps,
@@ -166,7 +183,7 @@ class Update:
     strategy_change: str | None = None
     next_action: str | None = None
     current_task: str | None = None
-    discovery: str | None = None
+    discovery: Discovery | None = None
     blockers: tuple[str, ...] = ()
     residual_risks: tuple[str, ...] = ()
 
@@ -179,8 +196,12 @@ def apply(checkpoint: Checkpoint, update: Update, *, now: str) -> Checkpoint:
             verify-failed without a new strategy, ship-ready with open items.
         BudgetExhausted: a verify-failed with no fix iteration left.
     """
-    if not update.stage.strip():
-        raise ContractError("--stage: expected a stage name such as iteration-2 or verify-failed")
+    if not _STAGE.fullmatch(update.stage) or update.stage == "loop-start":
+        raise ContractError(
+            f"--stage {update.stage!r}: not a checkpoint stage",
+            hint="discovery-complete, plan-complete, iteration-N, verify-failed or ship-ready "
+            "(loop-start is forge loop start's)",
+        )
     rubric = list(checkpoint.rubric)
     ids = [item.id for item in rubric]
     for item_id, status, evidence in update.rubric:
@@ -194,7 +215,8 @@ def apply(checkpoint: Checkpoint, update: Update, *, now: str) -> Checkpoint:
                 hint=f"a status is one of {', '.join(STATUSES)}",
             )
         index = ids.index(item_id)
-        rubric[index] = attrs.evolve(rubric[index], status=status, evidence=evidence)
+        kept = evidence if evidence is not None else rubric[index].evidence
+        rubric[index] = attrs.evolve(rubric[index], status=status, evidence=kept)
     current = checkpoint.current_stage
     if update.current_stage is not None and update.current_stage != current:
         if update.current_stage not in STAGES:
@@ -239,14 +261,25 @@ def apply(checkpoint: Checkpoint, update: Update, *, now: str) -> Checkpoint:
         budget = attrs.evolve(budget, used_fix_iterations=budget.used_fix_iterations + 1)
         if budget.remaining_fix_iterations == 0:
             stop_condition = "budget_exhausted"
-    if update.stage == "ship-ready":
+    if update.stage == "verify-failed" and current not in ("verify", "iterate"):
+        raise ContractError(
+            f"verify-failed while the current stage is {current}: verify first",
+            hint="--current-stage verify, then a failed verify is verify-failed",
+        )
+    if update.stage == "ship-ready" or current == "ship":
         open_items = [item.id for item in rubric if item.status not in ("pass", "out-of-scope")]
         if open_items:
             raise ContractError(
-                "ship-ready needs every rubric item pass or out-of-scope; not yet: "
+                "shipping needs every rubric item pass or out-of-scope; not yet: "
                 + ", ".join(open_items),
             )
-        stop_condition = "pass"
+        if update.stage == "ship-ready":
+            if current not in ("verify", "ship"):
+                raise ContractError(
+                    f"ship-ready from the {current} stage: verify first",
+                    hint="ship follows a passing verify",
+                )
+            stop_condition, current = "pass", "ship"
     return attrs.evolve(
         checkpoint,
         stage=update.stage,
@@ -255,9 +288,10 @@ def apply(checkpoint: Checkpoint, update: Update, *, now: str) -> Checkpoint:
         budget=budget,
         last_failure=update.failure if update.failure is not None else checkpoint.last_failure,
         strategy_change=update.strategy_change or checkpoint.strategy_change,
-        # Moving to a stage makes it the next action unless one is given.
         next_action=update.next_action
-        or (current if current != checkpoint.current_stage else checkpoint.next_action),
+        or ("ship" if current == "ship" else None)
+        or ("iterate" if update.stage == "verify-failed" else None)
+        or checkpoint.next_action,
         current_task=update.current_task or checkpoint.current_task,
         discovery=update.discovery or checkpoint.discovery,
         blockers=(*checkpoint.blockers, *update.blockers),

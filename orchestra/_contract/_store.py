@@ -98,8 +98,11 @@ def add_trace(plan: Path, line: str) -> str | None:
         text = plan.read_text(encoding="utf-8")
     except FileNotFoundError:
         return f"plan file {plan} not found: no Loop Trace line written"
+    except UnicodeDecodeError:
+        return f"plan file {plan} is not UTF-8 text: no Loop Trace line written"
     except OSError as exc:
         return f"plan file {plan} unreadable ({exc.strerror or exc}): no Loop Trace line written"
+    line = " ".join(line.split())  # one line, whatever newlines a goal or a stage carried
     lines = text.splitlines()
     try:
         start = next(i for i, existing in enumerate(lines) if existing.strip() == TRACE_HEADING)
