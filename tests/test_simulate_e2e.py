@@ -82,3 +82,36 @@ def test_simulate_a_change_without_recorded_signals(repo: Repo) -> None:
     assert "nothing to replay" in done.out
     bad = repo.forge("policy", "simulate", "--change", "x", "--set", "stagnation.window=0")
     assert bad.code == 2
+
+
+def test_a_probe_with_progress_closes_and_the_simulator_agrees(repo: Repo) -> None:
+    script = repo.root.parent / "recover.json"
+    steps: list[dict[str, Any]] = [
+        {"print": "thinking\n"},
+        {"print": "thinking\n"},
+        {"print": "thinking\n"},
+        {"print": "fixed it\n", "write": {"a.py": "1"}},
+        {"print": "FORGE_DONE\n"},
+    ]
+    script.write_text(json.dumps({"steps": steps}))
+    cmd = shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "spin"\ncmd = {json.dumps(cmd)}\nmax_iterations = 6\n'
+        '[loop.breaker]\ncooldown = "0.1s"\n',
+    )
+    live = repo.forge("supervise")
+    assert live.code == 0, live.out  # tripped, probed with progress, closed, then done
+    kinds = [
+        json.loads(line)["event"]
+        for line in (repo.change_dir("spin") / "timeline.jsonl").read_text().splitlines()
+        if '"breaker.' in line
+    ]
+    assert kinds == ["breaker.opened", "breaker.half_open", "breaker.closed"]
+    replay = json.loads(repo.forge("policy", "simulate", "--change", "spin", "--json").out)
+    trips = [
+        (row["iteration"], row["would_trip"]) for row in replay["iterations"] if row["would_trip"]
+    ]
+    assert trips == [(3, "stagnation: no-progress (3)")]  # the probe and the done are not trips
+    assert replay["first_trip"] == replay["live_first_trip"]

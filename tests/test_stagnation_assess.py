@@ -44,8 +44,12 @@ def idle(**signals: Any) -> Signals:
 
 
 def revert(**signals: Any) -> Signals:
-    """A whitespace-only change that reverts a file: progress, but scores 0 - 1 = -1."""
-    return Signals(files_modified=1, meaningful_files=0, reverts=1, **signals)
+    """Two files put back as they were, one meaningfully (scores +1 - 2 = -1 by default).
+
+    A revert is a real change of content, so it is not "no progress": only
+    its score tells that the loop is going backwards.
+    """
+    return Signals(files_modified=2, meaningful_files=1, reverts=2, **signals)
 
 
 def judge(history: Sequence[Signals], policy: StagnationPolicy = DEFAULT) -> Assessment:
@@ -344,10 +348,10 @@ def test_a_completed_task_is_progress_without_files() -> None:
     assert judge([idle(tasks_completed=1)] * 3).detector is None
 
 
-def test_a_whitespace_only_change_is_a_modified_file() -> None:
-    # files_modified=1, meaningful_files=0: 0 each; the window sums to 0, not negative
+def test_a_whitespace_only_change_is_no_progress() -> None:
+    # files_modified=1, meaningful_files=0: the seed's "zero meaningful changes"
     assessment = judge([Signals(files_modified=1)] * 3)
-    assert (assessment.detector, assessment.window_score) == (None, 0)
+    assert (assessment.detector, assessment.window_score) == ("no-progress", 0)
 
 
 # --- permission denials ---------------------------------------------------------------------

@@ -204,3 +204,28 @@ async def test_configured_tasks_files_and_test_globs(repo: Repo) -> None:
     signals = await agent.step(write={"PLAN.md": "- [x] one\n", "spec/cart_spec.rb": "it"})
     assert signals.tasks_completed == 1
     assert signals.test_files_modified == 1
+
+
+async def test_a_loop_in_a_subfolder_of_a_repository(repo: Repo) -> None:
+    repo.write("service/app.py", "A = 1\n")
+    repo.write("other/x.py", "X = 1\n")
+    repo.commit("two folders")
+    agent = Agent(repo.root / "service")
+    signals = await agent.step(write={"app.py": "A = 2\n", "new.py": "N = 1\n"})
+    assert signals.files_modified == 2  # paths from the folder, not the top of the repository
+    assert signals.meaningful_files == 2
+    repo.write("other/x.py", "X = 2\n")  # outside the loop's folder: not its work
+    quiet = await agent.step(print="")
+    assert quiet.files_modified == 0
+
+
+async def test_a_huge_file_is_judged_by_size_and_time_not_read(agent: Agent) -> None:
+    big = agent.root / "blob.bin"
+
+    def grow() -> None:
+        with big.open("wb") as handle:
+            handle.truncate(200 * 1024 * 1024)  # sparse: no disk, no memory
+
+    signals = await agent.step(during=grow, print="")
+    assert signals.files_modified == 1  # it appeared during the iteration
+    assert agent.probe.snapshot().files["blob.bin"].exact.startswith("large:")

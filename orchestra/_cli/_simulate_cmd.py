@@ -8,7 +8,7 @@ from typing import Any
 
 from .._errors import EXIT_OK, UsageError
 from .._policy import Layer, Policy, load_policy, merge_layers, policy_as_dict, structure_policy
-from .._stagnation import assess, recorded_iterations
+from .._stagnation import Signals, assess, recorded_iterations
 from .._state import ChangePaths, read_timeline
 from .._supervise import resolve_loops
 from ._common import policy_from, project_from, set_layer
@@ -21,6 +21,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = ChangePaths(project.root, args.change)
     settings = [set_layer(text) for text in args.set or []]
+    loaded = policy_from(project)
+    loops = resolve_loops(loaded, project.root)
+    loop = next((setup for setup in loops if setup.change == paths.name), None)
+    if loop is not None:
+        paths = ChangePaths(loop.root, paths.name)  # a loop in another repository keeps it there
     if args.policy:
         file = Path(args.policy).resolve()
         if not file.is_file():
@@ -28,9 +33,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
         policy = load_policy(file, root=project.root, flags=settings).policy
         described = str(args.policy)
     else:
-        loaded = policy_from(project)
-        loops = resolve_loops(loaded, project.root)
-        loop = next((setup for setup in loops if setup.change == paths.name), None)
         policy = _with_settings(loop.policy if loop else loaded.policy, settings)
         if loop is not None:
             described = f"the loop's own ({loop.source})"
@@ -44,11 +46,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.note(problem)
     recorded = recorded_iterations(timeline.events)
     rows = []
-    history = []
+    history: list[Signals] = []
     for item in recorded:
         history.append(item.signals)
         found = assess(history, policy.stagnation)
         live = item.trip if item.trip and item.trip.startswith("stagnation:") else None
+        # As live: a finished iteration is not judged, and each opening starts afresh.
+        would = None if item.finished else found.reason
+        if would or item.opened_by_other_means:
+            history = []
         rows.append(
             {
                 "iteration": item.iteration,
@@ -56,7 +62,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "score": found.score,
                 "window_score": found.window_score,
                 "risk": found.risk,
-                "would_trip": found.reason,
+                "would_trip": would,
                 "evidence": found.evidence,
                 "live_trip": live,
             }
@@ -97,6 +103,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         verdict = "the same" if same else "different"
         live_text = f"iteration {live_first['iteration']} — {live_first['live_trip']}"
         out.line(f"live run:   {live_text} ({verdict})")
+    else:
+        out.line("live run:   no stagnation trip recorded")
     return EXIT_OK
 
 

@@ -99,7 +99,8 @@ def _streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int
 
 
 def _no_progress(signals: Signals) -> bool:
-    return signals.files_modified == 0 and signals.tasks_completed == 0
+    """The seed's "zero meaningful changes": whitespace edits are not progress."""
+    return signals.meaningful_files == 0 and signals.tasks_completed == 0
 
 
 _Found = tuple[str, dict[str, object]] | None
@@ -184,13 +185,19 @@ _DETECTORS = (
 
 def _risk(history: Sequence[Signals], scores: list[int], p: StagnationPolicy) -> str:
     """High when a detector is one iteration away; medium when the trend is flat or worse."""
+
+    def close_to(streak: int, threshold: int) -> bool:
+        return streak > 0 and streak >= threshold - 1
+
+    last_error = history[-1].error_fingerprint
     near = (
-        _streak(history, _no_progress) >= p.no_progress - 1
-        or _streak(history, lambda s: s.permission_denials > 0) >= p.permission_denials - 1
+        close_to(_streak(history, _no_progress), p.no_progress)
+        or close_to(_streak(history, lambda s: s.permission_denials > 0), p.permission_denials)
         or (
-            history[-1].error_fingerprint is not None
-            and _streak(history, lambda s: s.error_fingerprint == history[-1].error_fingerprint)
-            >= p.identical_errors - 1
+            last_error is not None
+            and close_to(
+                _streak(history, lambda s: s.error_fingerprint == last_error), p.identical_errors
+            )
         )
     )
     if near:

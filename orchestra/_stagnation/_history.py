@@ -20,6 +20,18 @@ class RecordedIteration:
     iteration: int
     signals: Signals
     trip: str | None
+    circuit: str | None = None
+    verify: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Done with its verify passing: a clean ending, never judged."""
+        return self.signals.done and self.verify in (None, "PASS")
+
+    @property
+    def opened_by_other_means(self) -> bool:
+        """The live circuit opened here for a reason other than stagnation."""
+        return self.circuit == "open" and not (self.trip or "").startswith("stagnation:")
 
 
 def recorded_iterations(events: Iterable[Mapping[str, Any]]) -> list[RecordedIteration]:
@@ -46,6 +58,12 @@ def recorded_iterations(events: Iterable[Mapping[str, Any]]) -> list[RecordedIte
                     iteration=number if isinstance(number, int) else len(found) + 1,
                     signals=signals,
                     trip=trip if isinstance(trip, str) else None,
+                    circuit=_text(event.get("circuit")),
+                    verify=_text(event.get("verify")),
                 )
             )
     return found
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -54,6 +54,9 @@ class WorkspaceProbe:
         self._workdir = workdir
         self._policy = policy
         self._git = _git(workdir, "rev-parse", "--is-inside-work-tree") is not None
+        prefix = _git(workdir, "rev-parse", "--show-prefix") if self._git else None
+        # git reports paths from the repository's top; the loop may work in a subfolder.
+        self._prefix = (prefix or b"").decode(errors="replace").strip()
         self._seen: dict[str, set[str]] = {}  # path -> exact hashes at earlier boundaries
         self._tests = _read_junit(workdir / policy.junit_xml)
         self._junit_stamp = _stamp(workdir / policy.junit_xml)
@@ -67,20 +70,29 @@ class WorkspaceProbe:
             self._seen.setdefault(path, set()).add(state.exact)
         return snapshot
 
+    def take(self) -> Snapshot:
+        """The workspace now, without counting it as seen (the end of an iteration)."""
+        return self._take()
+
     def _take(self) -> Snapshot:
         if self._git:
             head = _head(self._workdir)
-            files = {path: self._state(path) for path in _dirty(self._workdir)}
+            files = {path: self._state(path) for path in _dirty(self._workdir, self._prefix)}
         else:
             head = None
             files = {path: self._state(path) for path in _all_files(self._workdir)}
         return Snapshot(head, files, self._tasks_checked(), self._git)
 
     def measure(
-        self, before: Snapshot, outcome: IterationOutcome, verify: VerifyReport | None
+        self,
+        before: Snapshot,
+        outcome: IterationOutcome,
+        verify: VerifyReport | None,
+        *,
+        after: Snapshot | None = None,
     ) -> Signals:
-        """The iteration's signals: what changed since ``before``, and what it reported."""
-        after = self._take()
+        """The iteration's signals: what changed from ``before`` to ``after`` (default: now)."""
+        after = after if after is not None else self._take()
         changed = self._changed(before, after)
         reverts = 0
         for path, (old, new) in changed.items():
@@ -121,10 +133,14 @@ class WorkspaceProbe:
     def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:
         candidates = set(before.files) | set(after.files)
         if self._git and before.head != after.head and before.head and after.head:
-            candidates |= set(_committed(self._workdir, before.head, after.head))
+            candidates |= set(_committed(self._workdir, before.head, after.head))  # --relative
         changed = {}
         clean_before = [p for p in candidates if p not in before.files]
-        at_head = _blob_states(self._workdir, before.head, clean_before) if self._git else {}
+        at_head = (
+            _blob_states(self._workdir, before.head, clean_before, self._prefix)
+            if self._git
+            else {}
+        )
         for path in candidates:
             old = before.files.get(path) or at_head.get(path) or FileState(_DELETED, _DELETED)
             new = after.files.get(path) or self._state(path)
@@ -133,8 +149,14 @@ class WorkspaceProbe:
         return changed
 
     def _state(self, path: str) -> FileState:
+        full = self._workdir / path
         try:
-            data = (self._workdir / path).read_bytes()
+            info = full.stat()
+            if info.st_size > _MAX_HASHED_BYTES:
+                # Too big to read each iteration: its size and mtime stand for it.
+                marker = f"large:{info.st_size}:{info.st_mtime_ns}"
+                return FileState(marker, marker)
+            data = full.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return FileState(_DELETED, _DELETED)
         except OSError:
@@ -198,29 +220,36 @@ def _head(root: Path) -> str | None:
     return out.decode().strip() if out else None
 
 
-def _dirty(root: Path) -> list[str]:
-    """Paths that differ from HEAD: modified, added, deleted, untracked and not ignored."""
-    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+def _dirty(root: Path, prefix: str) -> list[str]:
+    """Paths under ``root`` that differ from HEAD: modified, added, deleted, untracked."""
+    out = _git(
+        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", "."
+    )
     paths = []
     for entry in (out or b"").split(b"\0"):
         if len(entry) > 3:
-            path = os.fsdecode(entry[3:])
+            path = os.fsdecode(entry[3:])  # relative to the top of the repository
+            if prefix and not path.startswith(prefix):
+                continue
+            path = path[len(prefix) :]
             if not _ignored(path):
                 paths.append(path)
     return paths
 
 
 def _committed(root: Path, old: str, new: str) -> list[str]:
-    out = _git(root, "diff", "--name-only", "-z", "--no-renames", old, new)
+    out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", old, new)
     return [p for p in (os.fsdecode(x) for x in (out or b"").split(b"\0") if x) if not _ignored(p)]
 
 
-def _blob_states(root: Path, head: str | None, paths: Iterable[str]) -> dict[str, FileState]:
+def _blob_states(
+    root: Path, head: str | None, paths: Iterable[str], prefix: str
+) -> dict[str, FileState]:
     """The states of ``paths`` as committed in ``head`` (absent: not in that commit)."""
     wanted = list(paths)
     if head is None or not wanted:
         return {}
-    request = "".join(f"{head}:{path}\n" for path in wanted).encode()
+    request = "".join(f"{head}:{prefix}{path}\n" for path in wanted).encode()
     out = _git(root, "cat-file", "--batch", stdin=request)
     states: dict[str, FileState] = {}
     position = 0

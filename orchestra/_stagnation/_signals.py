@@ -15,7 +15,8 @@ _ERROR_NOISE = [
         re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
         "<ts>",
     ),
-    (re.compile(r"(?:/[^\s/:'\"()]+)+"), "<path>"),  # absolute paths
+    # Absolute paths only: a "/" at the start or after a space, quote or bracket.
+    (re.compile(r"(?<![^\s'\"(\[=])(?:/[^\s/:'\"()]+)+"), "<path>"),
     (re.compile(r"\b[A-Za-z]:\\[^\s:'\"]+"), "<path>"),  # Windows paths
     (re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), "<uuid>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),

@@ -167,8 +167,12 @@ class _Loop:
                 self._say("iteration", f"{number}/{self.plan.max_iterations}: provider limit")
                 await self._record_async(last, await check_gates(self._gates_after()))
                 continue
+            # The agent's work is what changed before the verify ran: files the
+            # verify writes (reports, caches) are not the agent's progress.
+            after = await trio.to_thread.run_sync(self._probe().take)
             verify = await self._verify()
-            signals = await trio.to_thread.run_sync(self._probe().measure, before, last, verify)
+            measure = partial(self._probe().measure, before, last, verify, after=after)
+            signals = await trio.to_thread.run_sync(measure)
             self.history.append(signals)
             stagnation = assess(self.history, self.supervision.policy.stagnation)
             self.progress.score = stagnation.score
@@ -179,9 +183,13 @@ class _Loop:
             ending_text = last.failure or ("done" if last.done else "exit 0")
             verdict = f", verify {verify.verdict}" if verify else ""
             self._say("iteration", f"{number}/{self.plan.max_iterations}: {ending_text}{verdict}")
-            ending = self._update_circuit(trip, last, verify, probe)
+            ending = self._update_circuit(trip, last, verify, probe, stagnation)
             readings = await check_gates(self._gates_after())
             self._record_iteration(last, readings, verify, trip, signals, stagnation)
+            if self.circuit.state == OPEN:
+                # A fresh start after each opening: the probe is judged on its own
+                # progress, not on the window that tripped the circuit.
+                self.history.clear()
             if ending is not None:
                 return attrs.evolve(ending, iterations=number, last=last)
             if finished:
@@ -314,16 +322,19 @@ class _Loop:
         last: IterationOutcome,
         verify: VerifyReport | None,
         probe: bool,
+        stagnation: Assessment,
     ) -> RunSummary | None:
         """Apply the iteration's verdict to the circuit; a summary when the loop must stop."""
         now = self.supervision.wall_clock()
         policy = self.supervision.policy.breaker
         if probe:
+            # The seed: a probe succeeds with a positive progress score.
             progressed = (
                 trip is None
                 and not last.failed
                 and not last.observation.is_error
                 and (verify is None or verify.passed)
+                and (stagnation.score > 0 or last.done)
             )
             if progressed:
                 self.circuit = circuit_rules.close(self.circuit)
