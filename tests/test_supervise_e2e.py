@@ -270,3 +270,23 @@ def test_a_typo_in_a_loop_table_is_refused_not_ignored(repo: Repo) -> None:
     assert "forge.toml: loop[1].verify.max_failurs: unknown key in [verify]" in done.err
     assert "did you mean 'max_failures'?" in done.err
     assert not (repo.root / ".forge").exists()  # nothing ran
+
+
+def test_one_change_name_in_two_repositories(repo: Repo, tmp_path: Path) -> None:
+    for name in ("svc-a", "svc-b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    done_cmd = agent(tmp_path, "same", {"print": "FORGE_DONE\n"})
+    fail_cmd = agent(tmp_path, "other", {"exit": 3})
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n'
+        f'[[loop]]\nchange = "harden"\ndir = "../svc-a"\ncmd = {json.dumps(done_cmd)}\n'
+        f'[[loop]]\nchange = "harden"\ndir = "../svc-b"\ncmd = {json.dumps(fail_cmd)}\n'
+        "max_iterations = 1\n",
+    )
+    done = repo.forge("supervise", "--json")
+    assert done.code == 1  # one of the two did not end done
+    loops = json.loads(done.out)["loops"]
+    assert sorted(loop["reason"] for loop in loops) == ["done", "iterations-exhausted"]

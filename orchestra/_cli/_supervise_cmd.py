@@ -179,7 +179,7 @@ def _summary(
 ) -> dict[str, Any]:
     loops = []
     for loop in runs:
-        result = results.get(loop.setup.change)
+        result = results.get(loop.key)
         progress = loop.progress
         loops.append(
             {
@@ -211,7 +211,7 @@ def _print_table(runs: list[LoopRun], results: dict[str, RunSummary], out: Outpu
     out.line()
     width = max(len(r.setup.change) for r in runs)
     for loop in runs:
-        result = results.get(loop.setup.change)
+        result = results.get(loop.key)
         reason = result.reason if result else "not started"
         iterations = result.iterations if result else loop.progress.iteration
         detail = f" — {result.detail}" if result and result.detail else ""

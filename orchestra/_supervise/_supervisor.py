@@ -29,6 +29,11 @@ class LoopRun:
     plan: LoopPlan
     progress: LoopProgress
 
+    @property
+    def key(self) -> str:
+        """Unique per loop: two repositories may each have a change of one name."""
+        return self.setup.source
+
 
 def prepare(setups: Sequence[LoopSetup], run_id: str) -> list[LoopRun]:
     """A plan and a progress record for every loop (worktrees are made when each starts).
@@ -95,7 +100,7 @@ async def supervise(
 
     async def one(run: LoopRun, slot: object) -> None:
         try:
-            key = run.setup.change
+            key = run.key
             try:
                 plan = await _with_worktree(run, worktree_lock)
                 supervision = Supervision(run.setup.policy, limiter, wall_clock)
@@ -108,7 +113,7 @@ async def supervise(
                     reason=EXECUTOR_FAILED, iterations=run.progress.iteration, detail=exc.message
                 )
                 run.progress.finish(EXECUTOR_FAILED)
-                on_event("loop", key, f"cannot run: {exc.message}")
+                on_event("loop", run.setup.change, f"cannot run: {exc.message}")
         finally:
             slots.release_on_behalf_of(slot)
 
@@ -137,6 +142,6 @@ def interrupted_results(
     merged = dict(results)
     for run in runs:
         merged.setdefault(
-            run.setup.change, RunSummary(reason=INTERRUPTED, iterations=run.progress.iteration)
+            run.key, RunSummary(reason=INTERRUPTED, iterations=run.progress.iteration)
         )
     return merged
