@@ -8,7 +8,7 @@ from typing import Any
 
 from cattrs.errors import BaseValidationError
 
-from .._errors import CorruptStateError, StateError
+from .._errors import CorruptStateError
 from .._state import (
     STATE_CONVERTER,
     ChangePaths,
@@ -16,6 +16,7 @@ from .._state import (
     atomic_write,
     exclusive_lock,
     move_aside,
+    read_state_bytes,
 )
 from ._model import Checkpoint
 
@@ -50,12 +51,9 @@ def load_checkpoint(paths: ChangePaths) -> Checkpoint | None:
         CorruptStateError: the file did not parse; it was moved aside.
     """
     path = checkpoint_path(paths)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_state_bytes(path)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         data = json.loads(raw)
         if not isinstance(data, dict):

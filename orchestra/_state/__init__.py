@@ -7,6 +7,7 @@ from ._change import list_changes as list_changes
 from ._files import atomic_write as atomic_write
 from ._files import exclusive_lock as exclusive_lock
 from ._files import move_aside as move_aside
+from ._files import read_state_bytes as read_state_bytes
 from ._files import utc_now_iso as utc_now_iso
 from ._guarded import load_or_block as load_or_block
 from ._timeline import TimelineRead as TimelineRead

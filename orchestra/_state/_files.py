@@ -82,6 +82,20 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def read_state_bytes(path: Path) -> bytes | None:
+    """A state file's bytes, or None when it does not exist (yet).
+
+    Raises:
+        StateError: when it exists but cannot be read.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def move_aside(path: Path) -> Path:
     """Rename a corrupt file to ``<name>.corrupt-<UTC timestamp>`` and return the new path.
 

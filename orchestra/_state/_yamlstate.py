@@ -10,8 +10,8 @@ from cattrs.errors import BaseValidationError
 from cattrs.preconf.pyyaml import make_converter
 
 from .._convert import make_strict
-from .._errors import CorruptStateError, StateError
-from ._files import atomic_write, move_aside
+from .._errors import CorruptStateError
+from ._files import atomic_write, move_aside, read_state_bytes
 
 # Unknown keys are tolerated (a newer forge may have written them); known keys
 # must have exactly their type, and a required key that is missing is corruption.
@@ -34,12 +34,9 @@ def load_state(path: Path, cls: type[_T]) -> _T | None:
             been renamed to ``<name>.corrupt-<timestamp>`` for a human to inspect.
         StateError: the file exists but cannot be read at all.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_state_bytes(path)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         data: Any = yaml.load(raw.decode("utf-8"), Loader=_LOADER)  # a safe loader, libyaml
         if not isinstance(data, dict):
