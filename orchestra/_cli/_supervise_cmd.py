@@ -24,6 +24,7 @@ from .._supervise import (
     resolve_loops,
     supervise,
 )
+from .._supervise._engine import EventSink
 from .._supervise._trips import registered
 from .._workspace import Project
 from ._common import policy_from, project_from
@@ -65,11 +66,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
 
     policy = loaded.policy
-    waits = {"count": 0}
+    waits: list[LimiterStatistics] = []  # one entry per time a loop had to wait
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind == "wait":
-            waits["count"] += 1
+            waits.append(stats)
         if kind in ("warn", "wait", "pause"):
             events("limiter", "limiter", f"{kind}: {limiter_line(stats, time.time())}")
 
@@ -116,7 +117,7 @@ async def _main(
     runs: list[LoopRun],
     limiter: RateLimiter | None,
     max_parallel: int | None,
-    events: Any,
+    events: EventSink,
     results: dict[str, RunSummary],
     dashboard: Dashboard | None,
     final: list[LimiterStatistics],
@@ -174,7 +175,7 @@ def _summary(
     started: float,
     interrupted: bool,
     code: int,
-    waits: dict[str, int],
+    waits: list[LimiterStatistics],
     stats: LimiterStatistics | None,
 ) -> dict[str, Any]:
     loops = []
@@ -203,7 +204,7 @@ def _summary(
         "interrupted": interrupted,
         "exit_code": code,
         "loops": loops,
-        "limiter": None if stats is None else {**attrs.asdict(stats), "waits": waits["count"]},
+        "limiter": None if stats is None else {**attrs.asdict(stats), "waits": len(waits)},
     }
 
 

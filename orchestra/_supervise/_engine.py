@@ -21,7 +21,7 @@ from .. import _circuit as circuit_rules
 from .._circuit import CLOSED, HALF_OPEN, OPEN, CircuitState
 from .._errors import StateError
 from .._executor import IterationOutcome, run_iteration
-from .._gates import Gate, GateReading, first_stop
+from .._gates import VERIFY_GATE, Gate, GateReading, first_stop
 from .._loop import (
     CIRCUIT_OPEN,
     DONE,
@@ -146,7 +146,7 @@ class _Loop:
             if (stop := await self._wait_for_circuit()) is not None:
                 return attrs.evolve(stop, iterations=number - 1, last=last)
             probe = self.circuit.state == HALF_OPEN
-            readings = await check_gates(self._gates_before(probe))
+            readings = await check_gates(self._gates())
             if (gate := first_stop(readings)) is not None:
                 return gate_summary(gate, number - 1, last, None)
             if self.supervision.limiter is not None:
@@ -165,7 +165,7 @@ class _Loop:
                 # The provider refused: not this loop's failure. Nothing is judged;
                 # every loop waits for the reset (the limiter is paused).
                 self._say("iteration", f"{number}/{self.plan.max_iterations}: provider limit")
-                await self._record_async(last, await check_gates(self._gates_after()))
+                await self._record_async(last, await check_gates(self._gates()))
                 continue
             # The agent's work is what changed before the verify ran: files the
             # verify writes (reports, caches) are not the agent's progress.
@@ -184,7 +184,7 @@ class _Loop:
             verdict = f", verify {verify.verdict}" if verify else ""
             self._say("iteration", f"{number}/{self.plan.max_iterations}: {ending_text}{verdict}")
             ending = self._update_circuit(trip, last, verify, probe, stagnation)
-            readings = await check_gates(self._gates_after())
+            readings = await check_gates(self._gates())
             self._record_iteration(last, readings, verify, trip, signals, stagnation)
             if self.circuit.state == OPEN:
                 # A fresh start after each opening: the probe is judged on its own
@@ -223,10 +223,6 @@ class _Loop:
         self._transition("breaker.half_open", "the cooldown has elapsed")
         return None
 
-    def _gates_before(self, probe: bool) -> list[Gate]:
-        # The verify breaker is judged as a trip condition here, not as a gate.
-        return self._gates_after()
-
     async def _verify_breaker_open(self) -> bool:
         if not self.supervision.policy.verify.command.strip():
             return False
@@ -248,8 +244,9 @@ class _Loop:
                 f"{verify.last_verdict} {verify.consecutive_failures}/{threshold}"
             )
 
-    def _gates_after(self) -> list[Gate]:
-        return [gate for gate in self.gates if gate.name != "verify circuit-breaker"]
+    def _gates(self) -> list[Gate]:
+        # In a supervised loop the verify breaker is a trip condition, not a gate.
+        return [gate for gate in self.gates if gate.name != VERIFY_GATE]
 
     async def _iterate(self, number: int) -> IterationOutcome:
         self.progress.iteration = number
