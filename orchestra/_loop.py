@@ -21,6 +21,8 @@ import trio
 from ._errors import ForgeError, StateError
 from ._executor import Executor, IterationContext, IterationOutcome, run_iteration
 from ._gates import Gate, GateReading, first_stop
+from ._policy import Policy
+from ._protect._check import INTEGRITY, IntegrityCheck, IntegrityReport, integrity_check
 from ._spend import SpendTotals, add_spend
 from ._state import ChangePaths, append_event, exclusive_lock
 
@@ -48,6 +50,7 @@ class LoopPlan:
     workdir: Path
     prompt: str = ""
     run_id: str = attrs.field(factory=lambda: new_run_id())
+    integrity: IntegrityCheck | None = None
 
     def context(self, number: int) -> IterationContext:
         run_dir = self.paths.runs / self.run_id
@@ -139,6 +142,8 @@ async def run_loop(
         record_stop(plan, RunSummary(reason=INTERRUPTED, iterations=progress.iterations))
         raise
     record_stop(plan, summary)
+    if plan.integrity is not None:
+        await _in_thread(plan.integrity.finish)
     return summary
 
 
@@ -159,13 +164,7 @@ async def _iterate(
             "iteration.started",
             {"run_id": plan.run_id, "iteration": number},
         )
-        last = await run_iteration(
-            plan.executor,
-            plan.context(number),
-            time_limit=plan.time_limit,
-            grace=plan.grace,
-            done_marker=plan.done_marker,
-        )
+        last, integrity = await guarded_iteration(plan, number)
         progress.iterations = number
         spent = await _in_thread(
             add_spend,
@@ -177,11 +176,20 @@ async def _iterate(
         spend = spent.totals
         progress.spend = spend
         readings = await check_gates(gates)
-        await _in_thread(
-            record_event, plan.paths, "iteration.finished", iteration_event(plan, last, readings)
-        )
+        fields = iteration_event(plan, last, readings)
+        fields["integrity"] = integrity.as_record() if integrity is not None else None
+        await _in_thread(record_event, plan.paths, "iteration.finished", fields)
         if on_iteration is not None:
             on_iteration(last, readings)
+        if integrity is not None and integrity.harmed:
+            return RunSummary(
+                reason=GATE_OPEN,
+                iterations=number,
+                gate=INTEGRITY,
+                detail=integrity.detail(),
+                last=last,
+                spend=spend,
+            )
         if last.failed:
             return RunSummary(
                 reason=EXECUTOR_FAILED,
@@ -204,6 +212,56 @@ async def _iterate(
         last=last,
         spend=progress.spend,
     )
+
+
+def loop_integrity(policy: Policy, plan: LoopPlan) -> IntegrityCheck:
+    """The integrity check of a plan's working tree and of its change's own state."""
+    paths = plan.paths
+    return integrity_check(
+        policy, workdir=plan.workdir, root=paths.root, change=paths.name, state_folder=paths.folder
+    )
+
+
+async def guarded_iteration(
+    plan: LoopPlan, number: int
+) -> tuple[IterationOutcome, IntegrityReport | None]:
+    """Run one iteration between an integrity manifest and its check.
+
+    Harmed protected paths are restored and recorded (``protect.violation``)
+    before anything else happens, an interrupted iteration included.
+    """
+    iteration = partial(
+        run_iteration,
+        plan.executor,
+        plan.context(number),
+        time_limit=plan.time_limit,
+        grace=plan.grace,
+        done_marker=plan.done_marker,
+    )
+    check = plan.integrity
+    if check is None:
+        return await iteration(), None
+    await _in_thread(check.arm)
+    label = f"{plan.run_id}-{number}"
+    try:
+        outcome = await iteration()
+    except BaseException:
+        # Interrupted: the executor tree is stopped; whatever it harmed is put
+        # back before the interruption goes on (synchronously: we are unwinding).
+        _record_integrity(plan, number, check.inspect(label))
+        raise
+    report = await _in_thread(check.inspect, label)
+    await _in_thread(_record_integrity, plan, number, report)
+    return outcome, report
+
+
+def _record_integrity(plan: LoopPlan, number: int, report: IntegrityReport) -> None:
+    if report.harmed:
+        record_event(
+            plan.paths,
+            "protect.violation",
+            {"run_id": plan.run_id, "iteration": number, "harmed": report.as_record()},
+        )
 
 
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

@@ -190,13 +190,16 @@ def test_corrupt_gate_state_is_a_gate_error(repo: Repo) -> None:
     assert run(repo, "--change", "c", "--cmd", cmd, "--yes").code == 0
 
 
-def test_gate_state_corrupted_mid_run_stops_with_gate_error(repo: Repo) -> None:
+def test_an_agent_rewriting_forges_own_state_is_stopped_and_undone(repo: Repo) -> None:
     spend = repo.change_dir("c") / "spend.yaml"
     cmd = agent(repo, {"print": "one\n"}, {"write": {str(spend): "tokens: [broken"}})
     done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "1000000000")
     assert done.code == 1
-    assert "run: STOPPED after 2 iteration(s) — gate-error" in done.lines
-    assert "  gate:   spend budget" in done.lines
+    assert "run: STOPPED after 2 iteration(s) — gate-open" in done.lines
+    assert "  gate:   integrity" in done.lines
+    detail = next(line for line in done.lines if line.startswith("  detail: "))
+    assert ".forge/changes/c/spend.yaml modified (protected: frozen) — restored" in detail
+    assert "tokens: [broken" not in spend.read_text()
 
 
 def test_executor_failure_shows_exit_code_and_last_lines(repo: Repo) -> None:

@@ -22,7 +22,7 @@ from .._gates import (
     SecscanGate,
     VerifyBreakerGate,
 )
-from .._loop import DONE, LoopPlan, RunProgress, RunSummary, run_loop
+from .._loop import DONE, LoopPlan, RunProgress, RunSummary, loop_integrity, run_loop
 from .._policy import Layer, Policy
 from .._spend import read_spend
 from .._state import ChangePaths
@@ -61,6 +61,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         workdir=project.root,
         prompt=args.prompt if args.prompt is not None else policy.run.prompt,
     )
+    plan = attrs.evolve(plan, integrity=loop_integrity(policy, plan))
     gates: list[Gate] = [
         VerifyBreakerGate(paths),
         BudgetGate(paths, policy.budget),
@@ -147,6 +148,15 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     if not policy.budget.has_ceiling:
         out.line("  budget:   no ceiling configured — the spend budget gate stays closed")
     out.line("  secscan:  no scanner configured — the secscan gate stays closed")
+    out.line(f"  protect:  {protect_summary(policy)}")
+
+
+def protect_summary(policy: Policy) -> str:
+    protect = policy.protect
+    return (
+        f"{len(protect.exist)} exist and {len(protect.frozen)} frozen path(s), checked after "
+        "every iteration; harm is restored and stops the loop"
+    )
 
 
 def _progress_printer(plan: LoopPlan, out: Output) -> Any:

@@ -13,11 +13,14 @@ from ._load import load_policy as load_policy
 from ._load import merge_layers as merge_layers
 from ._load import structure_policy as structure_policy
 from ._model import MAX_ITERATIONS_CEILING as MAX_ITERATIONS_CEILING
+from ._model import SEVERITIES as SEVERITIES
 from ._model import BreakerPolicy as BreakerPolicy
 from ._model import BudgetPolicy as BudgetPolicy
 from ._model import Policy as Policy
+from ._model import ProtectPolicy as ProtectPolicy
 from ._model import RateLimitPolicy as RateLimitPolicy
 from ._model import RunPolicy as RunPolicy
+from ._model import SecscanPolicy as SecscanPolicy
 from ._model import StagnationPolicy as StagnationPolicy
 from ._model import StagnationWeights as StagnationWeights
 from ._model import SupervisePolicy as SupervisePolicy

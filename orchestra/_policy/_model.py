@@ -292,6 +292,69 @@ class StagnationPolicy:
 
 @_table
 @attrs.frozen
+class ProtectPolicy:
+    """``[protect]``: paths an agent must not destroy (seed 003, Phase 5).
+
+    Checked after every iteration against a manifest taken before it; a harmed
+    path is restored and the loop stops. ``forge guard`` refuses commands that
+    would harm one before they run. Forge's own verify, breaker and spend state
+    and the secret-scan waivers are frozen whatever these lists say.
+    """
+
+    exist: tuple[str, ...] = attrs.field(
+        default=(
+            "AGENTS.md",
+            "IMPLEMENTATION_PLAN.md",
+            "specs/",
+            "memory/",
+            "CLAUDE.md",
+            ".claude/",
+        ),
+        validator=relative_paths,
+        metadata=_doc("Must not be deleted; edits allowed (files, directories/, globs)."),
+    )
+    frozen: tuple[str, ...] = attrs.field(
+        default=("forge.toml", "policies/", ".ralphrc", ".ralph/"),
+        validator=relative_paths,
+        metadata=_doc("Must not change at all (files, directories/, globs)."),
+    )
+
+
+SEVERITIES = ("low", "medium", "high", "critical")
+
+
+@_table
+@attrs.frozen
+class SecscanPolicy:
+    """``[secscan]``: the secret scan, and the gate its findings open."""
+
+    enabled: bool = attrs.field(
+        default=True, metadata=_doc("Scan the working tree before and after every iteration.")
+    )
+    rules: str = attrs.field(
+        default="secscan",
+        validator=non_empty,
+        metadata=_doc('The shipped rules by name ("secscan") or a path to your own TOML rules.'),
+    )
+    fail_on: str = attrs.field(
+        default="high",
+        validator=in_choices(SEVERITIES),
+        metadata=_doc("Unwaived findings at or above this severity open the gate."),
+    )
+    waivers: str = attrs.field(
+        default=".forge/secscan-waivers.yaml",
+        validator=non_empty,
+        metadata=_doc("The waivers file (frozen while a loop runs)."),
+    )
+    max_file_bytes: int = attrs.field(
+        default=1_000_000,
+        validator=at_least(1),
+        metadata=_doc("Files larger than this are not scanned."),
+    )
+
+
+@_table
+@attrs.frozen
 class ContractPolicy:
     """``[contract]``: the loop contract an agent keeps (seed 002)."""
 
@@ -339,6 +402,12 @@ class Policy:
     )
     supervise: SupervisePolicy = attrs.field(
         factory=SupervisePolicy, metadata=_doc("forge supervise.")
+    )
+    protect: ProtectPolicy = attrs.field(
+        factory=ProtectPolicy, metadata=_doc("Protected paths: checked after every iteration.")
+    )
+    secscan: SecscanPolicy = attrs.field(
+        factory=SecscanPolicy, metadata=_doc("The secret scan and its gate.")
     )
     contract: ContractPolicy = attrs.field(
         factory=ContractPolicy, metadata=_doc("The loop contract: forge loop start, checkpoint.")

@@ -20,7 +20,7 @@ import trio
 from .. import _circuit as circuit_rules
 from .._circuit import CLOSED, HALF_OPEN, OPEN, CircuitState
 from .._errors import StateError
-from .._executor import IterationOutcome, run_iteration
+from .._executor import IterationOutcome
 from .._gates import VERIFY_GATE, Gate, GateReading, first_stop
 from .._loop import (
     CIRCUIT_OPEN,
@@ -34,11 +34,13 @@ from .._loop import (
     check_gates,
     gate_states,
     gate_summary,
+    guarded_iteration,
     iteration_event,
     record_event,
     record_stop,
 )
 from .._policy import Policy
+from .._protect._check import IntegrityReport
 from .._ratelimit import RateLimiter
 from .._spend import add_spend, read_spend
 from .._stagnation import Assessment, Signals, WorkspaceProbe, assess, recorded_iterations
@@ -104,6 +106,8 @@ async def run_supervised(
         raise
     record_stop(plan, summary)
     save_circuit(plan.paths, attrs.evolve(loop.circuit, finished=summary.reason))
+    if plan.integrity is not None:
+        await trio.to_thread.run_sync(plan.integrity.finish)
     progress.finish(summary.reason)
     return summary
 
@@ -118,6 +122,7 @@ class _Loop:
     circuit: CircuitState = attrs.field(factory=CircuitState)
     history: list[Signals] = attrs.field(factory=list)
     probe: WorkspaceProbe | None = None
+    integrity: IntegrityReport | None = None
 
     async def run(self, circuit: CircuitState) -> RunSummary:
         self.circuit = circuit
@@ -161,7 +166,8 @@ class _Loop:
                     reason=EXECUTOR_FAILED, iterations=number, detail=last.failure, last=last
                 )
             limit = last.observation.rate_limit
-            if limit is not None and limit.status == "rejected":
+            harmed_now = self.integrity is not None and self.integrity.harmed
+            if limit is not None and limit.status == "rejected" and not harmed_now:
                 # The provider refused: not this loop's failure. Nothing is judged;
                 # every loop waits for the reset (the limiter is paused).
                 self._say("iteration", f"{number}/{self.plan.max_iterations}: provider limit")
@@ -177,7 +183,8 @@ class _Loop:
             stagnation = assess(self.history, self.supervision.policy.stagnation)
             self.progress.score = stagnation.score
             self.progress.risk = stagnation.risk
-            finished = last.done and (verify is None or verify.passed)
+            harmed = self.integrity is not None and self.integrity.harmed
+            finished = last.done and (verify is None or verify.passed) and not harmed
             # A finished iteration is the clean ending: nothing left to judge it for.
             trip = None if finished else judge(self._trip_context(last, verify, stagnation))
             ending_text = last.failure or ("done" if last.done else "exit 0")
@@ -257,13 +264,7 @@ class _Loop:
         record_event(
             self.plan.paths, "iteration.started", {"run_id": self.plan.run_id, "iteration": number}
         )
-        outcome = await run_iteration(
-            self.plan.executor,
-            self.plan.context(number),
-            time_limit=self.plan.time_limit,
-            grace=self.plan.grace,
-            done_marker=self.plan.done_marker,
-        )
+        outcome, self.integrity = await guarded_iteration(self.plan, number)
         spend = add_spend(
             self.plan.paths,
             tokens=outcome.tokens,
@@ -311,6 +312,7 @@ class _Loop:
             outcome=last,
             verify=verify,
             stagnation=stagnation,
+            integrity=self.integrity,
         )
 
     def _update_circuit(
@@ -422,6 +424,7 @@ class _Loop:
         fields["window_score"] = stagnation.window_score
         fields["risk"] = stagnation.risk
         fields["circuit"] = self.circuit.state
+        fields["integrity"] = self.integrity.as_record() if self.integrity is not None else None
         record_event(self.plan.paths, "iteration.finished", fields)
 
     def _say(self, kind: str, text: str) -> None:

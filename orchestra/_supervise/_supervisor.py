@@ -12,7 +12,7 @@ import trio
 from .._errors import ConfigError, ForgeError
 from .._executor import Executor, load_executor, shell_command
 from .._gates import BudgetGate, Gate, SecscanGate, VerifyBreakerGate
-from .._loop import EXECUTOR_FAILED, INTERRUPTED, LoopPlan, RunSummary
+from .._loop import EXECUTOR_FAILED, INTERRUPTED, LoopPlan, RunSummary, loop_integrity
 from .._ratelimit import RateLimiter
 from .._state import ChangePaths
 from ._engine import EventSink, Supervision, run_supervised
@@ -103,6 +103,7 @@ async def supervise(
             key = run.key
             try:
                 plan = await _with_worktree(run, worktree_lock)
+                plan = attrs.evolve(plan, integrity=loop_integrity(run.setup.policy, plan))
                 supervision = Supervision(run.setup.policy, limiter, wall_clock)
                 results[key] = await run_supervised(
                     plan, gates_for(run), supervision, progress=run.progress, on_event=on_event

@@ -13,6 +13,7 @@ import attrs
 
 from .._executor import IterationOutcome
 from .._policy import Policy
+from .._protect._check import INTEGRITY, IntegrityReport
 from .._spend import budget_exceeded, read_spend
 from .._stagnation import Assessment
 from .._state import ChangePaths
@@ -28,6 +29,7 @@ class TripContext:
     outcome: IterationOutcome
     verify: VerifyReport | None
     stagnation: Assessment | None = None
+    integrity: IntegrityReport | None = None
 
 
 @attrs.frozen
@@ -68,6 +70,24 @@ def judge(context: TripContext) -> Trip | None:
         if (trip := condition(context)) is not None:
             return trip
     return None
+
+
+@trip_condition(INTEGRITY)
+def integrity(context: TripContext) -> Trip | None:
+    """The iteration harmed a protected path (restored since): a human must look.
+
+    Not curable: an agent that deletes what it was told to keep is not
+    waited out and retried, it is escalated (seed 003: halt immediately).
+    """
+    report = context.integrity
+    if report is None or not report.harmed:
+        return None
+    return Trip(
+        INTEGRITY,
+        f"integrity: {report.detail()}",
+        curable=False,
+        evidence={"harmed": report.as_record()},
+    )
 
 
 @trip_condition("verify")

@@ -1,0 +1,130 @@
+"""The integrity check a loop runs around every iteration.
+
+``arm`` before the iteration records the manifest and keeps a snapshot of the
+protected content; ``inspect`` after it compares, puts every harmed path back
+and reports what it found and did. The loop then stops and escalates.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from .._policy import Policy
+from ._diff import Violation, violations
+from ._manifest import Manifest, Scope, take_manifest
+from ._restore import Repair, SnapshotStore, repair
+from ._spec import ProtectSpec, forge_state_entries
+
+INTEGRITY = "integrity"
+
+
+@attrs.frozen
+class IntegrityReport:
+    """What one iteration did to the protected paths, and what was done about it."""
+
+    checked: int
+    repairs: tuple[Repair, ...] = ()
+
+    @property
+    def harmed(self) -> bool:
+        return bool(self.repairs)
+
+    def detail(self) -> str:
+        """One line for the stop summary, naming each harmed path."""
+        return "; ".join(r.describe() for r in self.repairs)
+
+    def as_record(self) -> list[dict[str, object]]:
+        return [
+            {
+                "path": r.violation.name,
+                "protection": r.violation.protection,
+                "harm": r.violation.harm,
+                "action": r.action,
+                "quarantined": r.quarantined,
+            }
+            for r in self.repairs
+        ]
+
+
+@attrs.define
+class IntegrityCheck:
+    """Manifests, snapshots and repairs for one loop's protected paths."""
+
+    scopes: tuple[Scope, ...]
+    store: SnapshotStore
+    quarantine: Path
+    before: Manifest | None = None
+
+    def arm(self) -> Manifest:
+        """Record the protected paths as they are now (before an iteration)."""
+        manifest = take_manifest(self.scopes, self.before)
+        self.store.keep(manifest)
+        self.before = manifest
+        return manifest
+
+    def inspect(self, label: str) -> IntegrityReport:
+        """Compare with the armed manifest; restore whatever was harmed."""
+        before = self.before if self.before is not None else self.arm()
+        after = take_manifest(self.scopes, before)
+        found: Sequence[Violation] = violations(before, after)
+        if not found:
+            self.before = after
+            return IntegrityReport(checked=len(after.nodes))
+        repairs = repair(found, before, self.store, self.quarantine / label)
+        self.before = None  # the next arm hashes afresh: the tree was just rewritten
+        return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
+
+    def finish(self) -> None:
+        """Drop snapshots the last manifest no longer needs."""
+        if self.before is not None:
+            self.store.prune(self.before)
+
+
+def integrity_check(
+    policy: Policy, *, workdir: Path, root: Path, change: str, state_folder: Path
+) -> IntegrityCheck:
+    """The check for one change's loop: the policy's paths and Forge's own state."""
+    protect = policy.protect
+    state = forge_state_entries(change, policy.secscan.waivers)
+    same = _same_folder(workdir, root)
+    scopes: list[Scope] = [
+        Scope(
+            workdir,
+            ProtectSpec(
+                protect.exist,
+                protect.frozen + (state if same else ()),
+                fold=case_insensitive(workdir),
+            ),
+        )
+    ]
+    if not same:
+        scopes.append(Scope(root, ProtectSpec((), state, fold=case_insensitive(root))))
+    folder = state_folder / "protect"
+    return IntegrityCheck(
+        scopes=tuple(scopes),
+        store=SnapshotStore(folder / "snapshots"),
+        quarantine=folder / "quarantine",
+    )
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def case_insensitive(folder: Path) -> bool:
+    """Whether the filesystem under ``folder`` ignores case (``A`` and ``a`` are one file)."""
+    name = folder.name
+    swapped = name.swapcase()
+    if swapped == name:
+        return False
+    try:
+        return os.path.samefile(folder, folder.with_name(swapped))
+    except OSError:
+        return False

@@ -1,0 +1,210 @@
+"""The manifest: every protected path as found on disk (kind, size, times, content hash).
+
+Taken before an iteration and again after it. Symlinks are recorded as links
+(their target text), never followed, so a link cannot lead the walk out of the
+repository. A file whose stat is unchanged since the previous manifest keeps
+its recorded hash: when nothing changed, a check costs stats, not reads. A
+file modified within a second of the previous manifest is hashed anyway (the
+"racy git" case: a filesystem clock coarser than the edit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import attrs
+
+from ._spec import ProtectSpec, normalize
+
+FILE = "file"
+DIRECTORY = "directory"
+LINK = "symlink"
+OTHER = "other"
+
+# Edits this close to the previous manifest may share its timestamp: rehash them.
+_RACY_NS = 1_000_000_000
+_CHUNK = 1 << 20
+
+
+@attrs.frozen
+class Node:
+    """One protected path as it was on disk."""
+
+    kind: str
+    permissions: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    digest: str | None = None  # files: content hash
+    target: str | None = None  # symlinks: what they point at
+
+    def same_content(self, other: Node) -> bool:
+        """Same kind, permissions, content and link target (times may differ)."""
+        return (
+            self.kind == other.kind
+            and self.permissions == other.permissions
+            and self.digest == other.digest
+            and self.target == other.target
+        )
+
+
+@attrs.frozen
+class Scope:
+    """A tree whose protected paths are tracked: a base folder and its spec."""
+
+    base: Path
+    spec: ProtectSpec
+
+
+@attrs.frozen
+class Manifest:
+    """Protected paths by absolute path, with the protection of each."""
+
+    taken_at_ns: int
+    nodes: Mapping[str, Node]
+    protection: Mapping[str, str]
+    # Display names, relative to the scope they were found in.
+    names: Mapping[str, str]
+
+
+def file_digest(path: str) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def take_manifest(scopes: Iterable[Scope], previous: Manifest | None = None) -> Manifest:
+    """Record every path the scopes protect, reusing unchanged hashes from ``previous``."""
+    started = time.time_ns()
+    nodes: dict[str, Node] = {}
+    protection: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for scope in scopes:
+        for path, relative in _protected_paths(scope):
+            mode = scope.spec.mode_of(relative)
+            if mode is None or path in nodes:
+                continue
+            node = _node(path, previous)
+            if node is None:
+                continue
+            nodes[path] = node
+            protection[path] = mode
+            names[path] = relative
+    return Manifest(taken_at_ns=started, nodes=nodes, protection=protection, names=names)
+
+
+def _node(path: str, previous: Manifest | None) -> Node | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    kind = _kind(info.st_mode)
+    node = Node(
+        kind=kind,
+        permissions=stat.S_IMODE(info.st_mode),
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        ctime_ns=info.st_ctime_ns,
+        inode=info.st_ino,
+    )
+    if kind == LINK:
+        try:
+            return attrs.evolve(node, target=os.readlink(path))
+        except OSError:
+            return node
+    if kind != FILE:
+        return node
+    earlier = previous.nodes.get(path) if previous is not None else None
+    if earlier is not None and previous is not None and _unchanged(earlier, node, previous):
+        return attrs.evolve(node, digest=earlier.digest)
+    try:
+        return attrs.evolve(node, digest=file_digest(path))
+    except OSError:
+        # Unreadable (permissions): record it without content; a later change of
+        # its stat still shows, and a restore has nothing to restore from.
+        return node
+
+
+def _unchanged(earlier: Node, node: Node, previous: Manifest) -> bool:
+    return (
+        earlier.kind == FILE
+        and earlier.digest is not None
+        and (earlier.size, earlier.mtime_ns, earlier.ctime_ns, earlier.inode)
+        == (node.size, node.mtime_ns, node.ctime_ns, node.inode)
+        and node.mtime_ns < previous.taken_at_ns - _RACY_NS
+    )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return LINK
+    if stat.S_ISDIR(mode):
+        return DIRECTORY
+    if stat.S_ISREG(mode):
+        return FILE
+    return OTHER
+
+
+def _protected_paths(scope: Scope) -> Iterator[tuple[str, str]]:
+    """(absolute path, relative name) of everything under the scope's entries."""
+    base = str(scope.base)
+    seen: set[str] = set()
+    for entry in scope.spec.entries:
+        start = normalize(entry.literal) or ""
+        start_path = os.path.join(base, start) if start else base
+        if _climbs_a_link(base, start):
+            # A protected name reached through a symlinked folder is the link's
+            # business, not ours: record nothing beyond the repository.
+            continue
+        for path, relative in _walk(start_path, start):
+            if (
+                relative
+                and relative not in seen
+                and entry.covers(relative.casefold() if scope.spec.fold else relative)
+            ):
+                seen.add(relative)
+                yield path, relative
+
+
+def _climbs_a_link(base: str, relative: str) -> bool:
+    """Whether a folder on the way to ``relative`` (excluding itself) is a symlink."""
+    parts = relative.split("/")[:-1] if relative else []
+    current = base
+    for part in parts:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return True
+    return False
+
+
+def _walk(path: str, relative: str) -> Iterator[tuple[str, str]]:
+    """The path itself and, for a real directory, everything below it (links not followed)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    yield path, relative
+    if not stat.S_ISDIR(info.st_mode):
+        return
+    stack = [(path, relative)]
+    while stack:
+        folder, folder_relative = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for item in sorted(entries, key=lambda e: e.name):
+            if item.name == ".git" and not folder_relative:
+                continue
+            child_relative = f"{folder_relative}/{item.name}" if folder_relative else item.name
+            yield item.path, child_relative
+            if item.is_dir(follow_symlinks=False):
+                stack.append((item.path, child_relative))
