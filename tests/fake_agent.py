@@ -8,6 +8,7 @@ the steps run out. A step may hold, in the order they are carried out:
 - ``record_env``: a path; the FORGE_* environment is written there as JSON
 - ``write``: {path: text} files to write; ``append``: {path: text} to append
 - ``delete``: [paths] to delete
+- ``shell``: a shell command to run (``rm -rf specs``), in the working directory
 - ``print``: text for stdout; ``stderr``: text for stderr
 - ``print_bytes``: that many bytes of "x" lines on stdout (volume tests)
 - ``report``: an object written as JSON to ``$FORGE_REPORT``
@@ -52,6 +53,8 @@ def main() -> int:
             handle.write(text)
     for path in step.get("delete", []):
         Path(path).unlink(missing_ok=True)
+    if command := step.get("shell"):
+        subprocess.run(command, shell=True, check=False)
     if "print" in step:
         sys.stdout.write(step["print"])
     if "stderr" in step:

@@ -111,6 +111,23 @@ def integrity_check(
     )
 
 
+def protect_lists(
+    root: str, config: str | None
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]:
+    """(exist, frozen, policy files read, case-insensitive) for the hooks' cache.
+
+    Frozen includes Forge's own state of every change: the hooks do not know
+    which change an agent works on, and no agent may rewrite any of them.
+    """
+    from .._policy import load_policy
+
+    loaded = load_policy(Path(config) if config else None, root=Path(root))
+    protect = loaded.policy.protect
+    frozen = protect.frozen + forge_state_entries("*", loaded.policy.secscan.waivers)
+    files = tuple(str(path) for path in loaded.files)
+    return protect.exist, frozen, files, case_insensitive(Path(root))
+
+
 def _same_folder(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)

@@ -1,0 +1,126 @@
+"""The protect lists for the agent hooks, without loading the policy each time.
+
+``forge guard`` and ``forge hook pre-tool-use`` run on every tool call, and
+loading the layered policy (TOML, attrs, cattrs) costs several times the
+interpreter's own start. So the effective ``[protect]`` lists are cached in
+``.forge/cache/protect.json``, keyed by the size and modification time of every
+policy file they were built from (forge.toml, what it extends, and whether
+each existed). A stale or unreadable cache is rebuilt from the real policy:
+the cache can make a hook faster, never more lenient.
+
+Hot path: standard library only, and only its cheap parts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ._spec import ProtectSpec
+
+CONFIG_NAME = "forge.toml"
+CACHE = os.path.join(".forge", "cache", "protect.json")
+_VERSION = 1
+
+
+def find_root(start: str, config: str | None = None) -> tuple[str, str | None]:
+    """The project root and its policy file, found as every forge command finds them.
+
+    The nearest folder at or above ``start`` holding a ``forge.toml``; the
+    search stops at the top of a git repository (whose top is then the root
+    with no policy file), or with neither at ``start`` itself.
+    """
+    if config is not None:
+        config = os.path.realpath(config)
+        return os.path.dirname(config), config
+    start = os.path.realpath(start)
+    folder = start
+    while True:
+        candidate = os.path.join(folder, CONFIG_NAME)
+        if os.path.isfile(candidate):
+            return folder, candidate
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder, None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return start, None
+        folder = parent
+
+
+def _stamp(path: str) -> list[object]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return [path, -1, -1]
+    return [path, info.st_size, info.st_mtime_ns]
+
+
+def load_spec(root: str, config: str | None) -> ProtectSpec:
+    """The effective protect spec of the project at ``root``.
+
+    Raises:
+        orchestra._errors.ConfigError: when the policy cannot be loaded (the
+        hooks then refuse: a guard that cannot read its policy fails closed).
+    """
+    cache_path = os.path.join(root, CACHE)
+    cached = _read_cache(cache_path, config)
+    if cached is None:
+        cached = _rebuild(root, config, cache_path)
+    return ProtectSpec(
+        tuple(cached["exist"]), tuple(cached["frozen"]), fold=bool(cached.get("fold"))
+    )
+
+
+def _read_cache(cache_path: str, config: str | None) -> dict[str, object] | None:
+    try:
+        with open(cache_path, "rb") as handle:
+            data = json.loads(handle.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != _VERSION:
+        return None
+    if data.get("config") != config:
+        return None
+    sources = data.get("sources")
+    if not isinstance(sources, list) or not sources:
+        return None
+    for source in sources:
+        if not isinstance(source, list) or len(source) != 3 or _stamp(str(source[0])) != source:
+            return None
+    if not all(isinstance(data.get(k), list) for k in ("exist", "frozen")):
+        return None
+    return data
+
+
+def _rebuild(root: str, config: str | None, cache_path: str) -> dict[str, object]:
+    # The slow path: the real policy loader, imported only when needed.
+    from ._check import protect_lists
+
+    exist, frozen, files, fold = protect_lists(root, config)
+    # The policy file that may appear later counts too: forge.toml absent now.
+    watched = [os.path.join(root, CONFIG_NAME), *files]
+    data: dict[str, object] = {
+        "version": _VERSION,
+        "config": config,
+        "sources": [_stamp(path) for path in dict.fromkeys(watched)],
+        "exist": list(exist),
+        "frozen": list(frozen),
+        "fold": fold,
+    }
+    _write_quietly(cache_path, json.dumps(data, indent=1).encode())
+    return data
+
+
+def _write_quietly(path: str, data: bytes) -> None:
+    """Write the cache if we can; a read-only project just goes without one."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

@@ -1,0 +1,124 @@
+"""Protected paths end to end: an agent that harms them is undone and stopped.
+
+Real ``forge run`` and ``forge supervise`` in a scratch git repository, with
+the fake agent deleting and editing protected files.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .support import Repo
+from .test_run_e2e import ESCALATE, agent, run
+
+
+@pytest.fixture
+def project(repo: Repo) -> Repo:
+    repo.write("forge.toml", '[verify]\ncommand = ""\n')
+    repo.write("specs/cart.md", "# cart\n")
+    repo.write("specs/api/login.md", "# login\n")
+    repo.write("AGENTS.md", "be careful\n")
+    repo.write("policies/strict.toml", "[run]\nmax_iterations = 2\n")
+    repo.commit("protected content")
+    return repo
+
+
+def _events(repo: Repo, change: str, name: str) -> list[dict[str, Any]]:
+    lines = (repo.change_dir(change) / "timeline.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    return [e for e in events if e["event"] == name]
+
+
+def test_run_restores_what_the_agent_deleted_and_edited_then_stops(project: Repo) -> None:
+    cmd = agent(
+        project,
+        {"print": "tidying\n"},
+        {
+            "shell": "rm -rf specs AGENTS.md && echo 'max_failures = 99' >> forge.toml",
+            "print": "cleaned up\n",
+        },
+    )
+    done = run(project, "--change", "c", "--cmd", cmd, "--yes")
+    assert done.code == 1, done.err
+    assert "run: STOPPED after 2 iteration(s) — gate-open" in done.lines
+    assert "  gate:   integrity" in done.lines
+    detail = next(line for line in done.lines if line.startswith("  detail: "))
+    for harm in (
+        "AGENTS.md deleted (protected: exist) — restored",
+        "specs/api/login.md deleted (protected: exist) — restored",
+        "forge.toml modified (protected: frozen) — restored",
+    ):
+        assert harm in detail
+    assert done.lines[-1] == ESCALATE
+    # Everything is back, byte for byte, and git sees no change to it.
+    assert (project.root / "specs/api/login.md").read_text() == "# login\n"
+    assert (project.root / "AGENTS.md").read_text() == "be careful\n"
+    assert project.git("status", "--porcelain", "--", "specs", "AGENTS.md", "forge.toml") == ""
+    [violation] = _events(project, "c", "protect.violation")
+    assert violation["iteration"] == 2
+    harmed = {h["path"]: (h["harm"], h["action"]) for h in violation["harmed"]}
+    assert harmed["specs"] == ("deleted", "restored")
+    assert harmed["forge.toml"] == ("modified", "restored")
+
+
+def test_edits_to_exist_paths_and_new_files_are_not_violations(project: Repo) -> None:
+    cmd = agent(
+        project,
+        {
+            "shell": "echo more >> AGENTS.md && echo '# new' > specs/new.md && mkdir -p memory",
+            "print": "FORGE_DONE\n",
+        },
+    )
+    done = run(project, "--change", "c", "--cmd", cmd, "--yes")
+    assert done.code == 0, done.out + done.err
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    assert _events(project, "c", "protect.violation") == []
+
+
+def test_an_interrupted_iteration_is_still_checked(project: Repo) -> None:
+    # The agent deletes a protected file and then runs past its time limit.
+    cmd = agent(project, {"shell": "rm AGENTS.md", "sleep": 30})
+    done = run(project, "--change", "c", "--cmd", cmd, "--yes", "--timeout", "1s")
+    assert done.code == 1
+    assert "  gate:   integrity" in done.lines
+    assert (project.root / "AGENTS.md").read_text() == "be careful\n"
+
+
+def test_a_file_added_to_a_frozen_folder_is_moved_aside_not_lost(project: Repo) -> None:
+    cmd = agent(project, {"write": {"policies/lax.toml": "[budget]\n"}})
+    done = run(project, "--change", "c", "--cmd", cmd, "--yes")
+    assert "  gate:   integrity" in done.lines
+    assert not (project.root / "policies/lax.toml").exists()
+    [violation] = _events(project, "c", "protect.violation")
+    [harm] = violation["harmed"]
+    assert harm["harm"] == "added"
+    assert Path(harm["quarantined"]).read_text() == "[budget]\n"
+
+
+def test_supervised_loop_opens_its_circuit_with_reason_integrity(project: Repo) -> None:
+    script = project.root.parent / "harm.json"
+    script.write_text(json.dumps({"steps": [{"shell": "rm -rf specs"}]}))
+    fake = Path(__file__).with_name("fake_agent.py")
+    cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(fake))} {shlex.quote(str(script))}"
+    project.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\n\n[rate_limit]\nbackend = "memory"\n\n'
+        f'[[loop]]\nchange = "harm"\ncmd = {json.dumps(cmd)}\nmax_iterations = 3\n',
+    )
+    project.commit("a loop")
+    done = project.forge("supervise", "--plain")
+    assert done.code == 1, done.out + done.err
+    [opened] = _events(project, "harm", "breaker.opened")
+    assert opened["reason"].startswith("integrity: specs deleted (protected: exist) — restored")
+    assert opened["escalated"] is True
+    assert opened["evidence"]["condition"] == "integrity"
+    assert (project.root / "specs/cart.md").read_text() == "# cart\n"
+    [stopped] = _events(project, "harm", "run.stopped")
+    assert stopped["reason"] == "circuit-open"
+    assert stopped["iterations"] == 1
