@@ -10,7 +10,10 @@ do not pay for importing trio and rich.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# Not typing's: importing typing costs more than the agent hooks' whole check.
+# Type checkers treat a module-level TYPE_CHECKING as True all the same.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -72,7 +75,7 @@ if TYPE_CHECKING:
     from ._verify import run_verify as run_verify
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'orchestra' has no attribute {name!r}")

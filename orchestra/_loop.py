@@ -23,6 +23,7 @@ from ._executor import Executor, IterationContext, IterationOutcome, run_iterati
 from ._gates import Gate, GateReading, first_stop
 from ._policy import Policy
 from ._protect._check import INTEGRITY, IntegrityCheck, IntegrityReport, integrity_check
+from ._redact import Redact
 from ._spend import SpendTotals, add_spend
 from ._state import ChangePaths, append_event, exclusive_lock
 
@@ -51,6 +52,8 @@ class LoopPlan:
     prompt: str = ""
     run_id: str = attrs.field(factory=lambda: new_run_id())
     integrity: IntegrityCheck | None = None
+    # Secrets in executor output are redacted before anything keeps it.
+    redact: Redact | None = None
 
     def context(self, number: int) -> IterationContext:
         run_dir = self.paths.runs / self.run_id
@@ -237,6 +240,7 @@ async def guarded_iteration(
         time_limit=plan.time_limit,
         grace=plan.grace,
         done_marker=plan.done_marker,
+        redact=plan.redact,
     )
     check = plan.integrity
     if check is None:

@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from ._capture import CapturedOutput, OutputCapture
+from ._redact import Redact, StreamRedactor
 
 TIMEOUT_EXIT_CODE = 124  # what timeout(1) returns, for scripts that compare
 _POLL_SECONDS = 0.02
@@ -79,6 +80,7 @@ async def run_process(
     log_path: Path | None = None,
     capture: OutputCapture | None = None,
     on_output: Callable[[bytes], None] | None = None,
+    redact: Redact | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion in a new process group and capture its output.
 
@@ -99,6 +101,8 @@ async def run_process(
         log_path: Where to stream the full output, if anywhere.
         capture: The bounded capture to fill (a default-sized one otherwise).
         on_output: Called with every chunk of output as it arrives (a streaming parser).
+        redact: Applied to every line of output before the capture, the log and
+            ``on_output`` see it (secrets an executor prints are kept nowhere).
     """
     capture = capture or OutputCapture()
     started = trio.current_time()
@@ -127,8 +131,9 @@ async def run_process(
     ended = False  # the command ended by itself (or by its time limit), not by cancellation
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump, process.stdout, capture, log_fd, on_output)
-            nursery.start_soon(_pump, process.stderr, capture, log_fd, None)
+            for stream, listener in ((process.stdout, on_output), (process.stderr, None)):
+                redactor = StreamRedactor(redact) if redact is not None else None
+                nursery.start_soon(_pump, stream, capture, log_fd, listener, redactor)
             with trio.move_on_after(time_limit) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -200,16 +205,28 @@ async def _pump(
     capture: OutputCapture,
     log_fd: int | None,
     on_output: Callable[[bytes], None] | None,
+    redactor: StreamRedactor | None = None,
 ) -> None:
     if stream is None:  # pragma: no cover - both are pipes here
         return
-    async with stream:
-        while chunk := await stream.receive_some(_READ_CHUNK):
-            capture.feed(chunk)
-            if on_output is not None:
-                on_output(bytes(chunk))
-            if log_fd is not None:
-                _write_all(log_fd, chunk)
+
+    def keep(data: bytes | bytearray) -> None:
+        if not data:
+            return
+        capture.feed(data)
+        if on_output is not None:
+            on_output(bytes(data))
+        if log_fd is not None:
+            _write_all(log_fd, data)
+
+    try:
+        async with stream:
+            while chunk := await stream.receive_some(_READ_CHUNK):
+                keep(redactor.feed(chunk) if redactor is not None else chunk)
+    finally:
+        # The last partial line, also when reading was cut short (cancelled).
+        if redactor is not None:
+            keep(redactor.flush())
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:

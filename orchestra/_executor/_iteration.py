@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
+from .._redact import Redact
 from ._definition import Executor
 from ._observation import Observation
 from ._parsers import make_parser
@@ -120,8 +121,13 @@ async def run_iteration(
     time_limit: float,
     grace: float,
     done_marker: str,
+    redact: Redact | None = None,
 ) -> IterationOutcome:
-    """Run one iteration of ``executor`` in its own process group and judge it."""
+    """Run one iteration of ``executor`` in its own process group and judge it.
+
+    With ``redact``, every output line is redacted before it is logged, kept or
+    parsed, and so is the report the executor leaves.
+    """
     with contextlib.suppress(FileNotFoundError):
         context.report_path.unlink()  # a report left by an earlier iteration is not this one's
     context.report_path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,8 +140,11 @@ async def run_iteration(
         grace=grace,
         log_path=context.log_path,
         on_output=parser.feed,
+        redact=redact,
     )
     report, problems = read_report(context.report_path)
+    if report is not None and report.summary and redact is not None:
+        report = attrs.evolve(report, summary=redact(report.summary))
     return IterationOutcome(
         number=context.number,
         process=process,
