@@ -85,7 +85,7 @@ async def supervise_one(
         outcome.append(
             await run_supervised(
                 plan,
-                gates_for(run),
+                gates_for(run, None),
                 supervision,
                 progress=progress,
                 on_event=lambda kind, change, text: events.append(kind),

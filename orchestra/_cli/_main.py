@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections.abc import Sequence
 
 from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
@@ -124,6 +123,42 @@ def build_parser() -> argparse.ArgumentParser:
     supervise.add_argument("--only", metavar="C1,C2", help="run only these loops")
     supervise.add_argument("--dry-run", action="store_true", help="print each loop's plan")
     supervise.set_defaults(handler="_supervise_cmd:run")
+
+    guard = commands.add_parser(
+        "guard",
+        parents=[common],
+        help="refuse a shell command that would harm a protected path (exit 2)",
+        description="Decide whether a shell command would delete or change a protected "
+        "path ([protect] in forge.toml) before it runs: exit 0 to allow, exit 2 to refuse "
+        "with the reason on stderr. For agents' pre-tool hooks: forge guard -- <command...>.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    guard.add_argument("--stdin", action="store_true", help="read the command from stdin")
+    guard.add_argument("--cwd", metavar="DIR", help="where the command would run (default: .)")
+    guard.add_argument("words", nargs=argparse.REMAINDER, help="-- then the command")
+    guard.set_defaults(handler="_hook_cmd:guard")
+
+    hook = commands.add_parser("hook", help="Claude Code hooks: pre-tool-use, stop")
+    hook_commands = hook.add_subparsers(dest="hook_command", metavar="EVENT", required=True)
+    pre_tool_use = hook_commands.add_parser(
+        "pre-tool-use",
+        help="PreToolUse: refuse Bash, Write and Edit calls that harm protected paths",
+        description="Reads Claude Code's PreToolUse JSON on stdin; exit 2 refuses the call "
+        "(the reason on stderr), exit 0 allows it.",
+    )
+    pre_tool_use.set_defaults(handler="_hook_cmd:pre_tool_use", json=False, plain=True)
+    stop = hook_commands.add_parser(
+        "stop",
+        parents=[common],
+        help="Stop: run the change's verify breaker; block the stop while it fails",
+        description="Reads Claude Code's Stop JSON on stdin and runs forge verify for the "
+        "change (FORGE_CHANGE, else the git branch). On FAIL with the breaker closed it "
+        'prints {"decision": "block", ...} so the agent keeps fixing; on PASS, or once the '
+        "breaker is open (a human must review), it lets the agent stop.",
+    )
+    stop.add_argument("--change", type=_change_name, help="the change (default: FORGE_CHANGE)")
+    stop.set_defaults(handler="_hook_cmd:stop")
 
     status = commands.add_parser(
         "status", parents=[common], help="every change's circuit, verify streak, spend"
@@ -265,8 +300,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_USAGE
     return code
-
-
-def entry() -> None:
-    """The console script: exit with :func:`main`'s code."""
-    sys.exit(main())

@@ -24,6 +24,7 @@ from .._gates import (
 )
 from .._loop import DONE, LoopPlan, RunProgress, RunSummary, loop_integrity, run_loop
 from .._policy import Layer, Policy
+from .._secscan._project import project_scanner
 from .._spend import read_spend
 from .._state import ChangePaths
 from .._workspace import Project, default_change
@@ -61,11 +62,16 @@ def run(args: argparse.Namespace, out: Output) -> int:
         workdir=project.root,
         prompt=args.prompt if args.prompt is not None else policy.run.prompt,
     )
-    plan = attrs.evolve(plan, integrity=loop_integrity(policy, plan))
+    scanner = project_scanner(policy.secscan, root=project.root, workdir=plan.workdir)
+    plan = attrs.evolve(
+        plan,
+        integrity=loop_integrity(policy, plan),
+        redact=scanner.redact if scanner is not None else None,
+    )
     gates: list[Gate] = [
         VerifyBreakerGate(paths),
         BudgetGate(paths, policy.budget),
-        SecscanGate(),
+        SecscanGate(scanner),
     ]
     if args.prompt is not None and policy.run.cmd:
         out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")
@@ -147,8 +153,18 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(STOP_LINE)
     if not policy.budget.has_ceiling:
         out.line("  budget:   no ceiling configured — the spend budget gate stays closed")
-    out.line("  secscan:  no scanner configured — the secscan gate stays closed")
+    out.line(f"  secscan:  {secscan_summary(policy)}")
     out.line(f"  protect:  {protect_summary(policy)}")
+
+
+def secscan_summary(policy: Policy) -> str:
+    secscan = policy.secscan
+    if not secscan.enabled:
+        return "off ([secscan] enabled = false) — the secscan gate stays closed"
+    return (
+        f'rules "{secscan.rules}", before and after every iteration; unwaived findings at '
+        f"or above {secscan.fail_on} open the gate"
+    )
 
 
 def protect_summary(policy: Policy) -> str:

@@ -66,9 +66,10 @@ def load_spec(root: str, config: str | None) -> ProtectSpec:
     cached = _read_cache(cache_path, config)
     if cached is None:
         cached = _rebuild(root, config, cache_path)
-    return ProtectSpec(
-        tuple(cached["exist"]), tuple(cached["frozen"]), fold=bool(cached.get("fold"))
-    )
+    exist, frozen = cached["exist"], cached["frozen"]
+    if not isinstance(exist, list) or not isinstance(frozen, list):  # pragma: no cover
+        raise ValueError(f"{cache_path}: the protect lists are not lists")
+    return ProtectSpec(tuple(map(str, exist)), tuple(map(str, frozen)), fold=bool(cached["fold"]))
 
 
 def _read_cache(cache_path: str, config: str | None) -> dict[str, object] | None:
@@ -87,7 +88,7 @@ def _read_cache(cache_path: str, config: str | None) -> dict[str, object] | None
     for source in sources:
         if not isinstance(source, list) or len(source) != 3 or _stamp(str(source[0])) != source:
             return None
-    if not all(isinstance(data.get(k), list) for k in ("exist", "frozen")):
+    if not all(isinstance(data.get(k), list) for k in ("exist", "frozen")) or "fold" not in data:
         return None
     return data
 
@@ -120,7 +121,11 @@ def _write_quietly(path: str, data: bytes) -> None:
             handle.write(data)
         os.replace(tmp, path)
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _discard(tmp)
+
+
+def _discard(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        return

@@ -111,12 +111,6 @@ class Entry:
     def covers(self, path: str) -> bool:
         return self.regex.fullmatch(path) is not None
 
-    def lies_within(self, directory: str) -> bool:
-        """Whether something this entry protects may lie inside ``directory``."""
-        if directory == "":
-            return True
-        return self.literal == directory or self.literal.startswith(directory + "/")
-
 
 class ProtectSpec:
     """The compiled ``[protect]`` lists.
@@ -157,10 +151,3 @@ class ProtectSpec:
         if key is None or key == "":
             return None
         return next((entry for entry in self.entries if entry.covers(key)), None)
-
-    def within(self, directory: str) -> list[Entry]:
-        """Entries that may protect something inside ``directory`` (``""``: the root)."""
-        key = self._key(directory)
-        if key is None:
-            return []
-        return [e for e in self.entries if e.lies_within(key) or e.covers(key)]

@@ -1,0 +1,149 @@
+"""``forge guard`` (full form, with --json) and ``forge hook stop``.
+
+The everyday forms of ``forge guard`` and ``forge hook pre-tool-use`` are
+handled by :mod:`._hooks` before this command line is even imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._errors import EXIT_OK, ForgeError, UsageError
+from .._protect._config import find_root, load_spec
+from .._protect._shell import analyse_command
+from .._state import ChangePaths
+from .._verify import (
+    VerifyReport,
+    breaker_line,
+    gate_detail,
+    read_breaker,
+    record_attempt,
+    run_verify,
+)
+from .._workspace import default_change, find_project, tree_state
+from ._common import policy_from
+from ._console import Output
+from ._hooks import EXIT_REFUSE, event_cwd
+from ._hooks import pre_tool_use as _pre_tool_use
+from ._trio_run import run_interruptible
+
+ESCALATE = "escalate: a human should review before continuing"
+# Claude Code shows a hook's stderr to the user, without blocking, on this code.
+EXIT_HOOK_ERROR = 1
+_FAILURE_LINES = 5
+
+
+def guard(args: argparse.Namespace, out: Output) -> int:
+    words = list(args.words)
+    if words[:1] == ["--"]:
+        words = words[1:]
+    if args.stdin:
+        command = sys.stdin.read()
+    elif words:
+        command = words[0] if len(words) == 1 else shlex.join(words)
+    else:
+        raise UsageError("nothing to check", hint="forge guard -- <command...>, or --stdin")
+    cwd = args.cwd or os.getcwd()
+    root, config = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, args.config)
+    refusals = analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, config))
+    for refusal in refusals:
+        out.note(f"forge guard: refused — {refusal.reason}", style="red")
+    if out.json_mode:
+        out.document(
+            {
+                "command": command,
+                "allowed": not refusals,
+                "refusals": [
+                    {"path": r.path, "protection": r.mode, "reason": r.reason} for r in refusals
+                ],
+            }
+        )
+    return EXIT_REFUSE if refusals else EXIT_OK
+
+
+def pre_tool_use(_args: argparse.Namespace, _out: Output) -> int:
+    return _pre_tool_use(sys.stdin.read())
+
+
+def stop(args: argparse.Namespace, out: Output) -> int:
+    """Claude Code's Stop hook: keep the agent fixing while verify fails and the breaker holds.
+
+    A problem of the hook itself (bad input, a policy that does not load)
+    exits 1, which Claude Code shows without blocking: a broken hook must not
+    trap an agent in a loop that no verify can end.
+    """
+    try:
+        return _stop(args, out)
+    except ForgeError as exc:
+        out.note(f"forge hook stop: {exc.render()}", style="red")
+        return EXIT_HOOK_ERROR
+
+
+def _stop(args: argparse.Namespace, out: Output) -> int:
+    event = _stop_event(sys.stdin.read())
+    start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event_cwd(event))
+    project = find_project(start, Path(args.config) if args.config else None)
+    change = args.change or os.environ.get("FORGE_CHANGE") or default_change(project.root)
+    paths = ChangePaths(project.root, change)
+    before = read_breaker(paths).after
+    if before.gate_open:
+        # Nothing a retry can change: let the agent stop and say who acts next.
+        message = f"forge: {gate_detail(before)} for change {change!r} — {ESCALATE}"
+        return _answer(out, {"systemMessage": message}, note=message)
+    policy = policy_from(project, (), args).policy
+    tree = tree_state(project.root)
+    report = run_interruptible(run_verify, project.root, policy.verify, policy.run.grace.seconds)
+    update = record_attempt(paths, report, max_failures=policy.verify.max_failures, tree=tree)
+    previous = update.before.consecutive_failures if report.passed else 0
+    line = breaker_line(update.after, change, previous_streak=previous)
+    if report.passed:
+        return _answer(out, None, note=f"forge: Verdict: PASS — {line}")
+    if update.after.gate_open:
+        message = f"forge: Verdict: FAIL — {line} {ESCALATE}"
+        return _answer(out, {"systemMessage": message}, note=message)
+    reason = f"forge verify: Verdict: FAIL. {line}\n{failure_summary(report)}"
+    return _answer(out, {"decision": "block", "reason": reason})
+
+
+def _stop_event(payload: str) -> dict[str, Any]:
+    try:
+        event = json.loads(payload) if payload.strip() else {}
+    except ValueError as exc:
+        raise UsageError(f"expected Claude Code's Stop JSON on stdin: {exc}") from None
+    if not isinstance(event, dict):
+        raise UsageError("expected Claude Code's Stop JSON on stdin: a JSON object")
+    return event
+
+
+def failure_summary(report: VerifyReport) -> str:
+    """What failed, for the agent that must fix it: each failing check and its first lines."""
+    lines = []
+    for check in report.checks:
+        if check.passed:
+            continue
+        lines.append(f"- {check.name} failed ({check.outcome}): {check.command}")
+        shown = check.failure_lines or check.last_lines
+        lines.extend(f"    {text}" for text in shown[:_FAILURE_LINES])
+    coverage = report.coverage
+    if coverage.counts and not coverage.passed:
+        uncovered = ", ".join(s.id for s in coverage.uncovered[:_FAILURE_LINES])
+        lines.append(f"- scenarios not covered by a test: {uncovered}")
+    if report.nothing_checked:
+        lines.append("- nothing to verify: no test or lint command and no scenarios")
+    lines.append("Fix these and stop again; the verify runs on every stop.")
+    return "\n".join(lines)
+
+
+def _answer(out: Output, document: dict[str, Any] | None, *, note: str | None = None) -> int:
+    """Claude Code reads a Stop hook's JSON on stdout when it exits 0."""
+    if note is not None:
+        out.note(note, style=None)
+    if document is not None:
+        print(json.dumps(document), flush=True)
+    return EXIT_OK

@@ -1,0 +1,144 @@
+"""``forge guard`` and ``forge hook pre-tool-use``: the checks an agent runs on every tool call.
+
+Both decide before anything runs. Exit 0 allows (silently); exit 2 refuses,
+with the reason on stderr, which Claude Code hands back to the agent. Any
+failure of the check itself (unreadable input, a policy that does not load,
+a bug) also exits 2: Claude Code runs a tool call whose hook exits with any
+other code, so a guard that crashed would fail open.
+
+This module is imported without argparse, rich or trio; it parses its few
+flags itself and leaves anything unusual (``--help``, ``--json``) to the full
+command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from .._protect._config import find_root, load_spec
+
+EXIT_ALLOW = 0
+EXIT_REFUSE = 2
+# Claude Code's file tools and the key naming the file each writes.
+_FILE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+
+
+def fast(argv: list[str]) -> int | None:
+    """Run ``guard`` or ``hook pre-tool-use`` from ``argv``; None to use the full parser."""
+    try:
+        if argv[:2] == ["hook", "pre-tool-use"] and len(argv) == 2:
+            return pre_tool_use(sys.stdin.read())
+        if argv[:1] == ["guard"]:
+            parsed = _guard_args(argv[1:])
+            if parsed is None:
+                return None
+            command, cwd, config = parsed
+            if command is None:
+                command = sys.stdin.read()
+            return guard(command, cwd=cwd or os.getcwd(), config=config)
+    except Exception as exc:
+        return _refuse(f"forge: the guard could not decide ({_describe(exc)}); refusing")
+    return None
+
+
+def _guard_args(args: list[str]) -> tuple[str | None, str | None, str | None] | None:
+    """(command or None for stdin, --cwd, --config); None when the full parser must take it."""
+    cwd = config = None
+    stdin = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            words = args[index + 1 :]
+            if stdin or not words:
+                return None
+            # One word is a shell command line; several are argv words to quote.
+            if len(words) == 1:
+                return words[0], cwd, config
+            import shlex
+
+            return shlex.join(words), cwd, config
+        if arg == "--stdin":
+            stdin = True
+        elif arg in ("--cwd", "--config") and index + 1 < len(args):
+            if arg == "--cwd":
+                cwd = args[index + 1]
+            else:
+                config = args[index + 1]
+            index += 1
+        else:
+            return None
+        index += 1
+    return (None, cwd, config) if stdin else None
+
+
+def guard(command: str, *, cwd: str, config: str | None = None) -> int:
+    """Refuse (exit 2) a shell command that would harm a protected path."""
+    from .._protect._shell import analyse_command
+
+    root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
+    spec = load_spec(root, found)
+    refusals = analyse_command(command, cwd=cwd, root=root, spec=spec)
+    if not refusals:
+        return EXIT_ALLOW
+    return _refuse(*(f"forge guard: refused — {r.reason}" for r in refusals))
+
+
+def pre_tool_use(payload: str) -> int:
+    """Claude Code's PreToolUse hook: refuse what ``forge guard`` refuses."""
+    event = json.loads(payload) if payload.strip() else None
+    if not isinstance(event, dict) or not isinstance(event.get("tool_name"), str):
+        return _refuse(
+            "forge hook pre-tool-use: expected Claude Code's PreToolUse JSON on stdin "
+            '(an object with "tool_name" and "tool_input"); refusing'
+        )
+    tool = event["tool_name"]
+    tool_input = event.get("tool_input")
+    if not isinstance(tool_input, dict):
+        tool_input = {}
+    cwd = event_cwd(event)
+    if tool == "Bash":
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            return _refuse("forge hook pre-tool-use: a Bash call without a command; refusing")
+        return guard(command, cwd=cwd)
+    key = _FILE_TOOLS.get(tool)
+    if key is None:
+        return EXIT_ALLOW
+    target = tool_input.get(key)
+    if not isinstance(target, str) or not target:
+        return _refuse(f"forge hook pre-tool-use: a {tool} call without {key}; refusing")
+    from .._protect._shell import check_file_write
+
+    root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
+    refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))
+    if refusal is None:
+        return EXIT_ALLOW
+    return _refuse(f"forge hook pre-tool-use: refused {tool} — {refusal.reason}")
+
+
+def event_cwd(event: dict[str, object]) -> str:
+    """Where the agent is: the event's ``cwd`` (it follows the agent's cd)."""
+    cwd = event.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else os.getcwd()
+
+
+def _refuse(*lines: str) -> int:
+    for line in lines:
+        print(line, file=sys.stderr)
+    return EXIT_REFUSE
+
+
+def _describe(exc: BaseException) -> str:
+    message = getattr(exc, "message", None)
+    if isinstance(message, str):
+        problems = getattr(exc, "problems", None) or ()
+        return "; ".join([message, *map(str, problems)])
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,232 @@
+"""The agent hooks end to end: ``forge guard``, ``forge hook pre-tool-use``, ``forge hook stop``.
+
+Each is fed what Claude Code sends (the JSON on stdin, from the project's
+folder) through the installed ``forge`` command, and answers as Claude Code
+reads it: exit 0 allows, exit 2 refuses with the reason on stderr; a Stop
+hook's decision is JSON on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .support import FORGE, Completed, Repo, failing_policy, forge_env
+
+
+@pytest.fixture
+def project(repo: Repo) -> Repo:
+    repo.write("forge.toml", '[verify]\ncommand = "true"\n')
+    repo.write("specs/cart.md", "# cart\n")
+    repo.write("AGENTS.md", "be careful\n")
+    repo.write("src/app.py", "print('hi')\n")
+    repo.commit("protected content")
+    return repo
+
+
+def hook(repo: Repo, event: str, payload: dict[str, Any] | str, **env: str) -> Completed:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    done = subprocess.run(
+        [str(FORGE), "hook", event],
+        cwd=repo.root,
+        input=text,
+        env=forge_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return Completed(done.returncode, done.stdout, done.stderr)
+
+
+def pre_tool_use(repo: Repo, tool: str, tool_input: dict[str, Any]) -> Completed:
+    payload = {
+        "session_id": "abc123",
+        "transcript_path": str(repo.root.parent / "transcript.jsonl"),
+        "cwd": str(repo.root),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": "toolu_01",
+    }
+    return hook(repo, "pre-tool-use", payload)
+
+
+def stop_event(repo: Repo, *, active: bool = False) -> dict[str, Any]:
+    return {
+        "session_id": "abc123",
+        "transcript_path": str(repo.root.parent / "transcript.jsonl"),
+        "cwd": str(repo.root),
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("rm -rf specs", True),
+        ("git clean -fdx", True),
+        ("cd src && rm -f ../AGENTS.md", True),
+        ("sh -c 'echo x > forge.toml'", True),
+        ("rm -rf src/__pycache__ && pytest -q", False),
+        ("echo notes >> AGENTS.md", False),
+        ("ls -la specs", False),
+    ],
+)
+def test_pre_tool_use_bash(project: Repo, command: str, refused: bool) -> None:
+    done = pre_tool_use(project, "Bash", {"command": command, "description": "do it"})
+    assert done.code == (2 if refused else 0), done.err
+    assert done.out == ""
+    if refused:
+        assert done.err.startswith("forge guard: refused — ")
+    else:
+        assert done.err == ""
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "refused"),
+    [
+        ("Write", {"file_path": "forge.toml", "content": "[verify]\n"}, True),
+        ("Edit", {"file_path": "forge.toml", "old_string": "a", "new_string": "b"}, True),
+        ("MultiEdit", {"file_path": "{root}/forge.toml", "edits": []}, True),
+        ("Write", {"file_path": "{root}/.forge/changes/c/breaker.yaml", "content": ""}, True),
+        ("Edit", {"file_path": "AGENTS.md", "old_string": "a", "new_string": "b"}, False),
+        ("Write", {"file_path": "{root}/src/new.py", "content": "x = 1\n"}, False),
+        ("Read", {"file_path": "{root}/forge.toml"}, False),
+        ("Glob", {"pattern": "**/*.py"}, False),
+    ],
+)
+def test_pre_tool_use_file_tools(
+    project: Repo, tool: str, tool_input: dict[str, Any], refused: bool
+) -> None:
+    filled = {
+        k: v.format(root=project.root) if isinstance(v, str) else v for k, v in tool_input.items()
+    }
+    done = pre_tool_use(project, tool, filled)
+    assert done.code == (2 if refused else 0), done.err
+    if refused:
+        assert f"refused {tool}" in done.err
+
+
+@pytest.mark.parametrize("payload", ["", "not json", "[]", '{"tool_input": {}}'])
+def test_pre_tool_use_fails_closed_on_input_it_cannot_read(project: Repo, payload: str) -> None:
+    done = hook(project, "pre-tool-use", payload)
+    assert done.code == 2
+    assert "refusing" in done.err
+    assert "Traceback" not in done.err
+
+
+def test_a_broken_policy_refuses_rather_than_allowing(project: Repo) -> None:
+    project.write("forge.toml", "[protect]\nfrozen = 3\n")
+    done = pre_tool_use(project, "Bash", {"command": "ls"})
+    assert done.code == 2
+    assert "forge.toml" in done.err
+    assert "protect.frozen" in done.err or "frozen" in done.err
+    assert "Traceback" not in done.err
+
+
+def test_the_cached_lists_follow_an_edited_policy(project: Repo) -> None:
+    assert pre_tool_use(project, "Bash", {"command": "rm src/app.py"}).code == 0
+    project.write("forge.toml", '[protect]\nfrozen = ["src/"]\n')
+    done = pre_tool_use(project, "Bash", {"command": "rm src/app.py"})
+    assert done.code == 2, done.err
+    assert "src/app.py" in done.err
+
+
+def test_guard_command_forms(project: Repo) -> None:
+    refused = project.forge("guard", "--", "rm", "-rf", "specs")
+    assert refused.code == 2
+    assert "specs" in refused.err
+    assert project.forge("guard", "--", "rm -rf build && make").code == 0
+    stdin = subprocess.run(
+        [str(FORGE), "guard", "--stdin"],
+        cwd=project.root,
+        input="git rm AGENTS.md",
+        env=forge_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert stdin.returncode == 2
+    assert "AGENTS.md" in stdin.stderr
+    as_json = project.forge("guard", "--json", "--", "rm AGENTS.md")
+    assert as_json.code == 2
+    document = json.loads(as_json.out)
+    assert document["allowed"] is False
+    assert document["refusals"][0]["protection"] == "exist"
+    assert project.forge("guard").code == 2  # nothing to check: a usage error
+
+
+def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
+    # Warm the protect cache first: the cold path may load the full policy.
+    assert pre_tool_use(project, "Bash", {"command": "ls"}).code == 0
+    payload = json.dumps(
+        {"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": str(project.root)}
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(FORGE), "hook", "pre-tool-use"],
+        cwd=project.root,
+        input=payload,
+        env=forge_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "orchestra._protect._shell" in imported
+    for heavy in ("trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml"):
+        assert heavy not in imported
+
+
+def test_stop_lets_a_passing_change_stop(project: Repo) -> None:
+    done = hook(project, "stop", stop_event(project), FORGE_CHANGE="c")
+    assert done.code == 0, done.err
+    assert done.out == ""
+    assert "Verdict: PASS" in done.err
+
+
+def test_stop_blocks_while_verify_fails_then_lets_go_when_the_breaker_opens(
+    project: Repo,
+) -> None:
+    failing_policy(project, max_failures=2)
+    first = hook(project, "stop", stop_event(project), FORGE_CHANGE="c")
+    assert first.code == 0, first.err
+    decision = json.loads(first.out)
+    assert decision["decision"] == "block"
+    assert 'Breaker: 1/2 consecutive failures for change "c"' in decision["reason"]
+    assert "tests failed" in decision["reason"]
+    assert "FAILED tests/test_cart.py::test_total" in decision["reason"]
+    second = hook(project, "stop", stop_event(project, active=True), FORGE_CHANGE="c")
+    assert second.code == 0
+    message = json.loads(second.out)
+    assert "decision" not in message
+    assert "escalate: a human should review before continuing" in message["systemMessage"]
+    # Open: the next stop does not even run the checks again.
+    third = hook(project, "stop", stop_event(project, active=True), FORGE_CHANGE="c")
+    assert "human should review" in json.loads(third.out)["systemMessage"]
+    status = project.forge("verify", "--change", "c", "--json")
+    assert status.code == 1
+
+
+def test_stop_with_bad_input_does_not_trap_the_agent(project: Repo) -> None:
+    done = hook(project, "stop", "{not json")
+    assert done.code == 1  # shown to the user; Claude Code does not block on it
+    assert "Stop JSON" in done.err
+    assert done.out == ""
+
+
+def test_settings_snippet_in_the_readme_is_valid_json() -> None:
+    readme = Path(__file__).parent.parent.joinpath("README.md").read_text()
+    start = readme.index('```json\n{\n  "hooks"')
+    block = readme[start + len("```json\n") : readme.index("```", start + 7)]
+    settings = json.loads(block)
+    commands = [
+        h["command"] for entries in settings["hooks"].values() for e in entries for h in e["hooks"]
+    ]
+    assert "forge hook pre-tool-use" in commands
+    assert "forge hook stop" in commands
