@@ -29,17 +29,15 @@ def forge_run(loops: int, iterations: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-        tables = "".join(
-            f'[[loop]]\nchange = "loop-{n}"\ncmd = "true"\n' for n in range(loops)
-        )
+        tables = "".join(f'[[loop]]\nchange = "loop-{n}"\ncmd = "true"\n' for n in range(loops))
         (root / "forge.toml").write_text(
             '[verify]\ncommand = ""\nspecs = []\n'
             f"[run]\nmax_iterations = {iterations}\n"
             "[budget]\nmax_tokens = 1000000\n"
-            f"[rate_limit]\ncalls = {loops * iterations * 10}\nbackend = \"sqlite\"\n"
+            f'[rate_limit]\ncalls = {loops * iterations * 10}\nbackend = "sqlite"\n'
             f"[stagnation]\nwindow = {iterations + 1}\nno_progress = {iterations + 1}\n"
             f"output_decline = 1.0\n"
-            "[breaker]\non_open = \"escalate\"\n" + tables
+            '[breaker]\non_open = "escalate"\n' + tables
         )
         started = time.perf_counter()
         done = subprocess.run(

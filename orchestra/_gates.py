@@ -14,6 +14,7 @@ import attrs
 
 from ._errors import StateError
 from ._policy import BudgetPolicy
+from ._secscan._project import ProjectScanner
 from ._spend import budget_exceeded, read_spend
 from ._state import ChangePaths
 from ._verify import gate_detail, read_breaker
@@ -94,14 +95,30 @@ class BudgetGate:
         return GateReading(self.name, open=False, detail=detail)
 
 
-@attrs.frozen
+@attrs.define
 class SecscanGate:
-    """The secret-scan slot: with no scanner configured it stays closed and says so."""
+    """Open on unwaived findings at or above ``fail_on``; an error when waivers are unreadable.
 
+    The first check is the loop's pre-flight scan: the inline allow markers it
+    sees are the ones honoured from then on, so an agent cannot waive its own
+    leak by adding one. Without a scanner (``[secscan] enabled = false``) the
+    gate stays closed and says so.
+    """
+
+    scanner: ProjectScanner | None = None
     name: str = SECSCAN_GATE
 
     def check(self) -> GateReading:
-        return GateReading(self.name, open=False, detail="no scanner configured")
+        scanner = self.scanner
+        if scanner is None:
+            return GateReading(self.name, open=False, detail="the secret scan is off")
+        try:
+            report = scanner.scan()
+        except StateError as exc:
+            return GateReading(self.name, open=True, error=True, detail=exc.message)
+        if scanner.trusted_markers is None:
+            scanner.trusted_markers = report.result.markers
+        return GateReading(self.name, open=bool(report.blocking), detail=report.detail())
 
 
 def first_stop(readings: Sequence[GateReading]) -> GateReading | None:

@@ -60,7 +60,10 @@ def test_dry_run_prints_the_plan_and_executes_nothing(repo: Repo) -> None:
         "  gates:    verify circuit-breaker, spend budget, secscan",
         "  stop:     any gate opening halts the loop and escalates to a human",
     ]
-    assert "  secscan:  no scanner configured — the secscan gate stays closed" in done.lines
+    assert (
+        '  secscan:  rules "secscan", before and after every iteration; unwaived findings at '
+        "or above high open the gate"
+    ) in done.lines
     assert done.lines[-2:] == ["", "dry run: nothing executed (pass --yes to run)"]
     assert not (repo.root / ".forge").exists()
 
@@ -313,7 +316,10 @@ def test_the_timeline_audits_a_finished_run(repo: Repo) -> None:
     first = seen[2]
     assert (first["iteration"], first["exit"], first["tokens"], first["tool_calls"]) == (1, 0, 7, 1)
     assert first["done"] is False
-    assert first["gates"]["secscan"] == {"state": "closed", "detail": "no scanner configured"}
+    assert first["gates"]["secscan"] == {
+        "state": "closed",
+        "detail": "no unwaived findings at or above high (1 file(s) scanned, 1 read)",
+    }
     assert "duration" in first
     assert "output_bytes" in first
     stopped = seen[-1]

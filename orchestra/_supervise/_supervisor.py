@@ -14,6 +14,8 @@ from .._executor import Executor, load_executor, shell_command
 from .._gates import BudgetGate, Gate, SecscanGate, VerifyBreakerGate
 from .._loop import EXECUTOR_FAILED, INTERRUPTED, LoopPlan, RunSummary, loop_integrity
 from .._ratelimit import RateLimiter
+from .._secscan import load_rules
+from .._secscan._project import ProjectScanner, project_scanner
 from .._state import ChangePaths
 from ._engine import EventSink, Supervision, run_supervised
 from ._loops import LoopSetup
@@ -50,6 +52,13 @@ def prepare(setups: Sequence[LoopSetup], run_id: str) -> list[LoopRun]:
             problems.append(f"{setup.source}: {exc.message}")
             continue
         run_policy = setup.policy.run
+        secscan = setup.policy.secscan
+        if secscan.enabled:
+            try:
+                load_rules(secscan.rules, root=setup.root)  # a bad rules file stops them all
+            except ConfigError as exc:
+                problems.extend(f"{setup.source}: {p}" for p in exc.problems or [exc.message])
+                continue
         plan = LoopPlan(
             paths=ChangePaths(setup.root, setup.change),
             executor=executor,
@@ -76,9 +85,10 @@ def executor_for(setup: LoopSetup) -> Executor:
     raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
 
 
-def gates_for(run: LoopRun) -> list[Gate]:
+def gates_for(run: LoopRun, scanner: ProjectScanner | None) -> list[Gate]:
     paths = run.plan.paths
-    return [VerifyBreakerGate(paths), BudgetGate(paths, run.setup.policy.budget), SecscanGate()]
+    budget = BudgetGate(paths, run.setup.policy.budget)
+    return [VerifyBreakerGate(paths), budget, SecscanGate(scanner)]
 
 
 async def supervise(
@@ -103,10 +113,20 @@ async def supervise(
             key = run.key
             try:
                 plan = await _with_worktree(run, worktree_lock)
-                plan = attrs.evolve(plan, integrity=loop_integrity(run.setup.policy, plan))
-                supervision = Supervision(run.setup.policy, limiter, wall_clock)
+                policy = run.setup.policy
+                scanner = project_scanner(policy.secscan, root=run.setup.root, workdir=plan.workdir)
+                plan = attrs.evolve(
+                    plan,
+                    integrity=loop_integrity(policy, plan),
+                    redact=scanner.redact if scanner is not None else None,
+                )
+                supervision = Supervision(policy, limiter, wall_clock)
                 results[key] = await run_supervised(
-                    plan, gates_for(run), supervision, progress=run.progress, on_event=on_event
+                    plan,
+                    gates_for(run, scanner),
+                    supervision,
+                    progress=run.progress,
+                    on_event=on_event,
                 )
             except ForgeError as exc:
                 # One loop's failure to start is that loop's ending, not the supervisor's.

@@ -1,0 +1,101 @@
+"""Which files a scan looks at: the working tree as git sees it.
+
+In a git work tree (a worktree too) that is every tracked file and every
+untracked file that is not ignored, so a freshly written ``.env`` is scanned
+while ``node_modules/`` is not. Elsewhere, or when git cannot answer, the
+folder is walked and its ``.gitignore`` files are honoured with pathspec's
+gitignore matching. Either way ``.git`` internals and the root's ``.forge/``
+(Forge's own state) are left out. Listed paths may not exist (a tracked file
+deleted in the work tree); the scan skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pathspec
+
+FORGE_DIR = ".forge"
+# Location variables a git hook exports; left in place they would point
+# `git -C root` at another repository or index than the root's own.
+_GIT_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+)
+
+
+def list_files(root: Path) -> list[str]:
+    """The files to scan under ``root``: relative, ``/``-separated, sorted, unique."""
+    listed = _git_files(root)
+    if listed is None:
+        listed = _walk_files(root)
+    return sorted({path for path in listed if _wanted(path)})
+
+
+def _wanted(path: str) -> bool:
+    if not path or path.endswith("/"):  # an untracked nested repository
+        return False
+    parts = path.split("/")
+    return parts[0] != FORGE_DIR and ".git" not in parts
+
+
+def _git_files(root: Path) -> list[str] | None:
+    env = {key: value for key, value in os.environ.items() if key not in _GIT_LOCATION_VARS}
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:  # no git on PATH
+        return None
+    if done.returncode != 0:  # not a work tree (or git refuses it): walk instead
+        return None
+    return [os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw]
+
+
+def _walk_files(root: Path) -> list[str]:
+    specs: dict[str, pathspec.GitIgnoreSpec] = {}
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        relative = Path(folder).relative_to(root).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        spec = _read_gitignore(Path(folder) / ".gitignore")
+        if spec is not None:
+            specs[prefix] = spec
+        dirs[:] = sorted(
+            name
+            for name in dirs
+            if name != ".git"
+            and not (prefix == "" and name == FORGE_DIR)
+            and not _ignored(specs, prefix + name + "/")
+        )
+        found.extend(prefix + name for name in files if not _ignored(specs, prefix + name))
+    return found
+
+
+def _read_gitignore(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
+
+
+def _ignored(specs: dict[str, pathspec.GitIgnoreSpec], path: str) -> bool:
+    """Git's rule: the deepest .gitignore with a matching pattern decides."""
+    for prefix in sorted((p for p in specs if path.startswith(p)), key=len, reverse=True):
+        result = specs[prefix].check_file(path[len(prefix) :])
+        if result.include is not None:
+            return bool(result.include)
+    return False
