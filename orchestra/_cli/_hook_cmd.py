@@ -17,6 +17,7 @@ from typing import Any
 from .._errors import EXIT_OK, ForgeError, UsageError
 from .._protect._config import find_root, load_spec
 from .._protect._shell import analyse_command
+from .._secscan._project import output_redactor
 from .._state import ChangePaths
 from .._verify import (
     VerifyReport,
@@ -98,7 +99,9 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         return _answer(out, {"systemMessage": message}, note=message)
     policy = policy_from(project, (), args).policy
     tree = tree_state(project.root)
-    report = run_interruptible(run_verify, project.root, policy.verify, policy.run.grace.seconds)
+    redact = output_redactor(policy.secscan, root=project.root)
+    grace = policy.run.grace.seconds
+    report = run_interruptible(run_verify, project.root, policy.verify, grace, redact)
     update = record_attempt(paths, report, max_failures=policy.verify.max_failures, tree=tree)
     previous = update.before.consecutive_failures if report.passed else 0
     line = breaker_line(update.after, change, previous_streak=previous)

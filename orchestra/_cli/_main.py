@@ -160,6 +160,27 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--change", type=_change_name, help="the change (default: FORGE_CHANGE)")
     stop.set_defaults(handler="_hook_cmd:stop")
 
+    secscan = commands.add_parser(
+        "secscan",
+        parents=[common],
+        help="scan the working tree for secrets (exit 1 on unwaived findings at fail_on)",
+        description="Scan the project's working tree (tracked files and untracked ones that "
+        "are not ignored) with the [secscan] rules, apply the waivers, and list what is "
+        "left. Exit 1 when an unwaived finding is at or above [secscan] fail_on.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    secscan.set_defaults(handler="_secscan_cmd:scan")
+    secscan_commands = secscan.add_subparsers(dest="secscan_command", metavar="ACTION")
+    waive = secscan_commands.add_parser(
+        "waive", parents=[common], help="waive a finding by its fingerprint (a human decides)"
+    )
+    waive.add_argument("fingerprint", help="the finding's fingerprint, as forge secscan shows it")
+    waive.add_argument("--reason", required=True, help="why it is not a leak")
+    waive.add_argument("--expires", metavar="DURATION", help='how long it holds, e.g. "30d"')
+    waive.add_argument("--who", help="who decides (default: git user.name)")
+    waive.set_defaults(handler="_secscan_cmd:waive")
+
     status = commands.add_parser(
         "status", parents=[common], help="every change's circuit, verify streak, spend"
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._secscan._project import output_redactor
 from .._state import STATE_CONVERTER, ChangePaths
 from .._verify import (
     BreakerUpdate,
@@ -34,17 +35,19 @@ def run(args: argparse.Namespace, out: Output) -> int:
         flags.append(flag_layer("--max-failures", "verify.max_failures", args.max_failures))
     policy = policy_from(project, flags, args).policy
     verify = policy.verify
+    redact = output_redactor(policy.secscan, root=project.root)
+    grace = policy.run.grace.seconds
 
     if paths is None:
         # Bare verify reports and never gates: exit 0 whatever the verdict.
-        report = run_interruptible(run_verify, project.root, verify, policy.run.grace.seconds)
+        report = run_interruptible(run_verify, project.root, verify, grace, redact)
         _print_report(report, out)
         if out.json_mode:
             out.document({**report.as_json(), "change": None, "breaker": None})
         return EXIT_OK
 
     tree = tree_state(project.root)
-    report = run_interruptible(run_verify, project.root, verify, policy.run.grace.seconds)
+    report = run_interruptible(run_verify, project.root, verify, grace, redact)
     # Record before printing anything: a reader that stops early (`| head -1`)
     # must not cost the breaker its attempt.
     update = record_attempt(paths, report, max_failures=verify.max_failures, tree=tree)

@@ -8,11 +8,13 @@ findings at or above ``fail_on``).
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 
 import attrs
 
 from .._policy import SecscanPolicy
+from .._redact import Redact
 from .._state import STATE_DIR
 from ._findings import Finding, ScanResult
 from ._match import redact
@@ -112,3 +114,14 @@ def project_scanner(policy: SecscanPolicy, *, root: Path, workdir: Path) -> Proj
     if not policy.enabled:
         return None
     return ProjectScanner.for_project(policy, root=root, workdir=workdir)
+
+
+def output_redactor(policy: SecscanPolicy, *, root: Path) -> Redact | None:
+    """What hides secrets in command output (verify's checks), or None when the scan is off.
+
+    Raises:
+        ConfigError: the rules file cannot be loaded.
+    """
+    if not policy.enabled:
+        return None
+    return partial(redact, ruleset=load_rules(policy.rules, root=root))

@@ -287,7 +287,7 @@ class _Loop:
             return None
         self.progress.status = "verifying"
         tree = await trio.to_thread.run_sync(tree_state, self.plan.workdir)
-        report = await run_verify(self.plan.workdir, verify, self.plan.grace)
+        report = await run_verify(self.plan.workdir, verify, self.plan.grace, self.plan.redact)
         update = await trio.to_thread.run_sync(
             partial(
                 record_attempt, self.plan.paths, report, max_failures=verify.max_failures, tree=tree

@@ -11,6 +11,7 @@ import attrs
 from .._capture import CapturedOutput
 from .._durations import format_duration
 from .._process import ProcessResult, run_process
+from .._redact import Redact
 
 _FAILURE_LINE = re.compile(
     r"""
@@ -72,10 +73,19 @@ async def run_check(
     time_limit: float,
     grace: float,
     env: Mapping[str, str] | None = None,
+    redact: Redact | None = None,
 ) -> CheckResult:
-    """Run one verify command through ``sh -c`` and judge it by its exit code."""
+    """Run one verify command through ``sh -c`` and judge it by its exit code.
+
+    With ``redact``, secrets in its output are redacted before they are kept.
+    """
     result: ProcessResult = await run_process(
-        ["sh", "-c", command], cwd=cwd, env=env, time_limit=time_limit, grace=grace
+        ["sh", "-c", command],
+        cwd=cwd,
+        env=env,
+        time_limit=time_limit,
+        grace=grace,
+        redact=redact,
     )
     passed = result.succeeded
     outcome = (

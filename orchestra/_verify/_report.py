@@ -9,6 +9,7 @@ import attrs
 import trio
 
 from .._policy import VerifyPolicy
+from .._redact import Redact
 from ._breaker import FAIL, PASS
 from ._checks import CheckResult, run_check
 from ._scenarios import ScenarioCoverage, measure_coverage
@@ -66,11 +67,13 @@ class VerifyReport:
         }
 
 
-async def run_verify(root: Path, policy: VerifyPolicy, grace: float) -> VerifyReport:
+async def run_verify(
+    root: Path, policy: VerifyPolicy, grace: float, redact: Redact | None = None
+) -> VerifyReport:
     """Run the test command, then the lint command, then measure scenario coverage.
 
     Every configured check runs even when an earlier one failed, so the report
-    shows all that is wrong at once.
+    shows all that is wrong at once. ``redact`` hides secrets in their output.
     """
     started = trio.current_time()
     checks = []
@@ -78,7 +81,12 @@ async def run_verify(root: Path, policy: VerifyPolicy, grace: float) -> VerifyRe
         if command.strip():
             checks.append(
                 await run_check(
-                    name, command, cwd=root, time_limit=policy.timeout.seconds, grace=grace
+                    name,
+                    command,
+                    cwd=root,
+                    time_limit=policy.timeout.seconds,
+                    grace=grace,
+                    redact=redact,
                 )
             )
     coverage = await trio.to_thread.run_sync(measure_coverage, root, policy.specs, policy.tests)

@@ -1,0 +1,117 @@
+"""``forge secscan``: the secret scan's findings; ``forge secscan waive``: a human's waiver."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import subprocess
+from pathlib import Path
+
+from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._secscan import Finding, add_waiver
+from .._secscan._project import ProjectScanner
+from ._common import policy_from, project_from
+from ._console import Output
+
+_SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "low": None}
+
+
+def scan(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    policy = policy_from(project, args=args).policy.secscan
+    scanner = ProjectScanner.for_project(policy, root=project.root, workdir=project.root)
+    report = scanner.scan()
+    result = report.result
+    blocking = report.blocking
+    code = EXIT_ESCALATE if blocking else EXIT_OK
+    if out.json_mode:
+        out.document(
+            {
+                "rules": policy.rules,
+                "fail_on": policy.fail_on,
+                "findings": [f.as_dict() for f in report.kept],
+                "waived": [f.as_dict() for f in report.waived],
+                "blocking": len(blocking),
+                "files": {
+                    "considered": result.files_considered,
+                    "read": result.files_read,
+                    "cached": result.files_cached,
+                    "skipped": result.files_skipped,
+                    "skipped_large": list(result.skipped_large),
+                },
+                "duration": round(result.duration, 3),
+                "cache_note": result.cache_note,
+                "exit_code": code,
+            }
+        )
+        return code
+    out.line(
+        f"secscan: {len(report.kept)} finding(s) in {result.files_considered} file(s) "
+        f"({result.files_read} read, {result.files_cached} from cache) — rules "
+        f'"{policy.rules}", gate opens at {policy.fail_on}'
+    )
+    for finding in report.kept:
+        _finding_line(finding, out)
+    if report.waived:
+        out.line(f"  waived: {len(report.waived)} (in {policy.waivers})", style="dim")
+    if result.skipped_large:
+        out.line(
+            f"  not scanned: {len(result.skipped_large)} file(s) over {policy.max_file_bytes} "
+            "bytes",
+            style="dim",
+        )
+    if result.cache_note:
+        out.note(f"note: {result.cache_note}")
+    if blocking:
+        out.line(
+            f"secscan: {len(blocking)} unwaived finding(s) at or above {policy.fail_on} — "
+            "remove the secret, or: forge secscan waive <fingerprint> --reason '…'",
+            style="bold red",
+        )
+    else:
+        out.line(f"secscan: clean — no unwaived findings at or above {policy.fail_on}")
+    return code
+
+
+def waive(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    policy = policy_from(project, args=args).policy.secscan
+    if not args.reason or not args.reason.strip():
+        raise UsageError("a waiver needs a reason", hint="--reason 'a test fixture, not a key'")
+    try:
+        waiver = add_waiver(
+            project.root / policy.waivers,
+            fingerprint=args.fingerprint,
+            reason=args.reason,
+            who=args.who or _who(project.root),
+            expires_in=args.expires,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="e.g. --expires 30d") from None
+    until = f"until {waiver.expires}" if waiver.expires else "with no expiry"
+    line = f"secscan: waived {waiver.fingerprint} {until} — {waiver.reason} ({waiver.who})"
+    out.line(line)
+    if out.json_mode:
+        out.document({"waiver": waiver.as_dict(), "message": line})
+    return EXIT_OK
+
+
+def _finding_line(finding: Finding, out: Output) -> None:
+    out.styled(
+        (f"  {finding.severity.upper():<8}", _SEVERITY_STYLE.get(finding.severity)),
+        (f" {finding.rule_id:<22} {finding.path}:{finding.line}  {finding.preview}", None),
+        (f"  {finding.fingerprint}", "dim"),
+    )
+
+
+def _who(root: Path) -> str:
+    """The person waiving: git's user.name, else the login name."""
+    try:
+        done = subprocess.run(
+            ["git", "config", "user.name"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return getpass.getuser()
