@@ -57,11 +57,13 @@ def _glob_regex(pattern: str) -> str:
     index = 0
     while index < len(pattern):
         char = pattern[index]
-        if pattern.startswith("**/", index):
+        # ``**`` is special only as a whole segment; elsewhere it is ``*``.
+        whole = index == 0 or pattern[index - 1] == "/"
+        if whole and pattern.startswith("**/", index):
             out.append("(?:.*/)?")
             index += 3
             continue
-        if pattern.startswith("**", index):
+        if whole and pattern.startswith("**", index) and index + 2 == len(pattern):
             out.append(".*")
             index += 2
             continue
@@ -85,10 +87,45 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-class Entry:
-    """One ``[protect]`` entry, compiled."""
+def _segment_match(pattern: str, name: str) -> bool:
+    """``*`` and ``?`` within one path segment (a hand matcher: compiling a regex
+    per entry costs the agent hooks more than all their other work)."""
+    p = n = 0
+    star, mark = -1, 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] in ("?", name[n]):
+            p += 1
+            n += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, n
+            p += 1
+        elif star != -1:
+            p = star + 1
+            mark += 1
+            n = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
 
-    __slots__ = ("literal", "mode", "regex", "text")
+
+def _parts_match(pattern: list[str], parts: list[str]) -> bool:
+    """Segments against segments; a ``**`` segment matches any number of them."""
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        if not rest:  # a trailing ``/**``: something below, not the folder itself
+            return bool(parts)
+        return any(_parts_match(rest, parts[index:]) for index in range(len(parts) + 1))
+    return bool(parts) and _segment_match(head, parts[0]) and _parts_match(rest, parts[1:])
+
+
+class Entry:
+    """One ``[protect]`` entry, ready to match paths (already casefolded when ``fold``)."""
+
+    __slots__ = ("body", "glob", "literal", "mode", "pattern", "regex", "text")
 
     def __init__(self, text: str, mode: str, *, fold: bool = False) -> None:
         self.text = text
@@ -96,20 +133,29 @@ class Entry:
         body = normalize(text) or ""
         if fold:
             body = body.casefold()
-        glob = any(c in body for c in "*?[")
+        self.body = body
+        self.glob = any(c in body for c in "*?[")
         # The literal prefix: the directory every match lies under.
         literal = body
-        if glob:
+        if self.glob:
             head = re.split(r"[*?\[]", body, maxsplit=1)[0]
             literal = head.rsplit("/", 1)[0] if "/" in head else ""
         self.literal = literal
-        # A match is the entry itself or anything under it.
-        core = _glob_regex(body) if glob else re.escape(body)
-        flags = re.IGNORECASE if fold else 0
-        self.regex = re.compile(f"{core}(?:/.*)?" if body else ".*", flags | re.DOTALL)
+        self.pattern = body.split("/")
+        # Character classes are rare: only they pay for a regex.
+        self.regex = re.compile(f"{_glob_regex(body)}(?:/.*)?", re.DOTALL) if "[" in body else None
 
     def covers(self, path: str) -> bool:
-        return self.regex.fullmatch(path) is not None
+        """Whether ``path`` is this entry or lies under it."""
+        body = self.body
+        if not body:
+            return True
+        if not self.glob:
+            return path == body or path.startswith(body + "/")
+        if self.regex is not None:
+            return self.regex.fullmatch(path) is not None
+        parts = path.split("/")
+        return any(_parts_match(self.pattern, parts[:end]) for end in range(1, len(parts) + 1))
 
 
 class ProtectSpec:
