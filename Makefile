@@ -43,6 +43,8 @@ pytest: $(STAMP)
 # Performance, measured against a baseline in the same run (not part of make test).
 bench: $(STAMP)
 	$(BIN)/python bench/supervisor_overhead.py
+	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/secscan_engine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
