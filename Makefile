@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench reliability clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml
 # The supervisor over the demo loops declared in forge.toml, driven by the
 # bundled fake agent (no API key): one loop finishes, one's verify keeps failing
 # until its circuit opens and escalates, one spins until its iterations run out,
-# all under one small rate limit. The demo's earlier state is cleared first.
+# one deletes a protected file (restored; it escalates), all under one small
+# rate limit. The demo's earlier state is cleared first.
 demo: $(STAMP)
-	@for change in demo-checkout demo-billing demo-search; do \
+	@for change in demo-checkout demo-billing demo-search demo-docs; do \
 	  git worktree remove --force .forge/worktrees/$$change 2>/dev/null; \
 	  git branch -D forge/$$change >/dev/null 2>&1; \
 	  rm -rf .forge/changes/$$change; \
@@ -45,6 +46,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/supervisor_overhead.py
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/secscan_engine.py
+	$(BIN)/python bench/secscan_compare.py
+	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/limiter.py
+
+# The slow fault-injection tier: hundreds of kill -9 trials, crash points at
+# every state write, hypothesis over bad input (the fast tier is in make test).
+reliability: $(STAMP)
+	$(BIN)/pytest -q -n auto -m reliability tests/reliability
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,160 @@
+"""The rules for git subcommands that delete files or discard changes.
+
+- ``git rm`` deletes its paths; ``git mv`` is read as ``mv``.
+- ``git clean`` (unless ``-n``/``--dry-run``) deletes within its pathspecs, or
+  the working folder: refused when anything protected exists there (we cannot
+  tell tracked from untracked without running git).
+- ``git reset --hard``, ``git checkout -f``, ``git switch
+  --discard-changes`` and ``git stash -u``/``-a`` can revert or delete
+  anything in the tree: refused when anything protected exists.
+- ``git checkout [<tree>] -- <paths>`` and ``git restore <paths>`` discard
+  changes: refused for frozen paths in scope, and for exist paths too where
+  they can delete (``--no-overlay``, ``restore --source``).
+- A branch switch without ``-f`` and plain ``git stash`` are allowed.
+
+``-C`` and ``--work-tree`` move the working folder the paths are read from.
+
+This runs on every tool call of an agent: it imports only :mod:`os` and its
+sibling modules.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._shharm import ALL, FROZEN_ONLY, check_delete, check_pathspec
+from ._shoptions import has_flag, option_value, parse_options
+from ._shstate import Arg, cd_target
+from ._shverbs import move
+from ._shwords import GLOB_CHARS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._shstate import Analysis, State
+
+
+def git(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``git [-C DIR] SUBCOMMAND …``: the subcommand's rule, if it has one."""
+    index = 0
+    while index < len(argv) and not argv[index].opaque:
+        text = argv[index].text
+        if text in ("-C", "--work-tree") or text.startswith("--work-tree="):
+            if "=" in text:
+                where = Arg(text.partition("=")[2])
+            else:
+                index += 1
+                where = argv[index] if index < len(argv) else Arg(".")
+            state = state.copy()
+            state.cwd = cd_target(where, state)
+        elif text in ("-c", "--git-dir", "--namespace", "--exec-path"):
+            index += 1
+        elif not text.startswith("-"):
+            break
+        index += 1
+    if index >= len(argv) or argv[index].opaque:
+        return
+    handler = _GIT.get(argv[index].text)
+    if handler is not None:
+        handler(analysis, "git " + argv[index].text, argv[index + 1 :], state)
+
+
+def _git_clean(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    options, paths = parse_options(argv, frozenset({"-e", "--exclude"}))
+    if has_flag(options, "n", "--dry-run"):
+        return
+    for path in paths or [Arg(".")]:
+        check_pathspec(analysis, verb, path, state, ALL, "delete")
+
+
+def _git_rm(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    options, paths = parse_options(argv, frozenset({"--pathspec-from-file"}))
+    if has_flag(options, "n", "--cached", "--dry-run"):
+        return
+    if option_value(options, "--pathspec-from-file") is not None:
+        paths = [*paths, Arg("", opaque=True)]
+    for path in paths:
+        if path.opaque or path.text.startswith(":") or any(c in path.text for c in GLOB_CHARS):
+            check_pathspec(analysis, verb, path, state, ALL, "delete")
+        else:
+            check_delete(analysis, verb, path, state, recursive=True)
+
+
+def _git_checkout(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    texts = [a.text for a in argv]
+    split = texts.index("--") if "--" in texts else len(argv)
+    options, before = parse_options(argv[:split], frozenset({"-b", "-B", "--orphan"}))
+    after = argv[split + 1 :]
+    if split < len(argv):
+        paths = after
+    elif option_value(options, "-b", "-B", "--orphan") is not None:
+        paths = []
+    elif len(before) >= 2:
+        paths = before[1:]
+    elif len(before) == 1 and _looks_like_path(before[0], state):
+        paths = before
+    else:
+        paths = []
+    if paths:
+        modes = ALL if has_flag(options, "", "--no-overlay") else FROZEN_ONLY
+        for path in paths:
+            check_pathspec(analysis, verb, path, state, modes, "discard changes to")
+    elif has_flag(options, "f", "--force"):
+        check_pathspec(analysis, f"{verb} -f", Arg(":/"), state, ALL, "revert or delete")
+
+
+def _looks_like_path(arg: Arg, state: State) -> bool:
+    text = arg.text
+    if arg.opaque or text in (".", "..") or text.startswith(":") or "/" in text:
+        return True
+    return state.cwd is not None and os.path.lexists(os.path.join(state.cwd, text))
+
+
+def _git_restore(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    with_value = frozenset({"-s", "--source", "--pathspec-from-file"})
+    options, paths = parse_options(argv, with_value)
+    if has_flag(options, "S", "--staged") and not has_flag(options, "W", "--worktree"):
+        return
+    source = option_value(options, "-s", "--source") is not None
+    overlay = has_flag(options, "", "--overlay")
+    modes = ALL if source and not overlay else FROZEN_ONLY
+    if option_value(options, "--pathspec-from-file") is not None:
+        paths = [*paths, Arg("", opaque=True)]
+    for path in paths:
+        check_pathspec(analysis, verb, path, state, modes, "discard changes to")
+
+
+def _git_reset(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    if any(a.text == "--hard" for a in argv):
+        check_pathspec(analysis, f"{verb} --hard", Arg(":/"), state, ALL, "revert or delete")
+
+
+def _git_switch(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    options, _ = parse_options(argv, frozenset({"-c", "-C"}))
+    if has_flag(options, "f", "--force", "--discard-changes"):
+        check_pathspec(analysis, f"{verb} -f", Arg(":/"), state, ALL, "revert or delete")
+
+
+def _git_stash(analysis: Analysis, verb: str, argv: list[Arg], state: State) -> None:
+    if argv and not argv[0].opaque and not argv[0].text.startswith("-"):
+        if argv[0].text not in ("push", "save"):
+            return
+        argv = argv[1:]
+    options, paths = parse_options(argv, frozenset({"-m", "--message"}))
+    if not has_flag(options, "ua", "--include-untracked", "--all"):
+        return
+    for path in paths or [Arg(":/")]:
+        check_pathspec(analysis, f"{verb} -u", path, state, ALL, "stash away (delete)")
+
+
+_GIT: dict[str, Callable[[Analysis, str, list[Arg], State], None]] = {
+    "clean": _git_clean,
+    "rm": _git_rm,
+    "mv": lambda analysis, verb, argv, state: move(analysis, verb, argv, state, []),
+    "checkout": _git_checkout,
+    "restore": _git_restore,
+    "reset": _git_reset,
+    "switch": _git_switch,
+    "stash": _git_stash,
+}

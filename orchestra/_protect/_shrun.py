@@ -1,0 +1,240 @@
+"""The evaluator: runs a parsed command tree in the mind, judging each command's harm.
+
+Commands run in order, each with its words expanded (:mod:`._shwords`) after
+the command substitutions inside them have been analysed in turn. ``VAR=1
+cmd`` and ``VAR=1`` alone are read, ``for`` binds its variable, and each
+simple command goes to its rule by name: a wrapper's (:mod:`._shwrappers`)
+gives the command it runs; those of the file verbs (:mod:`._shverbs`), git
+(:mod:`._shgit`) and ``find`` (:mod:`._shfind`) judge it; ``cd``,
+``export`` and their kin change the state (:mod:`._shstate`). Redirections
+``>``, ``>>``, ``&>``, ``<>`` change their target.
+
+The strings of ``sh -c``, ``bash -c``, ``eval`` and ``watch``, and shell
+input from here-documents and here-strings, are analysed as commands too,
+nested at most 12 deep; a command nested deeper (or past the parser's 48
+levels of groups and substitutions) is refused whatever it holds. ``( … )``, each side of a pipeline and a background
+job run on a copy of the state, so a ``cd`` there does not leak.
+
+This runs on every tool call of an agent: it imports only its sibling modules.
+"""
+
+from __future__ import annotations
+
+from ._shfind import find_execs
+from ._shgit import git
+from ._shharm import check_write
+from ._shoptions import has_flag, parse_options
+from ._shparse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
+from ._shstate import BUILTINS, Arg
+from ._shverbs import VERBS
+from ._shwords import expand_word
+from ._shwrappers import WRAPPERS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._shparse import Item, Simple
+    from ._shstate import Analysis, Handler, State
+
+_MAX_DEPTH = 12  # nested sh -c / eval / substitutions
+_WRITE_REDIRECTS = frozenset({">", ">|", ">>", "&>", "&>>", ">&", "<>"})
+
+
+def analyse_text(analysis: Analysis, text: str, state: State) -> None:
+    """Analyse ``text`` as commands run in ``state``."""
+    if analysis.depth >= _MAX_DEPTH:
+        analysis.refuse_command(
+            f"the command nests sh -c/eval too deeply to analyse (more than {_MAX_DEPTH} levels)"
+        )
+        return
+    analysis.depth += 1
+    try:
+        parser = Parser(text)
+        items = parser.parse_list("")
+        parser.read_documents()  # a here-document without a line after its command
+        _too_deep(analysis, parser)
+        _run_list(analysis, items, state)
+    finally:
+        analysis.depth -= 1
+
+
+def _too_deep(analysis: Analysis, parser: Parser) -> None:
+    if parser.too_deep:
+        analysis.refuse_command(
+            f"the command nests too deeply to analyse (more than {MAX_NESTING} levels)"
+        )
+
+
+def _run_list(analysis: Analysis, items: list[Item], state: State) -> None:
+    previous = ""
+    previous_args: list[Arg] | None = None
+    for item in items:
+        # Each side of a pipe and a background job run in a subshell.
+        alone = previous in ("|", "|&") or item.separator in ("|", "|&", "&")
+        current = state.copy() if alone else state
+        node = item.node
+        if isinstance(node, Group):
+            _redirects(analysis, node.redirects, current)
+            _run_list(analysis, node.body, current.copy() if node.subshell else current)
+        elif isinstance(node, For):
+            values: tuple[str, ...] | None = None
+            if node.words is not None:
+                args = [a for w in node.words for a in _expand(analysis, w, current)]
+                if not any(a.opaque for a in args):
+                    values = tuple(a.text for a in args)
+            current.variables[node.name] = values
+        else:
+            current.piped = previous_args if previous in ("|", "|&") else None
+            previous_args = _run_simple(analysis, node, current)
+            current.piped = None
+            previous = item.separator
+            continue
+        previous = item.separator
+        previous_args = None
+
+
+def _expand(analysis: Analysis, word: Word, state: State, *, split: bool = True) -> list[Arg]:
+    """The arguments a word becomes; substitutions inside it are analysed on the way."""
+    for part in word.parts:
+        if part.body is not None:
+            _run_list(analysis, part.body, state.copy())
+    return expand_word(analysis, word, state, split=split)
+
+
+def _run_simple(analysis: Analysis, node: Simple, state: State) -> list[Arg] | None:
+    """Analyse one simple command; its expanded words (None for assignments alone)."""
+    stdin = _redirects(analysis, node.redirects, state)
+    for body, expand in node.docs:
+        stdin.append(body)
+        if expand:
+            parser = Parser(body)
+            parts: list[Part] = []
+            parser.double_quoted(parts, "")
+            _too_deep(analysis, parser)
+            _expand(analysis, Word(parts), state)  # analyses its substitutions
+    assignments: list[tuple[str, str | None]] = []
+    index = 0
+    for word in node.words:
+        first = word.parts[0] if word.parts else None
+        match = ASSIGNMENT.match(first.text) if first and first.kind == "lit" else None
+        if match is None:
+            break
+        rest = [Part("lit", first.text[match.end() :]), *word.parts[1:]] if first else []
+        value = _expand(analysis, Word(rest), state, split=False)
+        known = len(value) == 1 and not value[0].opaque
+        assignments.append((match.group(1), value[0].text if known else None))
+        index += 1
+    if index == len(node.words):
+        state.variables.update(assignments)
+        return None
+    args = [a for w in node.words[index:] for a in _expand(analysis, w, state)]
+    _dispatch(analysis, args, state, stdin)
+    return args
+
+
+def _redirects(analysis: Analysis, redirects: list[tuple[str, Word]], state: State) -> list[str]:
+    """Check the redirections' targets; the text of any here-string."""
+    stdin: list[str] = []
+    for operator, word in redirects:
+        args = _expand(analysis, word, state, split=False)
+        if operator == "<<<":
+            stdin.extend(a.text for a in args if not a.opaque)
+            continue
+        if operator not in _WRITE_REDIRECTS:
+            continue
+        for arg in args:
+            if operator == ">&" and not arg.opaque and (is_digits(arg.text) or arg.text == "-"):
+                continue  # 2>&1: a descriptor, not a file
+            check_write(analysis, f"the redirection {operator}", arg, state)
+    return stdin
+
+
+def _dispatch(analysis: Analysis, args: list[Arg], state: State, stdin: list[str]) -> None:
+    """Judge the command ``args`` by its rule, through any wrappers around it."""
+    while args and not args[0].opaque:
+        name = args[0].text.rsplit("/", 1)[-1]
+        wrapper = WRAPPERS.get(name)
+        if wrapper is not None:
+            unwrapped = wrapper(analysis, args[1:], state)
+            if unwrapped is None:
+                return
+            args, state = unwrapped
+            continue
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(analysis, name, args[1:], state, stdin)
+        return
+
+
+def _find(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``find``: its own harm, and each ``-exec`` command over the paths it would get."""
+    judged: set[int] = set()
+    for command, found in find_execs(analysis, argv, state):
+        if id(command) not in judged:
+            # Its fixed arguments, wherever find starts and whatever it finds.
+            judged.add(id(command))
+            neutral = [Arg(a.text.replace("{}", "/dev/null"), a.opaque) for a in command]
+            _dispatch(analysis, neutral, state.copy(), [])
+        if not any("{}" in a.text for a in command):
+            continue
+        before = len(analysis.refusals)
+        for path in found:  # shallowest first; one refusal per action is enough
+            replaced = [Arg(a.text.replace("{}", path), a.opaque) for a in command]
+            _dispatch(analysis, replaced, state.copy(), [])
+            if len(analysis.refusals) > before:
+                break
+
+
+def _shell(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
+    """``sh -c TEXT``, ``bash <<EOF``, ``bash -s <<< TEXT``: the text is analysed too."""
+    index = 0
+    command = False
+    while index < len(argv):
+        text = argv[index].text
+        if argv[index].opaque or text in ("-", "--"):
+            index += text in ("-", "--") and not argv[index].opaque
+            break
+        if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            index += 2
+            continue
+        if text[:1] not in "-+":
+            break
+        command = command or (not text.startswith("--") and "c" in text[1:])
+        index += 1
+    if command:
+        if index < len(argv) and not argv[index].opaque:
+            inner = state.copy()
+            inner.positional = [None if a.opaque else a.text for a in argv[index + 1 :]]
+            analyse_text(analysis, argv[index].text, inner)
+        return
+    if index >= len(argv):
+        for text in stdin:
+            analyse_text(analysis, text, state.copy())
+
+
+def _eval(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``eval ARGS``: the arguments, joined, are analysed as commands."""
+    analyse_text(analysis, " ".join(a.text for a in argv), state)
+
+
+def _watch(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``watch CMD``: the command runs (again and again) in a shell, or with ``-x`` directly."""
+    options, rest = parse_options(argv, frozenset({"-n", "--interval", "-d"}), first=True)
+    if has_flag(options, "x", "--exec"):
+        _dispatch(analysis, rest, state.copy(), [])
+    else:
+        analyse_text(analysis, " ".join(a.text for a in rest), state.copy())
+
+
+_HANDLERS: dict[str, Handler] = {
+    **VERBS,
+    **BUILTINS,
+    "find": _find,
+    "git": git,
+    "sh": _shell,
+    "bash": _shell,
+    "zsh": _shell,
+    "dash": _shell,
+    "ksh": _shell,
+    "eval": _eval,
+    "watch": _watch,
+}

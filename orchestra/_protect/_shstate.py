@@ -1,0 +1,192 @@
+"""What the analysis of one shell command carries, and the builtins that change it.
+
+An :class:`Analysis` holds what every part of one command is judged against
+(the real root, the spec, the environment) and what it finds (the refusals).
+A :class:`State` is what a command list carries from one command to the next:
+the working folder, ``cd``'s stack and ``$OLDPWD``, and the variables set so
+far. ``cd``/``pushd``/``popd`` move the working folder for the rest of the
+list, and ``export``/``declare``/``unset``/… set its variables; inside
+``( … )``, a pipeline or a background job the evaluator gives them a copy, so
+nothing leaks out.
+
+This runs on every tool call of an agent: it imports only :mod:`os` and
+:mod:`._shparse`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ._shparse import NAME
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import TypeAlias
+
+    from ._spec import ProtectSpec
+
+    # A command's rule: (analysis, its name, its arguments, the state, its stdin texts).
+    Handler: TypeAlias = Callable[["Analysis", str, list["Arg"], "State", list[str]], None]
+
+_WALK_BUDGET = 20_000  # paths visited looking for protected ones, per command
+
+
+class Refusal:
+    """A protected path a command would harm.
+
+    Attributes:
+        path: the harmed path, relative to the root.
+        mode: its protection, ``exist`` or ``frozen``.
+        reason: one line for the agent or a human.
+    """
+
+    __slots__ = ("mode", "path", "reason")
+
+    def __init__(self, path: str, mode: str, reason: str) -> None:
+        self.path = path
+        self.mode = mode
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Refusal({self.path!r}, {self.mode!r}, {self.reason!r})"
+
+
+class Arg:
+    """An expanded word: its text, or for an opaque one the known prefix of it."""
+
+    __slots__ = ("opaque", "text")
+
+    def __init__(self, text: str, opaque: bool = False) -> None:
+        self.text = text
+        self.opaque = opaque
+
+
+class State:
+    """What a command list carries from one command to the next."""
+
+    __slots__ = ("cwd", "oldpwd", "piped", "positional", "stack", "variables")
+
+    def __init__(self, cwd: str | None) -> None:
+        self.cwd = cwd  # None: unknown (after cd "$(…)")
+        self.oldpwd: str | None = None
+        self.stack: list[str | None] = []
+        # None: set to something unknown; a tuple: a for loop's values.
+        self.variables: dict[str, str | tuple[str, ...] | None] = {}
+        self.positional: list[str | None] | None = None
+        self.piped: list[Arg] | None = None  # the command writing into this one's stdin
+
+    def copy(self) -> State:
+        twin = State(self.cwd)
+        twin.oldpwd = self.oldpwd
+        twin.stack = list(self.stack)
+        twin.variables = dict(self.variables)
+        twin.positional = self.positional
+        return twin
+
+
+class Analysis:
+    """One command's analysis: what it is judged against, and the refusals found so far."""
+
+    __slots__ = (
+        "budget",
+        "depth",
+        "env",
+        "exhausted",
+        "fold",
+        "home",
+        "mark",
+        "prefix",
+        "refusals",
+        "root",
+        "root_key",
+        "seen",
+        "spec",
+    )
+
+    def __init__(self, root: str, spec: ProtectSpec, env: Mapping[str, str]) -> None:
+        self.root = os.path.realpath(root)
+        self.fold = spec.fold
+        self.root_key = self.key(self.root)
+        self.prefix = self.root_key.rstrip("/") + "/"
+        self.spec = spec
+        self.env = env
+        self.home = env.get("HOME") or os.path.expanduser("~")
+        self.refusals: list[Refusal] = []
+        self.seen: set[tuple[str, str]] = set()
+        self.depth = 0
+        self.budget = _WALK_BUDGET
+        self.exhausted = False
+        self.mark = 0  # refusals before a retry (see _shharm._first_at_root)
+
+    def key(self, path: str) -> str:
+        return path.casefold() if self.fold else path
+
+    def refuse(self, path: str, mode: str, harm: str) -> None:
+        """Record a refusal: ``harm`` says what would happen to ``path``."""
+        reason = f"{harm} (protected: {mode})"
+        if (path, reason) not in self.seen:
+            self.seen.add((path, reason))
+            self.refusals.append(Refusal(path, mode, reason))
+
+    def refuse_command(self, why: str) -> None:
+        """Refuse the whole command, which cannot be analysed: ``why``.
+
+        The refusal names the root (``.``), as frozen: anything could be harmed.
+        """
+        reason = f"{why}; refusing"
+        if (".", reason) not in self.seen:
+            self.seen.add((".", reason))
+            self.refusals.append(Refusal(".", "frozen", reason))
+
+def _cd(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    operands = [a for a in argv if a.opaque or not (a.text.startswith("-") and a.text != "-")]
+    target: str | None
+    if verb == "popd":
+        if not state.stack:
+            return
+        target = state.stack.pop()
+    elif not operands:
+        target = analysis.home
+    elif operands[0].text == "-" and not operands[0].opaque:
+        target = state.oldpwd
+    else:
+        target = cd_target(operands[0], state)
+    if verb == "pushd":
+        state.stack.append(state.cwd)
+    state.oldpwd, state.cwd = state.cwd, target
+
+
+def cd_target(arg: Arg, state: State) -> str | None:
+    """The folder ``cd ARG`` goes to; None when it is known only at run time."""
+    if arg.opaque:
+        return None
+    if os.path.isabs(arg.text):
+        return os.path.normpath(arg.text)
+    return None if state.cwd is None else os.path.normpath(os.path.join(state.cwd, arg.text))
+
+
+def _declare(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``export``/``declare``/``local``/``readonly`` NAME=VALUE, ``unset``/``read`` NAME."""
+    for arg in argv:
+        name, equals, value = arg.text.partition("=")
+        if not NAME.fullmatch(name):
+            continue
+        if verb in ("unset", "read"):
+            state.variables[name] = None
+        elif equals:
+            state.variables[name] = None if arg.opaque else value
+
+
+BUILTINS: dict[str, Handler] = {
+    "cd": _cd,
+    "pushd": _cd,
+    "popd": _cd,
+    "export": _declare,
+    "declare": _declare,
+    "typeset": _declare,
+    "local": _declare,
+    "readonly": _declare,
+    "unset": _declare,
+    "read": _declare,
+}

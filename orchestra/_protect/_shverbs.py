@@ -1,0 +1,240 @@
+"""The rules for commands that delete or change the files they are given.
+
+- **Deleting**: ``rm``, ``rmdir``, ``unlink``, ``shred``, ``trash`` (and
+  ``trash-put``, ``rmtrash``, ``gvfs-trash``, ``gio trash``: recursive), the
+  source of ``mv``; ``rsync --delete`` deletes in its destination and
+  ``--remove-source-files`` its sources.
+- **Changing**: ``sed -i``, ``perl -i``, ``ruby -i``, ``truncate``, ``tee``,
+  ``dd of=``, ``touch``, ``chmod``/``chown``/``chgrp``, the destination of
+  ``cp``/``mv``/``ln``/``install``/``rsync``; a recursive ``cp``/``chmod
+  -R``/``rsync`` changes its whole target folder.
+
+What deleting or changing a path harms is :mod:`._shharm`'s to judge.
+
+This runs on every tool call of an agent: it imports only :mod:`os`,
+:mod:`re` and its sibling modules.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ._shharm import check_delete, check_write
+from ._shoptions import has_flag, option_value, parse_options
+from ._shstate import Arg
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._shstate import Analysis, Handler, State
+
+
+def _rm(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    options, targets = parse_options(argv)
+    recursive = verb in _TRASH or has_flag(options, "rR", "--recursive")
+    for target in targets:
+        check_delete(analysis, verb, target, state, recursive=recursive)
+
+
+_TRASH = frozenset({"trash", "trash-put", "rmtrash", "gvfs-trash", "gio trash"})
+
+
+def _gio(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
+    """``gio trash`` (a folder and all it holds), ``gio remove``; ``gio move``/``copy``."""
+    if not argv or argv[0].opaque:
+        return
+    sub = argv[0].text
+    if sub in ("trash", "remove", "rm"):
+        _rm(analysis, "gio trash" if sub == "trash" else "gio remove", argv[1:], state, stdin)
+    elif sub in ("move", "mv", "copy", "cp"):
+        move(analysis, "mv" if sub in ("move", "mv") else "cp", argv[1:], state, stdin)
+
+
+def _rmdir(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    options, targets = parse_options(argv)
+    parents = has_flag(options, "p", "--parents")
+    for target in targets:
+        check_delete(analysis, verb, target, state, recursive=False)
+        text = target.text.rstrip("/")
+        while parents and not target.opaque and "/" in text:
+            text = text.rsplit("/", 1)[0]
+            check_delete(analysis, verb, Arg(text), state, recursive=False)
+
+
+def move(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``mv``, ``cp``, ``ln`` and ``install``: where things land, and what ``mv`` takes away."""
+    with_value = frozenset(
+        {"-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "-g", "--owner"}
+    )
+    options, operands = parse_options(argv, with_value)
+    if verb == "git mv" and has_flag(options, "n", "--dry-run"):
+        return
+    if verb == "install" and has_flag(options, "d", "--directory"):
+        for operand in operands:
+            check_write(analysis, verb, operand, state, follow=False)
+        return
+    directory = option_value(options, "-t", "--target-directory")
+    plain = has_flag(options, "T", "--no-target-directory")
+    if directory is not None:
+        sources, destination = operands, Arg(directory)
+    elif verb == "ln" and len(operands) == 1:
+        sources, destination = operands, Arg(".")
+    elif len(operands) >= 2:
+        sources, destination = operands[:-1], operands[-1]
+    else:
+        return
+    if verb in ("mv", "git mv"):
+        for source in sources:
+            check_delete(analysis, verb, source, state, recursive=True)
+    recursive = verb == "cp" and has_flag(options, "rRa", "--recursive", "--archive")
+    follow = verb in ("cp", "install")
+    into = directory is not None or (
+        not plain and not destination.opaque and _is_dir(destination.text, state)
+    )
+    if not into or destination.opaque:
+        check_write(analysis, verb, destination, state, follow=follow, recursive=recursive)
+        return
+    for source in sources:
+        if source.opaque:
+            check_write(analysis, verb, destination, state, recursive=True)
+            continue
+        name = os.path.basename(source.text.rstrip("/")) or source.text
+        landing = Arg(os.path.join(destination.text, name))
+        check_write(analysis, verb, landing, state, follow=follow, recursive=recursive)
+
+
+def _rsync(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """The destination changes (and with ``--delete*`` loses what the sources lack)."""
+    options, operands = parse_options(argv, _RSYNC_VALUES)
+    if has_flag(options, "n", "--dry-run") or len(operands) < 2:
+        return
+    local = [a for a in operands if a.opaque or not _REMOTE.match(a.text)]
+    *sources, destination = operands
+    if destination in local:
+        if any(name.startswith("--del") for name, _ in options):
+            check_delete(analysis, f"{verb} --delete", destination, state, recursive=True)
+        check_write(analysis, verb, destination, state, recursive=True)
+    if option_value(options, "--remove-source-files") is not None:
+        for source in sources:
+            if source in local:
+                check_delete(
+                    analysis, f"{verb} --remove-source-files", source, state, recursive=True
+                )
+
+
+_REMOTE = re.compile(r"[^/]*:")  # host:path, user@host:path, rsync://…
+_RSYNC_VALUES = frozenset(
+    {"-e", "--rsh", "-f", "--filter", "--exclude", "--include", "-T", "--temp-dir", "-B"}
+    | {"--backup-dir", "--log-file", "--files-from", "--exclude-from", "--include-from"}
+    | {"--chmod", "--port", "--password-file", "--partial-dir", "--compare-dest", "--suffix"}
+    | {"--copy-dest", "--link-dest", "--max-size", "--min-size", "--timeout", "--bwlimit"}
+)
+
+
+def _is_dir(text: str, state: State) -> bool:
+    if not os.path.isabs(text) and state.cwd is None:
+        return False
+    return os.path.isdir(os.path.join(state.cwd or "/", text))
+
+
+def _change(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """Commands that change the files they are given: ``truncate``, ``tee``, ``touch``, …"""
+    with_value = _CHANGE_VALUES.get(verb, frozenset())
+    options, operands = parse_options(argv, with_value)
+    if verb in ("chmod", "chown", "chgrp"):
+        # chmod -w FILE: the mode looked like an option, so every operand is a file.
+        mode_option = verb == "chmod" and any(re.fullmatch(r"-[rwxXst]+", n) for n, _ in options)
+        if option_value(options, "--reference") is None and not mode_option:
+            operands = operands[1:]
+    if verb == "dd":
+        operands = [Arg(a.text[3:]) for a in argv if a.text.startswith("of=") and not a.opaque]
+    recursive = verb in ("chmod", "chown", "chgrp") and has_flag(options, "R", "--recursive")
+    for operand in operands:
+        check_write(analysis, verb, operand, state, recursive=recursive)
+
+
+_CHANGE_VALUES = {
+    "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
+    "touch": frozenset({"-r", "--reference", "-d", "--date", "-t"}),
+    "tee": frozenset({"--output-error"}),
+}
+
+
+def _in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``sed -i``, ``perl -i``, ``ruby -i``: the files after the script change."""
+    script_given = False
+    in_place = False
+    files: list[Arg] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        text = arg.text
+        index += 1
+        if arg.opaque or not text.startswith("-") or text == "-":
+            files.append(arg)
+            continue
+        if text == "--":
+            files.extend(argv[index:])
+            break
+        if text.startswith("--"):
+            name = text.partition("=")[0]
+            in_place = in_place or name == "--in-place"
+            if name in ("--expression", "--file"):
+                script_given = True
+                index += "=" not in text
+            continue
+        letters = text[1:]
+        for position, letter in enumerate(letters):
+            if letter == "i":
+                in_place = True
+                if text == "-i" and index < len(argv) and argv[index].text == "":
+                    index += 1  # BSD sed -i '': the empty backup suffix
+                break
+            takes_rest, takes_next = _SCRIPT_OPTIONS[verb]
+            if letter in takes_rest:
+                script_given = script_given or letter in "efE"
+                if position == len(letters) - 1 and letter in takes_next:
+                    index += 1  # the value is the next argument
+                break
+    if not in_place:
+        return
+    for target in files if script_given else files[1:]:
+        check_write(analysis, verb, target, state)
+
+
+# Per interpreter: option letters that take the rest of their word as a value, and
+# those of them that take the next argument when nothing follows in the word.
+_SCRIPT_OPTIONS = {
+    "sed": ("efl", "efl"),
+    "perl": ("eEIMmxdDlC0", "eEI"),
+    "ruby": ("eIrCxEKTUWF0l", "eIrC"),
+}
+
+
+VERBS: dict[str, Handler] = {
+    "rm": _rm,
+    "trash": _rm,
+    "trash-put": _rm,
+    "rmtrash": _rm,
+    "gvfs-trash": _rm,
+    "gio": _gio,
+    "srm": _rm,
+    "shred": _rm,
+    "unlink": _rm,
+    "rmdir": _rmdir,
+    "mv": move,
+    "cp": move,
+    "ln": move,
+    "install": move,
+    "rsync": _rsync,
+    "truncate": _change,
+    "tee": _change,
+    "touch": _change,
+    "dd": _change,
+    "chmod": _change,
+    "chown": _change,
+    "chgrp": _change,
+    "sed": _in_place,
+    "perl": _in_place,
+    "ruby": _in_place,
+}

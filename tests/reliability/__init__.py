@@ -1,0 +1,1 @@
+"""Fault injection: kill -9, concurrency, signals, bad input, full and read-only disks."""
