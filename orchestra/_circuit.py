@@ -9,6 +9,9 @@ trio's monotonic clock, so a clock jump during the wait changes nothing.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import attrs
 
 from ._policy import BreakerPolicy
@@ -16,6 +19,11 @@ from ._policy import BreakerPolicy
 CLOSED = "closed"
 OPEN = "open"
 HALF_OPEN = "half-open"
+
+
+def _finite(_instance: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be a finite number, got {value!r}")
 
 
 @attrs.frozen
@@ -38,9 +46,11 @@ class CircuitState:
         default=CLOSED, validator=attrs.validators.in_((CLOSED, OPEN, HALF_OPEN))
     )
     reason: str | None = None
-    opened_at: float | None = None
+    opened_at: float | None = attrs.field(default=None, validator=_finite)
+    # A cooldown read from disk must be a real span: .inf would wait forever.
     cooldown: float | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.and_(attrs.validators.ge(0), _finite)),
     )
     opens: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     escalated: bool = False

@@ -14,7 +14,8 @@ from pathlib import Path
 import attrs
 
 from .._policy import Policy
-from ._diff import Violation, violations
+from .._state._files import FORGE_WRITES
+from ._diff import ADDED, MODIFIED, Violation, violations
 from ._manifest import Manifest, Scope, take_manifest
 from ._restore import Repair, SnapshotStore, repair
 from ._spec import ProtectSpec, forge_state_entries
@@ -58,25 +59,48 @@ class IntegrityCheck:
     store: SnapshotStore
     quarantine: Path
     before: Manifest | None = None
+    # Where each forge-writes journal stood when the manifest was taken.
+    journals: dict[str, int] = attrs.field(factory=dict)
 
     def arm(self) -> Manifest:
         """Record the protected paths as they are now (before an iteration)."""
         manifest = take_manifest(self.scopes, self.before)
         self.store.keep(manifest)
         self.before = manifest
+        self.journals = {
+            folder: _size(os.path.join(folder, FORGE_WRITES))
+            for folder in {os.path.dirname(p) for p in manifest.nodes}
+        }
         return manifest
 
     def inspect(self, label: str) -> IntegrityReport:
         """Compare with the armed manifest; restore whatever was harmed."""
         before = self.before if self.before is not None else self.arm()
         after = take_manifest(self.scopes, before)
-        found: Sequence[Violation] = violations(before, after)
+        found: Sequence[Violation] = [
+            v for v in violations(before, after) if not self._forge_wrote(v, after)
+        ]
         if not found:
             self.before = after
             return IntegrityReport(checked=len(after.nodes))
         repairs = repair(found, before, self.store, self.quarantine / label)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
+
+    def _forge_wrote(self, violation: Violation, after: Manifest) -> bool:
+        """Whether the change is forge's own write since the manifest (not the agent's)."""
+        node = after.nodes.get(violation.path)
+        if violation.harm not in (MODIFIED, ADDED) or node is None or node.digest is None:
+            return False
+        folder = os.path.dirname(violation.path)
+        start = self.journals.get(folder, 0)
+        try:
+            with open(os.path.join(folder, FORGE_WRITES), "rb") as journal:
+                journal.seek(start)
+                written = journal.read().decode("ascii", "replace").split()
+        except OSError:
+            return False
+        return node.digest in written
 
     def finish(self) -> None:
         """Drop snapshots the last manifest no longer needs."""
@@ -102,7 +126,9 @@ def integrity_check(
         )
     ]
     if not same:
-        scopes.append(Scope(root, ProtectSpec((), state, fold=case_insensitive(root))))
+        # A loop in a worktree may still reach the main checkout: guard it too.
+        root_spec = ProtectSpec(protect.exist, protect.frozen + state, fold=case_insensitive(root))
+        scopes.append(Scope(root, root_spec))
     folder = state_folder / "protect"
     return IntegrityCheck(
         scopes=tuple(scopes),
@@ -123,9 +149,18 @@ def protect_lists(
 
     loaded = load_policy(Path(config) if config else None, root=Path(root))
     protect = loaded.policy.protect
-    frozen = protect.frozen + forge_state_entries("*", loaded.policy.secscan.waivers)
+    # The hooks also refuse edits of forge's caches (this list's own) and snapshots.
+    internals = (".forge/cache/", ".forge/changes/*/protect/")
+    frozen = protect.frozen + forge_state_entries("*", loaded.policy.secscan.waivers) + internals
     files = tuple(str(path) for path in loaded.files)
     return protect.exist, frozen, files, case_insensitive(Path(root))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def _same_folder(a: Path, b: Path) -> bool:

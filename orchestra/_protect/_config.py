@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 
+from .. import __version__
 from ._spec import ProtectSpec
 
 CONFIG_NAME = "forge.toml"
@@ -67,8 +68,8 @@ def load_spec(root: str, config: str | None) -> ProtectSpec:
     if cached is None:
         cached = _rebuild(root, config, cache_path)
     exist, frozen = cached["exist"], cached["frozen"]
-    if not isinstance(exist, list) or not isinstance(frozen, list):  # pragma: no cover
-        raise ValueError(f"{cache_path}: the protect lists are not lists")
+    if not isinstance(exist, list) or not isinstance(frozen, list):
+        raise ValueError(f"{cache_path}: the protect lists are not lists")  # _read_cache checked
     return ProtectSpec(tuple(map(str, exist)), tuple(map(str, frozen)), fold=bool(cached["fold"]))
 
 
@@ -80,7 +81,7 @@ def _read_cache(cache_path: str, config: str | None) -> dict[str, object] | None
         return None
     if not isinstance(data, dict) or data.get("version") != _VERSION:
         return None
-    if data.get("config") != config:
+    if data.get("config") != config or data.get("forge") != __version__:
         return None
     sources = data.get("sources")
     if not isinstance(sources, list) or not sources:
@@ -103,6 +104,7 @@ def _rebuild(root: str, config: str | None, cache_path: str) -> dict[str, object
     data: dict[str, object] = {
         "version": _VERSION,
         "config": config,
+        "forge": __version__,  # another forge may have other defaults
         "sources": [_stamp(path) for path in dict.fromkeys(watched)],
         "exist": list(exist),
         "frozen": list(frozen),

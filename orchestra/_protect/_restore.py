@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class Repair:
     """What was done about one violation."""
 
     violation: Violation
-    action: str  # restored | quarantined | not restored: <why>
+    action: str  # restored | removed (an addition, moved aside) | not restored: <why>
     quarantined: str | None = None
 
     @property
@@ -118,15 +119,29 @@ def _restore(violation: Violation, node: Node, store: SnapshotStore, quarantine:
             blob = store.blob(node.digest)
             if not blob.is_file():
                 return Repair(violation, "not restored: its snapshot is missing", moved)
-            tmp = f"{path}.forge-restore"
-            shutil.copyfile(blob, tmp)
-            os.chmod(tmp, node.permissions)
-            os.replace(tmp, path)
+            if file_digest(str(blob)) != node.digest:
+                return Repair(violation, "not restored: its snapshot was altered", moved)
+            _put_back(blob, path, node.permissions)
         else:
             return Repair(violation, "not restored: nothing to restore it from", moved)
     except OSError as exc:
         return Repair(violation, f"not restored: {exc.strerror or exc}", moved)
     return Repair(violation, "restored", quarantined=moved)
+
+
+def _put_back(blob: Path, path: str, permissions: int) -> None:
+    """Copy ``blob`` to ``path`` through a fresh temporary file (never an existing name,
+    which could be a symlink planted to redirect the write), then rename it in place."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".forge-restore-")
+    try:
+        with os.fdopen(fd, "wb") as out, open(blob, "rb") as source:
+            shutil.copyfileobj(source, out)
+            os.fchmod(out.fileno(), permissions)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _make_parents(path: str, name: str, quarantine: Path) -> None:

@@ -12,8 +12,9 @@ gives the command it runs; those of the file verbs (:mod:`._shverbs`), git
 The strings of ``sh -c``, ``bash -c``, ``eval`` and ``watch``, and shell
 input from here-documents and here-strings, are analysed as commands too,
 nested at most 12 deep; a command nested deeper (or past the parser's 48
-levels of groups and substitutions) is refused whatever it holds. ``( … )``, each side of a pipeline and a background
-job run on a copy of the state, so a ``cd`` there does not leak.
+levels of groups and substitutions) is refused whatever it holds. ``( … )``,
+each side of a pipeline and a background job run on a copy of the state, so a
+``cd`` there does not leak.
 
 This runs on every tool call of an agent: it imports only its sibling modules.
 """

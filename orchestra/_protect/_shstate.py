@@ -139,6 +139,7 @@ class Analysis:
             self.seen.add((".", reason))
             self.refusals.append(Refusal(".", "frozen", reason))
 
+
 def _cd(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     operands = [a for a in argv if a.opaque or not (a.text.startswith("-") and a.text != "-")]
     target: str | None

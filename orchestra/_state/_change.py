@@ -7,8 +7,7 @@ from pathlib import Path
 import attrs
 
 from .._names import CHANGE_NAME, check_change_name
-
-STATE_DIR = ".forge"
+from ._files import STATE_DIR as STATE_DIR
 
 
 @attrs.frozen

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import StateError
+
+STATE_DIR = ".forge"
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -44,6 +47,27 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
     fsync_dir(path.parent)
+    if STATE_DIR in path.parts:
+        note_forge_write(path, data)
+
+
+# Files forge writes under .forge/ are listed here by content hash, so that the
+# integrity check can tell forge's own update of a protected state file (a
+# verify recorded by the agent's stop hook, a human's waiver) from an agent's edit.
+FORGE_WRITES = ".forge-writes"
+
+
+def note_forge_write(path: Path, data: bytes) -> None:
+    """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
+    digest = hashlib.blake2b(data, digest_size=20).hexdigest()
+    try:
+        fd = os.open(path.parent / FORGE_WRITES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return  # only a convenience: without it, forge's own update counts as a change
+    try:
+        os.write(fd, f"{digest}\n".encode())
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(folder: Path) -> None:

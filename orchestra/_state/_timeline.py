@@ -72,7 +72,12 @@ def append_event(path: Path, change: str, event: str, fields: Mapping[str, Any])
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     try:
         prefix = b"\n" if _ends_torn(fd) else b""
-        os.write(fd, prefix + line.encode("utf-8"))
+        data = prefix + line.encode("utf-8")
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write (the disk filled up mid-line): the event is torn, not
+            # recorded; the next append starts on a fresh line.
+            raise OSError(f"only {written} of {len(data)} bytes written (disk full?)")
         os.fsync(fd)
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc

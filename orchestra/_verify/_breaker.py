@@ -100,24 +100,32 @@ def fold_timeline(events: Iterable[Mapping[str, Any]]) -> VerifyAttempts | None:
             state = VerifyAttempts(
                 consecutive_failures=_count(event, "consecutive_failures"),
                 open=_flag(event, "open"),
-                last_verdict=event.get("verdict"),
+                last_verdict=_text(event, "verdict"),
                 total_attempts=_count(event, "total_attempts"),
                 max_failures=_count(event, "max_failures") or None,
-                blocked=event.get("blocked"),
-                last_attempt_at=event.get("ts"),
-                last_commit=event.get("commit"),
-                last_tree=event.get("tree"),
+                blocked=_text(event, "blocked"),
+                last_attempt_at=_text(event, "ts"),
+                last_commit=_text(event, "commit"),
+                last_tree=_text(event, "tree"),
             )
         elif kind == "breaker.reset" and state is not None:
             state = reset(state, now=str(event.get("ts")))
         elif kind == "state.corrupt" and event.get("file") == "verify-attempts.yaml":
-            state = attrs.evolve(state or NEW, blocked=f"moved aside to {event.get('moved_to')}")
+            moved = _text(event, "moved_to")
+            state = attrs.evolve(state or NEW, blocked=f"moved aside to {moved}")
     return state
 
 
 def _count(event: Mapping[str, Any], key: str) -> int:
     value = event.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
+    return value
+
+
+def _text(event: Mapping[str, Any], key: str) -> str | None:
+    value = event.get(key)
+    if value is not None and not isinstance(value, str):
         raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
     return value
 

@@ -332,8 +332,8 @@ def test_any_loop_circuit_state_resumes_or_escalates(raw: bytes) -> None:
 
 
 # A verify event's counts are checked when the breaker is rebuilt from the
-# timeline; its free-text fields are not (see the xfail test below), so they
-# stay text here.
+# timeline, and so are its free-text fields (a test below); these stay text
+# here to exercise the rest.
 text_or_none = st.one_of(st.none(), st.text(max_size=8))
 verify_events = st.fixed_dictionaries(
     {"event": st.just("verify"), "seq": st.integers(-2, 5)},
@@ -434,16 +434,6 @@ def test_a_garbage_timeline_and_waivers_file_never_crash(repo: Repo) -> None:
     assert [p.read_bytes() for p in moved_aside(waivers)] == [b"- fingerprint: [1]\n"]
 
 
-REBUILD_CRASH = (
-    "BUG: orchestra/_verify/_breaker.py fold_timeline checks a verify event's counts but "
-    "passes its free-text fields (commit, tree, ts, blocked, moved_to) unchecked into "
-    "VerifyAttempts; with verify-attempts.yaml missing, _gate._rebuild then calls "
-    "save_state, whose cattrs unstructure raises AttributeError (\"'int' object has no "
-    "attribute 'value'\"): forge verify, --reset-breaker and status crash with a traceback"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=REBUILD_CRASH)
 def test_a_verify_event_with_a_non_text_commit_is_not_a_crash(repo: Repo) -> None:
     repo.write("forge.toml", POLICY)
     timeline = repo.change_dir("c") / "timeline.jsonl"
@@ -467,13 +457,6 @@ def test_a_verify_event_with_a_non_text_commit_is_not_a_crash(repo: Repo) -> Non
 
 
 @pytest.mark.reliability
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: orchestra/_circuit.py cooldown_remaining trusts breaker.yaml's cooldown: "
-    "`cooldown: .inf` (a float >= 0, so the strict loader accepts it) makes forge supervise "
-    "wait forever in 'cooling down, inf s left' instead of capping it at "
-    "[breaker].cooldown_max or treating the file as corrupt",
-)
 def test_an_infinite_cooldown_on_disk_does_not_hang(repo: Repo) -> None:
     repo.write(
         "forge.toml",

@@ -110,12 +110,6 @@ def test_a_full_disk_during_a_run_stops_it_clearly(repo: Repo) -> None:
     inspect_state(repo.root)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: orchestra/_state/_timeline.py append_event ignores os.write's return value: "
-    "a short write (the disk filling up mid-line, a file-size limit) tears the event and "
-    "forge reports success; it should write the rest or raise StateError",
-)
 def test_a_timeline_append_cut_short_by_a_full_disk_is_an_error(repo: Repo) -> None:
     failing_policy(repo, max_failures=100)
     assert_clean_exit(repo.forge("verify", "--change", "c"), 0)
