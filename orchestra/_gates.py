@@ -7,7 +7,9 @@ they record nothing of their own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import attrs
@@ -16,7 +18,7 @@ from ._errors import StateError
 from ._policy import BudgetPolicy
 from ._secscan._project import ProjectScanner
 from ._spend import budget_exceeded, read_spend
-from ._state import ChangePaths
+from ._state import ChangePaths, atomic_write
 from ._verify import gate_detail, read_breaker
 
 VERIFY_GATE = "verify circuit-breaker"
@@ -99,13 +101,15 @@ class BudgetGate:
 class SecscanGate:
     """Open on unwaived findings at or above ``fail_on``; an error when waivers are unreadable.
 
-    The first check is the loop's pre-flight scan: the inline allow markers it
-    sees are the ones honoured from then on, so an agent cannot waive its own
-    leak by adding one. Without a scanner (``[secscan] enabled = false``) the
-    gate stays closed and says so.
+    Inline allow markers are trusted only when they were there at the change's
+    first pre-flight scan (kept in ``markers``, frozen while a loop runs): one
+    that appears later, in this run or a later one, is a finding of its own, so
+    an agent cannot waive its own leak. Without a scanner (``[secscan] enabled
+    = false``) the gate stays closed and says so.
     """
 
     scanner: ProjectScanner | None = None
+    markers: Path | None = None
     name: str = SECSCAN_GATE
 
     def check(self) -> GateReading:
@@ -113,12 +117,30 @@ class SecscanGate:
         if scanner is None:
             return GateReading(self.name, open=False, detail="the secret scan is off")
         try:
+            if scanner.trusted_markers is None and self.markers is not None:
+                scanner.trusted_markers = _read_markers(self.markers)
             report = scanner.scan()
+            if scanner.trusted_markers is None:
+                scanner.trusted_markers = report.result.markers
+                if self.markers is not None:
+                    data = json.dumps(sorted(report.result.markers), indent=1)
+                    atomic_write(self.markers, data.encode())
         except StateError as exc:
             return GateReading(self.name, open=True, error=True, detail=exc.message)
-        if scanner.trusted_markers is None:
-            scanner.trusted_markers = report.result.markers
         return GateReading(self.name, open=bool(report.blocking), detail=report.detail())
+
+
+def _read_markers(path: Path) -> frozenset[str] | None:
+    """The trusted markers recorded for a change, None before its first scan."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StateError(f"{path}: unreadable ({exc}); move it aside to record afresh") from exc
+    if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        raise StateError(f"{path}: expected a JSON list of marker fingerprints")
+    return frozenset(data)
 
 
 def first_stop(readings: Sequence[GateReading]) -> GateReading | None:

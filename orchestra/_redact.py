@@ -3,8 +3,9 @@
 An executor's output goes to its log, the capture shown on the terminal and
 recorded in the timeline, and its parser: a secret it prints must reach none
 of them. Chunks arrive cut anywhere, so whole lines are redacted and a partial
-line waits for its end; a line that grows past a limit is redacted up to its
-last whitespace, which no token crosses.
+line waits for its end; a line that grows past a limit is let out up to its
+last whitespace before a tail long enough to hold any token, and a private key
+block is held until its END line, up to a limit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable
 Redact = Callable[[str], str]
 
 _LONG_LINE = 64 * 1024
+# Longer than any token a rule matches: what an endless line keeps back.
+_TAIL = 1024
 
 
 class StreamRedactor:
@@ -26,13 +29,18 @@ class StreamRedactor:
 
     def feed(self, chunk: bytes | bytearray) -> bytes:
         self._pending += chunk
-        cut = self._pending.rfind(b"\n") + 1
-        if cut == 0 and len(self._pending) > self._long_line:
-            cut = _last_space(self._pending) + 1
+        pending = self._pending
+        cut = pending.rfind(b"\n") + 1
+        if cut and len(pending) <= self._long_line * 4:
+            cut = _before_open_key(pending, cut)
+        if cut == 0 and len(pending) > self._long_line:
+            # An endless line: let out all but a tail that may hold a token's start.
+            keep = len(pending) - _TAIL
+            cut = _last_space(pending, keep) + 1 or keep
         if cut == 0:
             return b""
-        ready = bytes(self._pending[:cut])
-        del self._pending[:cut]
+        ready = bytes(pending[:cut])
+        del pending[:cut]
         return self._apply(ready)
 
     def flush(self) -> bytes:
@@ -46,9 +54,19 @@ class StreamRedactor:
         return self._redact(text).encode("utf-8", "surrogateescape")
 
 
-def _last_space(data: bytearray) -> int:
-    """The index of the last whitespace byte, or the end when there is none."""
-    for index in range(len(data) - 1, -1, -1):
+def _last_space(data: bytearray, end: int) -> int:
+    """The index of the last whitespace byte before ``end``, or -1."""
+    for index in range(end - 1, -1, -1):
         if data[index] in b" \t\r":
             return index
-    return len(data) - 1
+    return -1
+
+
+def _before_open_key(data: bytearray, cut: int) -> int:
+    """Hold back a private key block that has begun but not ended: its lines are
+    redacted together once the END line arrives (a key printed line by line
+    would otherwise pass one harmless-looking line at a time)."""
+    begin = data.rfind(b"-----BEGIN", 0, cut)
+    if begin == -1 or b"PRIVATE KEY" not in data[begin:cut] or b"-----END" in data[begin:cut]:
+        return cut
+    return data.rfind(b"\n", 0, begin) + 1

@@ -39,3 +39,26 @@ def test_a_long_line_is_cut_at_whitespace_not_inside_a_token() -> None:
 def test_invalid_utf8_passes_through_byte_for_byte() -> None:
     data = b"\xff\xfe bytes tok_abcdef123456 \xc3\x28\n"
     assert stream(data, 4) == b"\xff\xfe bytes [redacted:test] \xc3\x28\n"
+
+
+def test_an_endless_line_cut_anywhere_keeps_the_token_whole() -> None:
+    data = b"x" * 70_000 + b"tok_abcdef123456" + b"y" * 70_000
+    for size in (7, 4096):
+        out = stream(data, size)
+        assert b"tok_" not in out
+        assert out.count(b"[redacted:test]") == 1
+
+
+def test_a_key_block_is_held_until_its_end_line() -> None:
+    block = b"-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n-----END PRIVATE KEY-----\n"
+    seen: list[str] = []
+
+    def record(text: str) -> str:
+        seen.append(text)
+        return text
+
+    redactor = StreamRedactor(record)
+    for line in (b"before\n", *block.splitlines(keepends=True), b"after\n"):
+        redactor.feed(line)
+    redactor.flush()
+    assert any(text.count("\n") >= 4 and "BEGIN" in text and "END" in text for text in seen)

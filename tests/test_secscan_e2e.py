@@ -145,6 +145,10 @@ def test_an_allow_marker_added_by_the_agent_is_itself_a_finding(project: Repo) -
     summary = json.loads(done.out)
     assert (summary["reason"], summary["gate"]) == ("gate-open", "secscan")
     assert "allow-marker in ci.sh:1" in summary["detail"]
+    # The next run does not take the agent's marker as given either.
+    again = json.loads(run(project, "--change", "c", "--cmd", cmd, "--yes", "--json").out)
+    assert (again["iterations"], again["gate"]) == (0, "secscan")
+    assert "allow-marker in ci.sh:1" in again["detail"]
 
 
 def test_an_allow_marker_a_human_committed_is_honoured(project: Repo) -> None:

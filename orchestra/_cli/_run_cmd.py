@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     gates: list[Gate] = [
         VerifyBreakerGate(paths),
         BudgetGate(paths, policy.budget),
-        SecscanGate(scanner),
+        SecscanGate(scanner, paths.secscan_markers),
     ]
     if args.prompt is not None and policy.run.cmd:
         out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")

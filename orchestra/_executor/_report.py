@@ -70,7 +70,8 @@ def _checked(
     if value is None:
         return None
     if not accept(value):
-        problems.append(f"report key {key!r}: unexpected value {value!r}; ignored")
+        # The type, never the value: a report may hold anything, a secret included.
+        problems.append(f"report key {key!r}: unexpected {type(value).__name__}; ignored")
         return None
     return value
 

@@ -88,13 +88,23 @@ def optional(validator: Validator) -> Validator:
 def relative_paths(_instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
     """Paths or globs inside the project: relative, never climbing out with ``..``."""
     for index, entry in enumerate(value):
-        parts = entry.replace("\\", "/").split("/")
-        if not entry.strip() or entry.startswith(("/", "~")) or ".." in parts:
+        if not _inside(entry):
             raise FieldError(
                 f"{attribute.name}[{index}]",
                 "a path or glob relative to the project, inside it",
                 entry,
             )
+
+
+def relative_path(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """One path inside the project (relative, never climbing out with ``..``)."""
+    if not _inside(value):
+        raise FieldError(attribute.name, "a path relative to the project, inside it", value)
+
+
+def _inside(entry: str) -> bool:
+    parts = entry.replace("\\", "/").split("/")
+    return bool(entry.strip()) and not entry.startswith(("/", "~")) and ".." not in parts
 
 
 def non_empty(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:

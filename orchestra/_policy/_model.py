@@ -19,6 +19,7 @@ from ._fields import (
     non_empty,
     optional,
     positive_duration,
+    relative_path,
     relative_paths,
 )
 
@@ -343,7 +344,7 @@ class SecscanPolicy:
     )
     waivers: str = attrs.field(
         default=".forge/secscan-waivers.yaml",
-        validator=non_empty,
+        validator=relative_path,
         metadata=_doc("The waivers file (frozen while a loop runs)."),
     )
     max_file_bytes: int = attrs.field(

@@ -23,7 +23,12 @@ FROZEN = "frozen"
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
 # and spend that decide whether a loop may go on, and the human's waivers.
-_FORGE_STATE_FILES = ("verify-attempts.yaml", "breaker.yaml", "spend.yaml")
+_FORGE_STATE_FILES = (
+    "verify-attempts.yaml",
+    "breaker.yaml",
+    "spend.yaml",
+    "secscan-markers.json",
+)
 WAIVERS_FILE = ".forge/secscan-waivers.yaml"
 
 

@@ -28,7 +28,7 @@ _KNOWN_EXAMPLES = (
     "je7mtgbclwbf/2zp9utk/h3yciq/lfsz7lcvbdbbq",
 )
 _TEMPLATE = re.compile(
-    r"\$\{|\$\(|^\$[A-Za-z_]|\{\{|\}\}|\{%|%\(|^%[A-Za-z_]+%$|^<[^<>]*>$|^\[[^\[\]]*\]$|@@"
+    r"\$\{|\$\(|^\$[A-Za-z_]|\{\{|\}\}|\{%|%\(|^%[A-Za-z_]+%$|^<[^<>]*>$|^\[[^\[\]]*\]$|^@@\w+@@$"
 )
 _FILLER_RUN = re.compile(r"[xX*#.•_-]{5,}|(.)\1{7,}")
 # A value made of identifiers joined by dots is a reference (settings.SECRET,

@@ -42,6 +42,10 @@ class ChangePaths:
         return self.folder / "spend.yaml"
 
     @property
+    def secscan_markers(self) -> Path:
+        return self.folder / "secscan-markers.json"
+
+    @property
     def runs(self) -> Path:
         return self.folder / "runs"
 

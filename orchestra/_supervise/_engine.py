@@ -176,7 +176,9 @@ class _Loop:
             # The agent's work is what changed before the verify ran: files the
             # verify writes (reports, caches) are not the agent's progress.
             after = await trio.to_thread.run_sync(self._probe().take)
-            verify = await self._verify()
+            # After harm to a protected path the loop stops: verifying the
+            # restored tree would only add a verdict nobody asked for.
+            verify = None if harmed_now else await self._verify()
             measure = partial(self._probe().measure, before, last, verify, after=after)
             signals = await trio.to_thread.run_sync(measure)
             self.history.append(signals)

@@ -88,7 +88,7 @@ def executor_for(setup: LoopSetup) -> Executor:
 def gates_for(run: LoopRun, scanner: ProjectScanner | None) -> list[Gate]:
     paths = run.plan.paths
     budget = BudgetGate(paths, run.setup.policy.budget)
-    return [VerifyBreakerGate(paths), budget, SecscanGate(scanner)]
+    return [VerifyBreakerGate(paths), budget, SecscanGate(scanner, paths.secscan_markers)]
 
 
 async def supervise(
