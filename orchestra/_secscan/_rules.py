@@ -28,6 +28,7 @@ A rule's keys:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -359,6 +360,13 @@ def _load_file(path: Path, source: str, engine: str) -> Ruleset:
             "cannot read the secret-scan rules",
             problems=[f"{source}: not valid UTF-8 (byte {exc.start})"],
         ) from exc
+    return _parsed(text, source, engine)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, source: str, engine: str) -> Ruleset:
+    # A supervisor loads the same rules for every loop: parse and compile once.
+    # Keyed by the text itself, so an edited file is parsed afresh.
     return parse_rules(text, source, engine=engine)
 
 

@@ -194,7 +194,10 @@ class _Loop:
             self._say("iteration", f"{number}/{self.plan.max_iterations}: {ending_text}{verdict}")
             ending = self._update_circuit(trip, last, verify, probe, stagnation)
             readings = await check_gates(self._gates())
-            self._record_iteration(last, readings, verify, trip, signals, stagnation)
+            record = partial(
+                self._record_iteration, last, readings, verify, trip, signals, stagnation
+            )
+            await trio.to_thread.run_sync(record)
             if self.circuit.state == OPEN:
                 # A fresh start after each opening: the probe is judged on its own
                 # progress, not on the window that tripped the circuit.
@@ -262,17 +265,19 @@ class _Loop:
         # Counted as used when it starts: an interrupted iteration was spent too,
         # and a rerun goes on after it rather than running it twice.
         self.circuit = attrs.evolve(self.circuit, iterations_used=number, finished=None)
-        save_circuit(self.plan.paths, self.circuit)
-        record_event(
-            self.plan.paths, "iteration.started", {"run_id": self.plan.run_id, "iteration": number}
-        )
+        # State writes fsync: off the event loop, or every other loop would wait.
+        await trio.to_thread.run_sync(save_circuit, self.plan.paths, self.circuit)
+        started = {"run_id": self.plan.run_id, "iteration": number}
+        await trio.to_thread.run_sync(record_event, self.plan.paths, "iteration.started", started)
         outcome, self.integrity = await guarded_iteration(self.plan, number)
-        spend = add_spend(
+        spent = partial(
+            add_spend,
             self.plan.paths,
             tokens=outcome.tokens,
             tool_calls=outcome.tool_calls,
             cost_usd=outcome.cost_usd,
-        ).totals
+        )
+        spend = (await trio.to_thread.run_sync(spent)).totals
         self.progress.tokens = spend.tokens
         self.progress.cost_usd = spend.cost_usd
         limit = outcome.observation.rate_limit
