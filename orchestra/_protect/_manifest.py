@@ -158,7 +158,7 @@ def _protected_paths(scope: Scope) -> Iterator[tuple[str, str]]:
     base = str(scope.base)
     seen: set[str] = set()
     for entry in scope.spec.entries:
-        start = normalize(entry.literal) or ""
+        start = normalize(entry.origin) or ""
         start_path = os.path.join(base, start) if start else base
         if _climbs_a_link(base, start):
             # A protected name reached through a symlinked folder is the link's

@@ -130,22 +130,23 @@ def _parts_match(pattern: list[str], parts: list[str]) -> bool:
 class Entry:
     """One ``[protect]`` entry, ready to match paths (already casefolded when ``fold``)."""
 
-    __slots__ = ("body", "glob", "literal", "mode", "pattern", "regex", "text")
+    __slots__ = ("body", "glob", "literal", "mode", "origin", "pattern", "regex", "text")
 
     def __init__(self, text: str, mode: str, *, fold: bool = False) -> None:
         self.text = text
         self.mode = mode
-        body = normalize(text) or ""
-        if fold:
-            body = body.casefold()
+        written = normalize(text) or ""
+        body = written.casefold() if fold else written
         self.body = body
         self.glob = any(c in body for c in "*?[")
-        # The literal prefix: the directory every match lies under.
-        literal = body
+        # The literal prefix: the directory every match lies under, as written
+        # (``origin``: where a walk of the disk starts) and as matched.
+        origin = written
         if self.glob:
-            head = re.split(r"[*?\[]", body, maxsplit=1)[0]
-            literal = head.rsplit("/", 1)[0] if "/" in head else ""
-        self.literal = literal
+            head = re.split(r"[*?\[]", written, maxsplit=1)[0]
+            origin = head.rsplit("/", 1)[0] if "/" in head else ""
+        self.origin = origin
+        self.literal = origin.casefold() if fold else origin
         self.pattern = body.split("/")
         # Character classes are rare: only they pay for a regex.
         self.regex = re.compile(f"{_glob_regex(body)}(?:/.*)?", re.DOTALL) if "[" in body else None
