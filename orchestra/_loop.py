@@ -252,11 +252,18 @@ async def guarded_iteration(
     except BaseException:
         # Interrupted: the executor tree is stopped; whatever it harmed is put
         # back before the interruption goes on (synchronously: we are unwinding).
-        _record_integrity(plan, number, check.inspect(label))
+        _repair_while_unwinding(plan, number, check, label)
         raise
     report = await _in_thread(check.inspect, label)
     await _in_thread(_record_integrity, plan, number, report)
     return outcome, report
+
+
+@trio.lowlevel.enable_ki_protection
+def _repair_while_unwinding(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> None:
+    # Protected from a second Ctrl-C: a restore cut in half would leave the
+    # harm in place and the next run would take it as its starting point.
+    _record_integrity(plan, number, check.inspect(label))
 
 
 def _record_integrity(plan: LoopPlan, number: int, report: IntegrityReport) -> None:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .support import Repo
+from .support import FORGE, Repo, forge_env
 from .test_run_e2e import ESCALATE, agent, run
 
 
@@ -122,3 +125,34 @@ def test_supervised_loop_opens_its_circuit_with_reason_integrity(project: Repo) 
     [stopped] = _events(project, "harm", "run.stopped")
     assert stopped["reason"] == "circuit-open"
     assert stopped["iterations"] == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_harm_done_before_an_interruption_is_restored(project: Repo, sig: signal.Signals) -> None:
+    marker = project.root.parent / "deleted"
+    cmd = agent(project, {"shell": f"rm -rf specs && touch {marker}", "sleep": 60})
+    forge = subprocess.Popen(
+        [str(FORGE), "run", "--change", "c", "--cmd", cmd, "--yes"],
+        cwd=project.root,
+        env=forge_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(3000):
+            if marker.exists() or forge.poll() is not None:
+                break
+            time.sleep(0.01)  # polling a real process's progress; no clock to mock here
+        assert not (project.root / "specs").exists()
+        forge.send_signal(sig)
+        out, err = forge.communicate(timeout=60)
+    finally:
+        if forge.poll() is None:
+            forge.kill()
+            forge.communicate()
+    assert forge.returncode == 130, err
+    assert "run: INTERRUPTED after" in out
+    assert (project.root / "specs/api/login.md").read_text() == "# login\n"
+    [violation] = _events(project, "c", "protect.violation")
+    assert {h["path"] for h in violation["harmed"]} >= {"specs", "specs/cart.md"}

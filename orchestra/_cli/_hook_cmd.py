@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._protect._config import find_root, load_spec
-from .._protect._shell import analyse_command
 from .._secscan._project import output_redactor
 from .._state import ChangePaths
 from .._verify import (
@@ -30,7 +28,7 @@ from .._verify import (
 from .._workspace import default_change, find_project, tree_state
 from ._common import policy_from
 from ._console import Output
-from ._hooks import EXIT_REFUSE, event_cwd
+from ._hooks import EXIT_REFUSE, event_cwd, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
 from ._trio_run import run_interruptible
 
@@ -50,9 +48,7 @@ def guard(args: argparse.Namespace, out: Output) -> int:
         command = words[0] if len(words) == 1 else shlex.join(words)
     else:
         raise UsageError("nothing to check", hint="forge guard -- <command...>, or --stdin")
-    cwd = args.cwd or os.getcwd()
-    root, config = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, args.config)
-    refusals = analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, config))
+    refusals = refusals_for(command, cwd=args.cwd or os.getcwd(), config=args.config)
     for refusal in refusals:
         out.note(f"forge guard: refused — {refusal.reason}", style="red")
     if out.json_mode:

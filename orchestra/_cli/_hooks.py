@@ -19,6 +19,10 @@ import sys
 
 from .._protect._config import find_root, load_spec
 
+TYPE_CHECKING = False  # not typing's: this module runs on every tool call
+if TYPE_CHECKING:
+    from .._protect._shell import Refusal
+
 EXIT_ALLOW = 0
 EXIT_REFUSE = 2
 # Claude Code's file tools and the key naming the file each writes.
@@ -79,13 +83,17 @@ def _guard_args(args: list[str]) -> tuple[str | None, str | None, str | None] | 
     return (None, cwd, config) if stdin else None
 
 
-def guard(command: str, *, cwd: str, config: str | None = None) -> int:
-    """Refuse (exit 2) a shell command that would harm a protected path."""
+def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[Refusal]:
+    """Why ``command``, run in ``cwd``, would harm the project's protected paths."""
     from .._protect._shell import analyse_command
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
-    spec = load_spec(root, found)
-    refusals = analyse_command(command, cwd=cwd, root=root, spec=spec)
+    return analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
+
+
+def guard(command: str, *, cwd: str, config: str | None = None) -> int:
+    """Refuse (exit 2) a shell command that would harm a protected path."""
+    refusals = refusals_for(command, cwd=cwd, config=config)
     if not refusals:
         return EXIT_ALLOW
     return _refuse(*(f"forge guard: refused — {r.reason}" for r in refusals))
