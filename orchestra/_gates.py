@@ -124,7 +124,7 @@ class SecscanGate:
                 scanner.trusted_markers = report.result.markers
                 if self.markers is not None:
                     data = json.dumps(sorted(report.result.markers), indent=1)
-                    atomic_write(self.markers, data.encode())
+                    atomic_write(self.markers, data.encode(), journal=True)
         except StateError as exc:
             return GateReading(self.name, open=True, error=True, detail=exc.message)
         return GateReading(self.name, open=bool(report.blocking), detail=report.detail())

@@ -10,6 +10,7 @@ block is held until its END line, up to a limit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 Redact = Callable[[str], str]
@@ -17,6 +18,10 @@ Redact = Callable[[str], str]
 _LONG_LINE = 64 * 1024
 # Longer than any token a rule matches: what an endless line keeps back.
 _TAIL = 1024
+# A PEM private key header on a line of its own, and the most a hold keeps
+# back (a 4096-bit RSA key is about 3.3 KB).
+_KEY_HEADER = re.compile(rb"(?m)^[ \t]*-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[ \t\r]*$")
+_KEY_HOLD = 16 * 1024
 
 
 class StreamRedactor:
@@ -31,7 +36,7 @@ class StreamRedactor:
         self._pending += chunk
         pending = self._pending
         cut = pending.rfind(b"\n") + 1
-        if cut and len(pending) <= self._long_line * 4:
+        if cut:
             cut = _before_open_key(pending, cut)
         if cut == 0 and len(pending) > self._long_line:
             # An endless line: let out all but a tail that may hold a token's start.
@@ -65,8 +70,13 @@ def _last_space(data: bytearray, end: int) -> int:
 def _before_open_key(data: bytearray, cut: int) -> int:
     """Hold back a private key block that has begun but not ended: its lines are
     redacted together once the END line arrives (a key printed line by line
-    would otherwise pass one harmless-looking line at a time)."""
-    begin = data.rfind(b"-----BEGIN", 0, cut)
-    if begin == -1 or b"PRIVATE KEY" not in data[begin:cut] or b"-----END" in data[begin:cut]:
+    would otherwise pass one harmless-looking line at a time). Only a whole PEM
+    header line starts a hold, and a hold ends after ``_KEY_HOLD`` bytes: code
+    that merely mentions a key must not stall the output."""
+    headers = list(_KEY_HEADER.finditer(bytes(data[:cut])))
+    found = headers[-1] if headers else None
+    if found is None or b"-----END" in data[found.start() : cut]:
         return cut
-    return data.rfind(b"\n", 0, begin) + 1
+    if cut - found.start() > _KEY_HOLD:
+        return cut
+    return found.start()

@@ -67,7 +67,7 @@ def reset_spend(paths: ChangePaths) -> SpendReading:
     """Start the totals again from zero after a human decided to grant more budget."""
     with exclusive_lock(paths.lock):
         before, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
-        save_state(paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()))
+        save_state(paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()), journal=False)
         append_event(
             paths.timeline,
             paths.name,

@@ -62,3 +62,16 @@ def test_a_key_block_is_held_until_its_end_line() -> None:
         redactor.feed(line)
     redactor.flush()
     assert any(text.count("\n") >= 4 and "BEGIN" in text and "END" in text for text in seen)
+
+
+def test_code_that_mentions_a_key_header_is_not_held() -> None:
+    redactor = StreamRedactor(hide)
+    line = b"if line.startswith('-----BEGIN RSA PRIVATE KEY-----'):\n"
+    assert redactor.feed(line) == line
+
+
+def test_an_unended_key_block_is_held_no_more_than_the_limit() -> None:
+    redactor = StreamRedactor(hide)
+    assert redactor.feed(b"-----BEGIN PRIVATE KEY-----\n") == b""
+    released = b"".join(redactor.feed(b"y" * 1000 + b"\n") for _ in range(20))
+    assert released.startswith(b"-----BEGIN PRIVATE KEY-----\n")

@@ -65,12 +65,14 @@ class IntegrityCheck:
     def arm(self) -> Manifest:
         """Record the protected paths as they are now (before an iteration)."""
         manifest = take_manifest(self.scopes, self.before)
-        self.store.keep(manifest)
-        self.before = manifest
+        # Journal positions before the (possibly slow) snapshot copy: a write
+        # forge makes meanwhile (a waiver, another run's spend) counts as after.
         self.journals = {
             folder: _size(os.path.join(folder, FORGE_WRITES))
             for folder in {os.path.dirname(p) for p in manifest.nodes}
         }
+        self.store.keep(manifest)
+        self.before = manifest
         return manifest
 
     def inspect(self, label: str) -> IntegrityReport:
@@ -96,7 +98,9 @@ class IntegrityCheck:
         start = self.journals.get(folder, 0)
         try:
             with open(os.path.join(folder, FORGE_WRITES), "rb") as journal:
-                journal.seek(start)
+                # A journal shorter than it was (recreated) is read from its start.
+                size = os.fstat(journal.fileno()).st_size
+                journal.seek(start if start <= size else 0)
                 written = journal.read().decode("ascii", "replace").split()
         except OSError:
             return False
@@ -126,8 +130,10 @@ def integrity_check(
         )
     ]
     if not same:
-        # A loop in a worktree may still reach the main checkout: guard it too.
-        root_spec = ProtectSpec(protect.exist, protect.frozen + state, fold=case_insensitive(root))
+        # A loop in a worktree may still reach the main checkout: what must
+        # exist there, and forge's state, are guarded too. Its frozen files are
+        # not: a human tuning the policy there while loops run is no harm.
+        root_spec = ProtectSpec(protect.exist, state, fold=case_insensitive(root))
         scopes.append(Scope(root, root_spec))
     folder = state_folder / "protect"
     return IntegrityCheck(

@@ -189,7 +189,7 @@ def add_waiver(
         kept = [w for w in _load_locked(path) if w.fingerprint != fingerprint]
         entries = [w.as_dict() for w in (*kept, waiver)]
         text = yaml.dump(entries, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
-        atomic_write(path, text.encode("utf-8"))
+        atomic_write(path, text.encode("utf-8"), journal=True)
     return waiver
 
 

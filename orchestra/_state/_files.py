@@ -23,8 +23,11 @@ from .._errors import StateError
 STATE_DIR = ".forge"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, journal: bool = False) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
+
+    ``journal`` lists the write in the folder's forge-writes journal first (a
+    loop's own state update, not a human's reset: see :func:`note_forge_write`).
 
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
@@ -39,6 +42,9 @@ def atomic_write(path: Path, data: bytes) -> None:
             tmp.write(data)
             tmp.flush()
             os.fsync(tmp.fileno())
+        if journal:
+            # Before the rename: a check landing in between must already know it.
+            note_forge_write(path, data)
         os.replace(tmp_name, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -47,13 +53,13 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
     fsync_dir(path.parent)
-    if STATE_DIR in path.parts:
-        note_forge_write(path, data)
 
 
-# Files forge writes under .forge/ are listed here by content hash, so that the
-# integrity check can tell forge's own update of a protected state file (a
-# verify recorded by the agent's stop hook, a human's waiver) from an agent's edit.
+# A loop's own updates of protected state files are listed here by content
+# hash, so that the integrity check can tell them (a verify recorded by the
+# agent's stop hook, a second run's spend, a human's waiver) from an agent's
+# edit. Human resets (--reset-breaker, spend --reset, circuit --reset) are not
+# listed: run by an agent mid-iteration, they are undone like any edit.
 FORGE_WRITES = ".forge-writes"
 
 

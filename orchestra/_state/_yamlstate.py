@@ -59,13 +59,16 @@ def load_state(path: Path, cls: type[_T]) -> _T | None:
         ) from exc
 
 
-def save_state(path: Path, state: object) -> None:
-    """Write a state file atomically, keys in the order the class declares them."""
+def save_state(path: Path, state: object, *, journal: bool = True) -> None:
+    """Write a state file atomically, keys in the order the class declares them.
+
+    ``journal=False`` for a human's reset (see ``atomic_write``).
+    """
     data = STATE_CONVERTER.unstructure(state)
     text = yaml.dump(
         data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"), journal=journal)
 
 
 def _describe(exc: BaseException) -> str:

@@ -30,7 +30,9 @@ def reset_circuit(paths: ChangePaths) -> CircuitState:
     """Close the circuit after a human reviewed the loop; returns what it was."""
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
-        save_state(paths.breaker, CLOSED_CIRCUIT)  # closed, its iterations counted afresh
+        save_state(
+            paths.breaker, CLOSED_CIRCUIT, journal=False
+        )  # closed, its iterations counted afresh
         append_event(
             paths.timeline,
             paths.name,

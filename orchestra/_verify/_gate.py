@@ -66,7 +66,7 @@ def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
     with exclusive_lock(paths.lock):
         before, corrupt = _load_or_block(paths)
         after = reset(before, now=utc_now_iso())
-        save_state(paths.verify_attempts, after)
+        save_state(paths.verify_attempts, after, journal=False)
         append_event(
             paths.timeline,
             paths.name,
