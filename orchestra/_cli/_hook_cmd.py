@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from .._verify import (
 from .._workspace import default_change, find_project, tree_state
 from ._common import policy_from
 from ._console import Output
-from ._hooks import EXIT_REFUSE, event_cwd, refusals_for
+from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
 from ._trio_run import run_interruptible
 
@@ -45,7 +44,7 @@ def guard(args: argparse.Namespace, out: Output) -> int:
     if args.stdin:
         command = sys.stdin.read()
     elif words:
-        command = words[0] if len(words) == 1 else shlex.join(words)
+        command = command_line(words)
     else:
         raise UsageError("nothing to check", hint="forge guard -- <command...>, or --stdin")
     refusals = refusals_for(command, cwd=args.cwd or os.getcwd(), config=args.config)

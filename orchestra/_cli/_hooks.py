@@ -63,12 +63,7 @@ def _guard_args(args: list[str]) -> tuple[str | None, str | None, str | None] | 
             words = args[index + 1 :]
             if stdin or not words:
                 return None
-            # One word is a shell command line; several are argv words to quote.
-            if len(words) == 1:
-                return words[0], cwd, config
-            import shlex
-
-            return shlex.join(words), cwd, config
+            return command_line(words), cwd, config
         if arg == "--stdin":
             stdin = True
         elif arg in ("--cwd", "--config") and index + 1 < len(args):
@@ -89,6 +84,16 @@ def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[R
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
     return analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
+
+
+def command_line(words: list[str]) -> str:
+    """The shell command that ``forge guard -- WORDS`` checks."""
+    # One word is a shell command line; several are argv words to quote.
+    if len(words) == 1:
+        return words[0]
+    import shlex  # only here: the one-word form is the hooks' common case
+
+    return shlex.join(words)
 
 
 def guard(command: str, *, cwd: str, config: str | None = None) -> int:

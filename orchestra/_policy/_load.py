@@ -207,20 +207,24 @@ def _resolve_extended(item: str, referrer: Path, source: str) -> Path:
     return candidate
 
 
-def _read_toml(path: Path, source: str) -> dict[str, Any]:
+def read_config_text(path: Path, source: str, what: str = "the policy file") -> str:
+    """A configuration file's text; a ConfigError naming ``source`` when it cannot be read."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(
-            "cannot read the policy file", problems=[f"{source}: {exc.strerror or exc}"]
+            f"cannot read {what}", problems=[f"{source}: {exc.strerror or exc}"]
         ) from exc
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            "cannot read the policy file",
-            problems=[f"{source}: not valid UTF-8 (byte {exc.start})"],
+            f"cannot read {what}", problems=[f"{source}: not valid UTF-8 (byte {exc.start})"]
         ) from exc
+
+
+def _read_toml(path: Path, source: str) -> dict[str, Any]:
+    text = read_config_text(path, source)
     try:
         return tomllib.loads(text)
     except RecursionError:

@@ -41,6 +41,7 @@ import attrs
 import pathspec
 
 from .._errors import ConfigError
+from .._policy._load import read_config_text
 from .._policy._model import SEVERITIES as SEVERITIES
 from .._shipped import shipped_dir, shipped_names
 from ._engine import DEFAULT_ENGINE, KeywordFinder, compile_pattern
@@ -347,20 +348,7 @@ def _strings(
 
 
 def _load_file(path: Path, source: str, engine: str) -> Ruleset:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(
-            "cannot read the secret-scan rules", problems=[f"{source}: {exc.strerror or exc}"]
-        ) from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            "cannot read the secret-scan rules",
-            problems=[f"{source}: not valid UTF-8 (byte {exc.start})"],
-        ) from exc
-    return _parsed(text, source, engine)
+    return _parsed(read_config_text(path, source, "the secret-scan rules"), source, engine)
 
 
 @functools.lru_cache(maxsize=16)
