@@ -80,6 +80,18 @@ def run_forge(
     return Completed(code=done.returncode, out=done.stdout, err=done.stderr)
 
 
+def spawn_forge(args: Sequence[str], *, cwd: Path) -> subprocess.Popen[str]:
+    """Start the ``forge`` console script in the background (to signal or watch it)."""
+    return subprocess.Popen(
+        [str(FORGE), *args],
+        cwd=cwd,
+        env=forge_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def failing_policy(repo: Repo, *, max_failures: int | None = None) -> None:
     """A forge.toml whose test command prints a pytest-like failure and exits 1."""
     lines = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import FORGE, Repo, forge_env
+from .support import Repo, spawn_forge
 from .test_process import alive
 
 
@@ -20,14 +20,7 @@ def test_interrupting_verify_stops_its_command(repo: Repo, sig: signal.Signals) 
         "forge.toml",
         '[verify]\ncommand = "echo $$ > pid; echo started; exec sleep 300"\n',
     )
-    forge = subprocess.Popen(
-        [str(FORGE), "verify", "--change", "c"],
-        cwd=repo.root,
-        env=forge_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forge = spawn_forge(["verify", "--change", "c"], cwd=repo.root)
     try:
         _wait_for(pid_file, forge)
         command_pid = int(pid_file.read_text())

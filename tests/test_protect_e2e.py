@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .support import FORGE, Repo, forge_env
+from .support import Repo, spawn_forge
 from .test_run_e2e import ESCALATE, agent, run
 
 
@@ -131,14 +130,7 @@ def test_supervised_loop_opens_its_circuit_with_reason_integrity(project: Repo) 
 def test_harm_done_before_an_interruption_is_restored(project: Repo, sig: signal.Signals) -> None:
     marker = project.root.parent / "deleted"
     cmd = agent(project, {"shell": f"rm -rf specs && touch {marker}", "sleep": 60})
-    forge = subprocess.Popen(
-        [str(FORGE), "run", "--change", "c", "--cmd", cmd, "--yes"],
-        cwd=project.root,
-        env=forge_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forge = spawn_forge(["run", "--change", "c", "--cmd", cmd, "--yes"], cwd=project.root)
     try:
         for _ in range(3000):
             if marker.exists() or forge.poll() is not None:

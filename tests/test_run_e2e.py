@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .support import FORGE, Completed, Repo, forge_env
+from .support import FORGE, Completed, Repo, forge_env, spawn_forge
 from .test_process import alive
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
@@ -350,14 +350,7 @@ def test_interrupt_stops_the_tree_and_records_it(repo: Repo, sig: signal.Signals
     pids = repo.root.parent / "pids"
     cmd = agent(repo, {"spawn_stubborn": str(pids), "sleep": 600})
     repo.write("forge.toml", '[run]\ngrace = "1s"\n')
-    forge = subprocess.Popen(
-        [str(FORGE), "run", "--change", "c", "--cmd", cmd, "--yes"],
-        cwd=repo.root,
-        env=forge_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forge = spawn_forge(["run", "--change", "c", "--cmd", cmd, "--yes"], cwd=repo.root)
     try:
         for _ in range(3000):
             if pids.exists() and len(pids.read_text().split()) == 2:

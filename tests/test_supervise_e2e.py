@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .support import FORGE, Repo, forge_env
+from .support import Repo, spawn_forge
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 
@@ -198,14 +198,7 @@ def test_interrupt_writes_state_and_a_rerun_continues(repo: Repo) -> None:
         f'[run]\ngrace = "1s"\n[[loop]]\nchange = "long"\ncmd = {json.dumps(slow)}\n'
         'max_iterations = 3\n[loop.verify]\ncommand = ""\n',
     )
-    forge = subprocess.Popen(
-        [str(FORGE), "supervise"],
-        cwd=repo.root,
-        env=forge_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    forge = spawn_forge(["supervise"], cwd=repo.root)
     timeline = repo.change_dir("long") / "timeline.jsonl"
     try:
         for _ in range(3000):
