@@ -18,30 +18,33 @@ TYPE_CHECKING = False
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "BudgetGate": "._gates",
     "ChangePaths": "._state",
     "ConfigError": "._errors",
     "CorruptStateError": "._errors",
     "Duration": "._durations",
     "Executor": "._executor",
     "ForgeError": "._errors",
-    "GateReading": "._gates",
-    "LoopPlan": "._loop",
+    "GateReading": "._engine",
+    "IterationRecord": "._engine",
+    "LoopPlan": "._engine",
+    "LoopProgress": "._engine",
+    "LoopRules": "._engine",
+    "LoopSettings": "._engine",
     "Observation": "._executor",
     "Policy": "._policy",
-    "RunSummary": "._loop",
-    "SecscanGate": "._gates",
+    "RunSummary": "._engine",
+    "SecscanGate": "._engine",
     "StateError": "._errors",
     "UsageError": "._errors",
     "VerifyAttempts": "._verify",
-    "VerifyBreakerGate": "._gates",
     "VerifyReport": "._verify",
     "load_executor": "._executor",
     "load_policy": "._policy",
     "make_parser": "._executor",
     "parse_duration": "._durations",
+    "decide": "._engine",
     "record_verdict": "._verify",
-    "run_loop": "._loop",
+    "run_loop": "._engine",
     "run_verify": "._verify",
     "shell_command": "._executor",
 }
@@ -49,6 +52,16 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from ._durations import Duration as Duration
     from ._durations import parse_duration as parse_duration
+    from ._engine import GateReading as GateReading
+    from ._engine import IterationRecord as IterationRecord
+    from ._engine import LoopPlan as LoopPlan
+    from ._engine import LoopProgress as LoopProgress
+    from ._engine import LoopRules as LoopRules
+    from ._engine import LoopSettings as LoopSettings
+    from ._engine import RunSummary as RunSummary
+    from ._engine import SecscanGate as SecscanGate
+    from ._engine import decide as decide
+    from ._engine import run_loop as run_loop
     from ._errors import ConfigError as ConfigError
     from ._errors import CorruptStateError as CorruptStateError
     from ._errors import ForgeError as ForgeError
@@ -59,13 +72,6 @@ if TYPE_CHECKING:
     from ._executor import load_executor as load_executor
     from ._executor import make_parser as make_parser
     from ._executor import shell_command as shell_command
-    from ._gates import BudgetGate as BudgetGate
-    from ._gates import GateReading as GateReading
-    from ._gates import SecscanGate as SecscanGate
-    from ._gates import VerifyBreakerGate as VerifyBreakerGate
-    from ._loop import LoopPlan as LoopPlan
-    from ._loop import RunSummary as RunSummary
-    from ._loop import run_loop as run_loop
     from ._policy import Policy as Policy
     from ._policy import load_policy as load_policy
     from ._state import ChangePaths as ChangePaths

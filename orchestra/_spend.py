@@ -12,6 +12,7 @@ from ._errors import CorruptStateError
 from ._policy import BudgetPolicy
 from ._state import (
     ChangePaths,
+    SpendReset,
     append_event,
     exclusive_lock,
     load_or_block,
@@ -71,13 +72,12 @@ def reset_spend(paths: ChangePaths) -> SpendReading:
         append_event(
             paths.timeline,
             paths.name,
-            "spend.reset",
-            {
-                "tokens": before.tokens,
-                "tool_calls": before.tool_calls,
-                "cost_usd": before.cost_usd,
-                "was_blocked": before.blocked,
-            },
+            SpendReset(
+                tokens=before.tokens,
+                tool_calls=before.tool_calls,
+                cost_usd=before.cost_usd,
+                was_blocked=before.blocked,
+            ),
         )
     return SpendReading(before, corrupt)
 

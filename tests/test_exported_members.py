@@ -5,7 +5,6 @@ from __future__ import annotations
 import orchestra
 
 EXPECTED = {
-    "BudgetGate",
     "ChangePaths",
     "ConfigError",
     "CorruptStateError",
@@ -13,7 +12,11 @@ EXPECTED = {
     "Executor",
     "ForgeError",
     "GateReading",
+    "IterationRecord",
     "LoopPlan",
+    "LoopProgress",
+    "LoopRules",
+    "LoopSettings",
     "Observation",
     "Policy",
     "RunSummary",
@@ -21,12 +24,12 @@ EXPECTED = {
     "StateError",
     "UsageError",
     "VerifyAttempts",
-    "VerifyBreakerGate",
     "VerifyReport",
     "load_executor",
     "load_policy",
     "make_parser",
     "parse_duration",
+    "decide",
     "record_verdict",
     "run_loop",
     "run_verify",

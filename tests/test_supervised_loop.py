@@ -21,13 +21,21 @@ import yaml
 from orchestra._circuit import OPEN, CircuitState
 from orchestra._durations import Duration
 from orchestra._executor import Executor, ExecutorSpec, shell_command
-from orchestra._loop import CIRCUIT_OPEN, DONE, EXECUTOR_FAILED, LoopPlan, RunSummary
+from orchestra._engine import (
+    CIRCUIT_OPEN,
+    DONE,
+    EXECUTOR_FAILED,
+    LoopPlan,
+    LoopProgress,
+    LoopSettings,
+    RunSummary,
+    SecscanGate,
+    run_loop,
+)
 from orchestra._policy import BreakerPolicy, BudgetPolicy, Policy, RunPolicy, VerifyPolicy
 from orchestra._ratelimit import MemoryBackend, RateLimiter
 from orchestra._state import ChangePaths, save_state
-from orchestra._supervise import LoopProgress, Supervision, run_supervised
-from orchestra._supervise._loops import LoopSetup
-from orchestra._supervise._supervisor import LoopRun, gates_for
+from orchestra._supervise import loop_rules
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 EPOCH = 1_800_000_000.0  # wall clock at trio time 0
@@ -74,19 +82,22 @@ async def supervise_one(
         workdir=tmp_path,
     )
     progress = LoopProgress("c", plan.max_iterations)
-    setup = LoopSetup("c", loop_policy, tmp_path, False, "HEAD", "test")
-    run = LoopRun(setup, plan, progress)
-    supervision = Supervision(loop_policy, limiter, lambda: EPOCH + trio.current_time())
+    settings = LoopSettings(
+        loop_policy,
+        loop_rules(loop_policy),
+        SecscanGate(),
+        limiter,
+        lambda: EPOCH + trio.current_time(),
+    )
     events: list[str] = []
     waited: list[float] = []
     outcome: list[RunSummary] = []
 
     async def loop() -> None:
         outcome.append(
-            await run_supervised(
+            await run_loop(
                 plan,
-                gates_for(run, None),
-                supervision,
+                settings,
                 progress=progress,
                 on_event=lambda kind, change, text: events.append(kind),
             )

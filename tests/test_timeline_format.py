@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from orchestra._errors import StateError
+from orchestra._state import OtherEvent, encode_event
+from orchestra._state import append_event as append_typed
 from orchestra._state._timeline import (
     _TAIL_BYTES,
     TimelineRead,
     _last_seq,
-    append_event,
     parse_timeline,
     read_timeline,
 )
@@ -26,6 +27,14 @@ ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 @pytest.fixture
 def timeline(tmp_path: Path) -> Path:
     return tmp_path / "changes" / "c1" / "timeline.jsonl"
+
+
+def append_event(path: Path, change: str, name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Append an event of any name and return it as written."""
+    written = append_typed(path, change, OtherEvent(name=name, fields=fields))
+    return {"ts": written.ts, "seq": written.seq, "event": name, "change": change} | encode_event(
+        written
+    )
 
 
 def line(record: dict[str, Any]) -> bytes:

@@ -24,7 +24,18 @@ from .._contract import (
 )
 from .._contract._model import DEPTHS, RISKS
 from .._errors import EXIT_OK, UsageError
-from .._state import ChangePaths, exclusive_lock, read_timeline, utc_now_iso
+from .._state import (
+    CHECKPOINT,
+    CONTRACT_PREFIX,
+    ITERATION_BEGUN,
+    LOOP_STARTED,
+    SHIP_READY,
+    STRATEGY_CHANGED,
+    ChangePaths,
+    exclusive_lock,
+    read_timeline,
+    utc_now_iso,
+)
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
@@ -65,7 +76,7 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
         save_checkpoint(paths, checkpoint)
     record(
         paths,
-        "forge.loop.started",
+        LOOP_STARTED,
         {
             "goal": checkpoint.goal,
             "mode": checkpoint.mode,
@@ -107,7 +118,7 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         save_checkpoint(paths, after)
     record(
         paths,
-        "forge.checkpoint",
+        CHECKPOINT,
         {
             "stage": after.stage,
             "current_stage": after.current_stage,
@@ -118,12 +129,12 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         if update.strategy_change:
             record(
                 paths,
-                "forge.strategy.changed",
+                STRATEGY_CHANGED,
                 {"strategy_change": after.strategy_change, "failure": after.last_failure},
             )
-        record(paths, "forge.iteration.started", {"stage": after.stage})
+        record(paths, ITERATION_BEGUN, {"stage": after.stage})
     if update.stage == "ship-ready":
-        record(paths, "forge.ship.ready", {"goal": after.goal})
+        record(paths, SHIP_READY, {"goal": after.goal})
     moved = f"{before.current_stage} -> {after.current_stage}"
     if before.current_stage == after.current_stage:
         moved = after.current_stage
@@ -172,7 +183,9 @@ def resume(args: argparse.Namespace, out: Output) -> int:
     if args.events < 0:
         raise UsageError("--events: expected 0 or more")
     events = [
-        e for e in read_timeline(paths.timeline).events if str(e.get("event")).startswith("forge.")
+        e
+        for e in read_timeline(paths.timeline).events
+        if str(e.get("event")).startswith(CONTRACT_PREFIX)
     ]
     last = events[-args.events :] if args.events else []
     if out.json_mode:

@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import attrs
 
 from .._durations import human_seconds
-from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
-from .._executor import Executor, IterationOutcome, load_executor, shell_command
-from .._gates import (
+from .._engine import (
     BUDGET_GATE,
+    DONE,
+    EXECUTOR_FAILED,
     SECSCAN_GATE,
     VERIFY_GATE,
-    BudgetGate,
-    Gate,
-    GateReading,
+    IterationRecord,
+    LoopPlan,
+    LoopProgress,
+    LoopRules,
+    LoopSettings,
+    RunSummary,
     SecscanGate,
-    VerifyBreakerGate,
+    iteration_time_limit,
+    loop_integrity,
+    run_loop,
 )
-from .._loop import DONE, LoopPlan, RunProgress, RunSummary, loop_integrity, run_loop
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._executor import Executor, IterationOutcome, load_executor, shell_command
 from .._policy import Layer, Policy
-from .._secscan._project import project_scanner
+from .._ratelimit import LimiterStatistics, open_limiter
+from .._secscan import project_scanner
 from .._spend import read_spend
 from .._state import ChangePaths
 from .._workspace import Project, default_change
@@ -56,7 +62,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
         paths=paths,
         executor=executor,
         max_iterations=policy.run.max_iterations,
-        time_limit=iteration_time_limit(executor, policy, loaded.sources),
+        time_limit=iteration_time_limit(
+            executor, policy, flag_set=loaded.sources.get("run.timeout", "").startswith("flag ")
+        ),
         grace=policy.run.grace.seconds,
         done_marker=policy.run.done_marker,
         workdir=project.root,
@@ -68,11 +76,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
         integrity=loop_integrity(policy, plan),
         redact=scanner.redact if scanner is not None else None,
     )
-    gates: list[Gate] = [
-        VerifyBreakerGate(paths),
-        BudgetGate(paths, policy.budget),
-        SecscanGate(scanner, paths.secscan_markers),
-    ]
     if args.prompt is not None and policy.run.cmd:
         out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")
     if not args.yes:
@@ -83,15 +86,28 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.document({"dry_run": True, "plan": _plan_json(plan, policy)})
         return EXIT_OK
 
-    progress = RunProgress()
+    def on_limiter(kind: str, stats: LimiterStatistics) -> None:
+        if kind == "warn":
+            out.note(f"rate limit: {stats.used} of {stats.calls} calls used in the window")
+        elif kind == "wait":
+            out.note(f"rate limit: waiting {stats.next_free_in:.0f}s for a permit")
+
+    limiter = open_limiter(policy.rate_limit, project.root, on_event=on_limiter)
+    settings = LoopSettings(
+        policy,
+        run_rules(policy),
+        SecscanGate(scanner, paths.secscan_markers),
+        limiter,
+    )
+    progress = LoopProgress(paths.name, plan.max_iterations)
     try:
         summary = run_interruptible(
             partial(run_loop, progress=progress, on_iteration=_progress_printer(plan, out)),
             plan,
-            gates,
+            settings,
         )
     except KeyboardInterrupt:
-        out.line(f"run: INTERRUPTED after {progress.iterations} iteration(s)", style="bold red")
+        out.line(f"run: INTERRUPTED after {progress.completed} iteration(s)", style="bold red")
         out.line("  detail: the executor tree was stopped; the interruption is in the timeline")
         out.line(ESCALATE, style="bold red")
         if out.json_mode:
@@ -101,7 +117,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                     "reason": "interrupted",
                     "change": paths.name,
                     "run_id": plan.run_id,
-                    "iterations": progress.iterations,
+                    "iterations": progress.completed,
                     "exit_code": EXIT_INTERRUPTED,
                 }
             )
@@ -113,12 +129,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return code
 
 
-def iteration_time_limit(executor: Executor, policy: Policy, sources: Mapping[str, str]) -> float:
-    """An iteration's limit: a flag wins, then the executor definition's own, then the policy's."""
-    from_flag = sources.get("run.timeout", "").startswith("flag ")
-    if executor.spec.timeout is not None and not from_flag:
-        return executor.spec.timeout.seconds
-    return policy.run.timeout.seconds
+def run_rules(policy: Policy) -> LoopRules:
+    """``forge run``'s rules: the first trip stops and escalates; the loop runs no verify."""
+    return LoopRules(
+        supervised=False,
+        max_iterations=policy.run.max_iterations,
+        max_limit_wait=policy.run.max_limit_wait.seconds,
+    )
 
 
 def _flag_layers(args: argparse.Namespace) -> list[Layer]:
@@ -176,9 +193,11 @@ def protect_summary(policy: Policy) -> str:
 
 
 def _progress_printer(plan: LoopPlan, out: Output) -> Any:
-    def show(outcome: IterationOutcome, readings: Sequence[GateReading]) -> None:
+    def show(outcome: IterationOutcome, record: IterationRecord) -> None:
         process = outcome.process
-        ending = outcome.failure or ("done" if outcome.done else "exit 0")
+        ending = record.failure or ("done" if record.done else "exit 0")
+        if record.provider_refused:
+            ending = "refused by a provider limit"
         spend = f"{outcome.tokens} tokens, {outcome.tool_calls} tool calls, ${outcome.cost_usd:.4f}"
         out.line(
             f"iteration {outcome.number}/{plan.max_iterations}: {ending} in "
@@ -200,7 +219,7 @@ def _print_summary(summary: RunSummary, out: Output) -> None:
     if summary.gate is not None:
         out.line(f"  gate:   {summary.gate}")
         out.line(f"  detail: {summary.detail}")
-    elif summary.last is not None and summary.last.failed:
+    elif summary.reason == EXECUTOR_FAILED and summary.last is not None:
         last = summary.last
         out.line(f"  executor: {summary.detail}")
         if last.observation.error:

@@ -11,8 +11,8 @@ from typing import Any
 import attrs
 import trio
 
+from .._engine import DONE, TRIP_CONDITIONS, EventSink, RunSummary, new_run_id
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
-from .._loop import DONE, RunSummary, new_run_id
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
 from .._state import STATE_DIR, atomic_write
 from .._supervise import (
@@ -24,8 +24,6 @@ from .._supervise import (
     resolve_loops,
     supervise,
 )
-from .._supervise._engine import EventSink
-from .._supervise._trips import registered
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
@@ -154,7 +152,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
             f"after {breaker.max_opens} opening(s), escalate"
         )
     out.line(f"  circuit:  {circuit}")
-    out.line("  trips:    " + ", ".join(registered()))
+    out.line("  trips:    " + ", ".join(TRIP_CONDITIONS))
 
 
 def _plan_json(run: LoopRun) -> dict[str, Any]:

@@ -10,8 +10,14 @@ from cattrs.errors import BaseValidationError
 
 from .._errors import CorruptStateError
 from .._state import (
+    BLOCKED,
+    ITERATION_BEGUN,
+    LOOP_STARTED,
+    SHIP_READY,
     STATE_CONVERTER,
+    STRATEGY_CHANGED,
     ChangePaths,
+    ContractEvent,
     append_event,
     atomic_write,
     exclusive_lock,
@@ -21,13 +27,7 @@ from .._state import (
 from ._model import Checkpoint
 
 TRACE_HEADING = "## Loop Trace"
-EVENTS = (
-    "forge.loop.started",
-    "forge.iteration.started",
-    "forge.strategy.changed",
-    "forge.blocked",
-    "forge.ship.ready",
-)
+EVENTS = (LOOP_STARTED, ITERATION_BEGUN, STRATEGY_CHANGED, BLOCKED, SHIP_READY)
 
 
 def checkpoint_path(paths: ChangePaths) -> Path:
@@ -82,7 +82,7 @@ def save_checkpoint(paths: ChangePaths, checkpoint: Checkpoint) -> bytes:
 
 def record(paths: ChangePaths, event: str, fields: dict[str, Any]) -> None:
     with exclusive_lock(paths.lock):
-        append_event(paths.timeline, paths.name, event, fields)
+        append_event(paths.timeline, paths.name, ContractEvent(name=event, fields=fields))
 
 
 def add_trace(plan: Path, line: str) -> str | None:

@@ -108,6 +108,13 @@ class RunPolicy:
     prompt: str = attrs.field(
         default="", metadata=_doc("The prompt a named executor receives as {prompt}.")
     )
+    max_limit_wait: Duration = attrs.field(
+        default=Duration(5 * 60),
+        metadata=_doc(
+            "forge run: longest wait for a provider limit's known reset; "
+            "past it (or with no reset time) the run stops."
+        ),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.executor and self.cmd:

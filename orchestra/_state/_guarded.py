@@ -9,6 +9,7 @@ import attrs
 
 from .._errors import CorruptStateError
 from ._change import ChangePaths
+from ._events import StateCorrupt
 from ._timeline import append_event
 from ._yamlstate import load_state, save_state
 
@@ -34,8 +35,7 @@ def load_or_block(
         append_event(
             paths.timeline,
             paths.name,
-            "state.corrupt",
-            {"file": path.name, "moved_to": moved, "reason": exc.message},
+            StateCorrupt(file=path.name, moved_to=moved, reason=exc.message),
         )
         return blocked, exc
     return (state if state is not None else fresh), None

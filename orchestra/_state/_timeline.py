@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from .._errors import StateError
+from ._events import Event, decode_event, encode_event, event_name
 from ._files import utc_now_iso
 
 _TAIL_BYTES = 64 * 1024
@@ -37,6 +38,10 @@ class TimelineRead:
     torn_last_line: str | None = None
     bad_lines: tuple[int, ...] = ()
 
+    def typed(self) -> list[Event]:
+        """The events decoded into their classes (see ``_events``)."""
+        return [decode_event(raw) for raw in self.events]
+
     def problems(self, path: Path) -> list[str]:
         """Human-readable notes about what could not be read."""
         notes = []
@@ -48,23 +53,43 @@ class TimelineRead:
         return notes
 
 
-def append_event(path: Path, change: str, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+def append_event(path: Path, change: str, event: Event) -> Event:
     """Append one event; the caller holds the change's lock.
 
     Returns:
-        The event as written, with its ``ts`` and ``seq``.
+        The event as written, with its ``ts``, ``seq`` and ``change``.
 
     Raises:
         StateError: when the timeline cannot be written.
     """
-    record: dict[str, Any] = {
-        "ts": utc_now_iso(),
-        "seq": _last_seq(path) + 1,
-        "event": event,
-        "change": change,
-    }
-    record.update(fields)
-    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    return append_events(path, change, [event])[0]
+
+
+def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Event]:
+    """Append several events with one write and one fsync; the caller holds the lock.
+
+    Raises:
+        StateError: when the timeline cannot be written.
+    """
+    ts = utc_now_iso()
+    seq = _last_seq(path)
+    written: list[Event] = []
+    lines: list[str] = []
+    for event in events:
+        seq += 1
+        stamped = attrs.evolve(event, ts=ts, seq=seq, change=change)
+        record: dict[str, Any] = {
+            "ts": ts,
+            "seq": seq,
+            "event": event_name(event),
+            "change": change,
+        }
+        record.update(encode_event(stamped))
+        lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str))
+        written.append(stamped)
+    if not lines:
+        return written
+    line = "\n".join(lines) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -73,17 +98,17 @@ def append_event(path: Path, change: str, event: str, fields: Mapping[str, Any])
     try:
         prefix = b"\n" if _ends_torn(fd) else b""
         data = prefix + line.encode("utf-8")
-        written = os.write(fd, data)
-        if written != len(data):
+        count = os.write(fd, data)
+        if count != len(data):
             # A short write (the disk filled up mid-line): the event is torn, not
             # recorded; the next append starts on a fresh line.
-            raise OSError(f"only {written} of {len(data)} bytes written (disk full?)")
+            raise OSError(f"only {count} of {len(data)} bytes written (disk full?)")
         os.fsync(fd)
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
-    return record
+    return written
 
 
 def read_timeline(path: Path) -> TimelineRead:

@@ -12,8 +12,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from .._engine import LoopProgress
 from .._ratelimit import LimiterStatistics, RateLimiter
-from ._progress import LoopProgress
 
 REFRESH_SECONDS = 0.25
 _COLUMNS = (

@@ -9,17 +9,27 @@ from pathlib import Path
 import attrs
 import trio
 
+from .._engine import (
+    EXECUTOR_FAILED,
+    INTERRUPTED,
+    EventSink,
+    LoopPlan,
+    LoopProgress,
+    LoopRules,
+    LoopSettings,
+    RunSummary,
+    SecscanGate,
+    iteration_time_limit,
+    loop_integrity,
+    run_loop,
+)
 from .._errors import ConfigError, ForgeError
 from .._executor import Executor, load_executor, shell_command
-from .._gates import BudgetGate, Gate, SecscanGate, VerifyBreakerGate
-from .._loop import EXECUTOR_FAILED, INTERRUPTED, LoopPlan, RunSummary, loop_integrity
+from .._policy import Policy
 from .._ratelimit import RateLimiter
-from .._secscan import load_rules
-from .._secscan._project import ProjectScanner, project_scanner
+from .._secscan import load_rules, project_scanner
 from .._state import ChangePaths
-from ._engine import EventSink, Supervision, run_supervised
 from ._loops import LoopSetup
-from ._progress import LoopProgress
 from ._worktree import ensure_worktree
 
 
@@ -63,7 +73,7 @@ def prepare(setups: Sequence[LoopSetup], run_id: str) -> list[LoopRun]:
             paths=ChangePaths(setup.root, setup.change),
             executor=executor,
             max_iterations=run_policy.max_iterations,
-            time_limit=(executor.spec.timeout or run_policy.timeout).seconds,
+            time_limit=iteration_time_limit(executor, setup.policy),
             grace=run_policy.grace.seconds,
             done_marker=run_policy.done_marker,
             workdir=setup.root,
@@ -85,10 +95,14 @@ def executor_for(setup: LoopSetup) -> Executor:
     raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
 
 
-def gates_for(run: LoopRun, scanner: ProjectScanner | None) -> list[Gate]:
-    paths = run.plan.paths
-    budget = BudgetGate(paths, run.setup.policy.budget)
-    return [VerifyBreakerGate(paths), budget, SecscanGate(scanner, paths.secscan_markers)]
+def loop_rules(policy: Policy) -> LoopRules:
+    """A supervised loop's rules: a trip opens its circuit, which cools down and probes."""
+    return LoopRules(
+        supervised=True,
+        max_iterations=policy.run.max_iterations,
+        run_verify=bool(policy.verify.command.strip()),
+        judge_stagnation=True,
+    )
 
 
 async def supervise(
@@ -120,13 +134,15 @@ async def supervise(
                     integrity=loop_integrity(policy, plan),
                     redact=scanner.redact if scanner is not None else None,
                 )
-                supervision = Supervision(policy, limiter, wall_clock)
-                results[key] = await run_supervised(
-                    plan,
-                    gates_for(run, scanner),
-                    supervision,
-                    progress=run.progress,
-                    on_event=on_event,
+                settings = LoopSettings(
+                    policy,
+                    loop_rules(policy),
+                    SecscanGate(scanner, plan.paths.secscan_markers),
+                    limiter,
+                    wall_clock,
+                )
+                results[key] = await run_loop(
+                    plan, settings, progress=run.progress, on_event=on_event
                 )
             except ForgeError as exc:
                 # One loop's failure to start is that loop's ending, not the supervisor's.

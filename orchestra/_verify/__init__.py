@@ -7,11 +7,14 @@ from ._breaker import VerifyAttempts as VerifyAttempts
 from ._breaker import breaker_line as breaker_line
 from ._breaker import gate_detail as gate_detail
 from ._breaker import record_verdict as record_verdict
+from ._breaker import reset as reset
 from ._checks import CheckResult as CheckResult
 from ._gate import BreakerUpdate as BreakerUpdate
+from ._gate import load_verify_locked as load_verify_locked
 from ._gate import read_breaker as read_breaker
 from ._gate import record_attempt as record_attempt
 from ._gate import reset_breaker as reset_breaker
+from ._gate import verify_event as verify_event
 from ._report import VerifyReport as VerifyReport
 from ._report import run_verify as run_verify
 from ._scenarios import Scenario as Scenario

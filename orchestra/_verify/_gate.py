@@ -7,13 +7,15 @@ the timeline: the gate stays shut until a human runs ``--reset-breaker``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from .._errors import CorruptStateError
 from .._state import (
+    VERIFY_BREAKER,
+    BreakerReset,
     ChangePaths,
+    StateRebuilt,
+    VerifyRecorded,
     append_event,
     exclusive_lock,
     load_or_block,
@@ -40,7 +42,7 @@ def record_attempt(
 ) -> BreakerUpdate:
     """Fold a verify report into the change's breaker and log it to the timeline."""
     with exclusive_lock(paths.lock):
-        before, corrupt = _load_or_block(paths)
+        before, corrupt = load_verify_locked(paths)
         after = record_verdict(
             before,
             passed=report.passed,
@@ -50,38 +52,42 @@ def record_attempt(
             tree=tree.fingerprint,
         )
         save_state(paths.verify_attempts, after)
-        append_event(paths.timeline, paths.name, "verify", _verify_event(report, after))
+        append_event(paths.timeline, paths.name, verify_event(report, after))
     return BreakerUpdate(before=before, after=after, corrupt=corrupt)
 
 
 def read_breaker(paths: ChangePaths) -> BreakerUpdate:
     """The breaker as a gate sees it (a corrupt file turns into a blocked breaker)."""
     with exclusive_lock(paths.lock):
-        state, corrupt = _load_or_block(paths)
+        state, corrupt = load_verify_locked(paths)
     return BreakerUpdate(before=state, after=state, corrupt=corrupt)
 
 
 def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
     """Clear the breaker: the explicit "a human intervened" signal."""
     with exclusive_lock(paths.lock):
-        before, corrupt = _load_or_block(paths)
+        before, corrupt = load_verify_locked(paths)
         after = reset(before, now=utc_now_iso())
         save_state(paths.verify_attempts, after, journal=False)
         append_event(
             paths.timeline,
             paths.name,
-            "breaker.reset",
-            {
-                "breaker": "verify",
-                "cleared_consecutive_failures": before.consecutive_failures,
-                "was_open": before.open,
-                "was_blocked": before.blocked,
-            },
+            BreakerReset(
+                breaker=VERIFY_BREAKER,
+                cleared_consecutive_failures=before.consecutive_failures,
+                was_open=before.open,
+                was_blocked=before.blocked,
+            ),
         )
     return BreakerUpdate(before=before, after=after, corrupt=corrupt)
 
 
-def _load_or_block(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptStateError | None]:
+def load_verify_locked(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptStateError | None]:
+    """The verify breaker, for a caller that holds the change's lock.
+
+    A corrupt file is moved aside and blocks the breaker; a missing one is
+    rebuilt from the timeline's verify events when there are any.
+    """
     if paths.verify_attempts.exists():
         return load_or_block(paths, paths.verify_attempts, VerifyAttempts, NEW)
     return _rebuild(paths), None
@@ -100,27 +106,33 @@ def _rebuild(paths: ChangePaths) -> VerifyAttempts:
     append_event(
         paths.timeline,
         paths.name,
-        "state.rebuilt",
-        {
-            "file": paths.verify_attempts.name,
-            "consecutive_failures": state.consecutive_failures,
-            "open": state.open,
-            "blocked": state.blocked,
-        },
+        StateRebuilt(
+            file=paths.verify_attempts.name,
+            consecutive_failures=state.consecutive_failures,
+            open=state.open,
+            blocked=state.blocked,
+        ),
     )
     return state
 
 
-def _verify_event(report: VerifyReport, state: VerifyAttempts) -> dict[str, Any]:
-    return {
-        "verdict": report.verdict,
-        "consecutive_failures": state.consecutive_failures,
-        "max_failures": state.max_failures,
-        "open": state.open,
-        "blocked": state.blocked,
-        "total_attempts": state.total_attempts,
-        "duration": round(report.duration, 3),
-        "checks": [
+def verify_event(
+    report: VerifyReport,
+    state: VerifyAttempts,
+    *,
+    run_id: str | None = None,
+    iteration: int | None = None,
+) -> VerifyRecorded:
+    """The timeline's record of one verdict and the breaker after it."""
+    return VerifyRecorded(
+        verdict=report.verdict,
+        consecutive_failures=state.consecutive_failures,
+        max_failures=state.max_failures,
+        open=state.open,
+        blocked=state.blocked,
+        total_attempts=state.total_attempts,
+        duration=round(report.duration, 3),
+        checks=[
             {
                 "name": c.name,
                 "passed": c.passed,
@@ -129,10 +141,12 @@ def _verify_event(report: VerifyReport, state: VerifyAttempts) -> dict[str, Any]
             }
             for c in report.checks
         ],
-        "scenarios": {
+        scenarios={
             "total": len(report.coverage.scenarios),
             "covered": report.coverage.covered_count,
         },
-        "commit": state.last_commit,
-        "tree": state.last_tree,
-    }
+        commit=state.last_commit,
+        tree=state.last_tree,
+        run_id=run_id,
+        iteration=iteration,
+    )

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from .._circuit import CLOSED_CIRCUIT, CircuitState
-from .._state import ChangePaths, append_event, exclusive_lock, load_or_block, save_state
+from .._state import (
+    LOOP_CIRCUIT,
+    BreakerReset,
+    ChangePaths,
+    append_event,
+    exclusive_lock,
+    load_or_block,
+    save_state,
+)
+from ._core import CLOSED_CIRCUIT, OPEN, CircuitState
 
 
 def load_circuit(paths: ChangePaths) -> CircuitState:
     """The loop's circuit; an unreadable file becomes an escalated (blocked) circuit."""
     with exclusive_lock(paths.lock):
-        circuit, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
+        return load_circuit_locked(paths)
+
+
+def load_circuit_locked(paths: ChangePaths) -> CircuitState:
+    """:func:`load_circuit` for a caller that holds the change's lock."""
+    circuit, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
     if circuit.blocked is not None and not circuit.escalated:
         # Never assume an unreadable circuit closed: it stays open until a human resets it.
         return CircuitState(
-            state="open",
+            state=OPEN,
             reason=f"breaker.yaml unreadable ({circuit.blocked})",
             escalated=True,
             blocked=circuit.blocked,
@@ -30,19 +43,17 @@ def reset_circuit(paths: ChangePaths) -> CircuitState:
     """Close the circuit after a human reviewed the loop; returns what it was."""
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
-        save_state(
-            paths.breaker, CLOSED_CIRCUIT, journal=False
-        )  # closed, its iterations counted afresh
+        # Closed, its iterations counted afresh; a human's write, so not journalled.
+        save_state(paths.breaker, CLOSED_CIRCUIT, journal=False)
         append_event(
             paths.timeline,
             paths.name,
-            "breaker.reset",
-            {
-                "breaker": "loop circuit",
-                "was": before.state,
-                "opens": before.opens,
-                "iterations_used": before.iterations_used,
-                "was_blocked": before.blocked,
-            },
+            BreakerReset(
+                breaker=LOOP_CIRCUIT,
+                was=before.state,
+                opens=before.opens,
+                iterations_used=before.iterations_used,
+                was_blocked=before.blocked,
+            ),
         )
     return before

@@ -1,4 +1,4 @@
-"""What each supervised loop is doing right now, for the dashboard and the summary."""
+"""What each loop is doing right now, for the dashboard, the summary and an interruption."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ class LoopProgress:
     change: str
     max_iterations: int
     status: str = "pending"
-    iteration: int = 0
+    iteration: int = 0  # the one running (or last run)
+    completed: int = 0  # iterations of this run that finished and were recorded
     circuit: str = "closed"
     trips: int = 0
     cooldown_until: float | None = None  # trio clock

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from ._policy import BreakerPolicy
+from .._policy import BreakerPolicy
 
 CLOSED = "closed"
 OPEN = "open"

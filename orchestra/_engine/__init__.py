@@ -1,0 +1,49 @@
+"""The one loop engine under ``forge run`` and ``forge supervise``.
+
+- ``_record``: :class:`IterationRecord`, one iteration's facts as judged and recorded.
+- ``_decide``: :func:`admit` and :func:`decide`, every trip and stop rule, pure.
+- ``_store``: :class:`ChangeStore`, a change's state loaded once and committed once
+  per iteration.
+- ``_loop``: :func:`run_loop`, the loop itself (I/O at the edges).
+- ``_gates``, ``_endings``, ``_progress``: gate readings, ending names, live progress.
+"""
+
+from ._decide import TRIP_CONDITIONS as TRIP_CONDITIONS
+from ._decide import Admission as Admission
+from ._decide import LoopRules as LoopRules
+from ._decide import LoopState as LoopState
+from ._decide import Trip as Trip
+from ._decide import Verdict as Verdict
+from ._decide import admit as admit
+from ._decide import apply_outside_event as apply_outside_event
+from ._decide import cooled_down as cooled_down
+from ._decide import decide as decide
+from ._decide import fold_history as fold_history
+from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
+from ._endings import DONE as DONE
+from ._endings import EXECUTOR_FAILED as EXECUTOR_FAILED
+from ._endings import EXHAUSTED as EXHAUSTED
+from ._endings import GATE_ERROR as GATE_ERROR
+from ._endings import GATE_OPEN as GATE_OPEN
+from ._endings import INTERRUPTED as INTERRUPTED
+from ._endings import PROVIDER_LIMIT as PROVIDER_LIMIT
+from ._endings import Ending as Ending
+from ._endings import RunSummary as RunSummary
+from ._endings import new_run_id as new_run_id
+from ._gates import BUDGET_GATE as BUDGET_GATE
+from ._gates import CIRCUIT_GATE as CIRCUIT_GATE
+from ._gates import INTEGRITY_GATE as INTEGRITY_GATE
+from ._gates import SECSCAN_GATE as SECSCAN_GATE
+from ._gates import VERIFY_GATE as VERIFY_GATE
+from ._gates import GateReading as GateReading
+from ._gates import SecscanGate as SecscanGate
+from ._loop import EventSink as EventSink
+from ._loop import LoopPlan as LoopPlan
+from ._loop import LoopSettings as LoopSettings
+from ._loop import iteration_time_limit as iteration_time_limit
+from ._loop import loop_integrity as loop_integrity
+from ._loop import run_loop as run_loop
+from ._progress import LoopProgress as LoopProgress
+from ._record import IterationRecord as IterationRecord
+from ._record import record_from_event as record_from_event
+from ._store import ChangeStore as ChangeStore

@@ -1,0 +1,484 @@
+"""Every trip and stop rule of a loop, as pure functions of its state and records.
+
+:func:`admit` decides, before an iteration, whether it may run: an open loop
+circuit waits out its cooldown (or has escalated), an open gate stops the
+loop. :func:`decide` judges an iteration from its record: it folds the
+record's spend and verify verdict into the state, runs the trip conditions
+(integrity, verify streak, budget, stagnation), moves the loop circuit
+(open, close after a probe that made progress, re-open with the cooldown
+doubled), and says whether and how the loop ends.
+
+Nothing here reads a file, a clock or a process: the live loop and ``forge
+policy simulate`` call the same functions, so a recorded history replayed
+under the same policy reaches the same verdicts at the same iterations.
+
+The two loops differ only in their :class:`LoopRules`: ``forge supervise``
+opens a circuit on a trip, cools down and probes; ``forge run`` stops and
+escalates on the first one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import attrs
+
+from .._circuit import (
+    CLOSED,
+    CLOSED_CIRCUIT,
+    HALF_OPEN,
+    OPEN,
+    CircuitState,
+    close,
+    cooldown_remaining,
+    half_open,
+    trip,
+)
+from .._policy import Policy
+from .._spend import NO_SPEND, SpendTotals, budget_exceeded
+from .._stagnation import Assessment, Signals, assess
+from .._state import (
+    LOOP_CIRCUIT,
+    VERIFY_BREAKER,
+    BreakerReset,
+    Event,
+    IterationFinished,
+    SpendReset,
+    StateCorrupt,
+    VerifyRecorded,
+)
+from .._verify import NEW, PASS, VerifyAttempts, record_verdict, reset
+from ._endings import (
+    CIRCUIT_OPEN,
+    DONE,
+    EXECUTOR_FAILED,
+    EXHAUSTED,
+    GATE_ERROR,
+    GATE_OPEN,
+    PROVIDER_LIMIT,
+    Ending,
+)
+from ._gates import (
+    INTEGRITY_GATE,
+    GateReading,
+    budget_reading,
+    circuit_reading,
+    first_stop,
+    verify_reading,
+)
+from ._record import IterationRecord
+
+# The trip conditions of a supervised loop, in the order they are judged.
+TRIP_CONDITIONS = (INTEGRITY_GATE, "verify", "budget", "stagnation")
+
+# Without a reset time, a provider's refusal pauses every loop this long.
+DEFAULT_PROVIDER_PAUSE = 60.0
+
+
+@attrs.frozen
+class LoopRules:
+    """How a loop treats what its decision finds.
+
+    Attributes:
+        supervised: A trip opens the loop circuit, which cools down and lets
+            one probe through (``forge supervise``); otherwise the first trip
+            stops the loop and escalates (``forge run``).
+        max_iterations: The iteration cap (finishing it is not success).
+        run_verify: The loop runs ``[verify]`` after every iteration.
+        judge_stagnation: The stagnation detectors may trip.
+        max_limit_wait: Without supervision, the longest a loop waits for a
+            provider limit's known reset before it stops.
+    """
+
+    supervised: bool
+    max_iterations: int
+    run_verify: bool = False
+    judge_stagnation: bool = False
+    max_limit_wait: float = 300.0
+
+
+@attrs.frozen
+class LoopState:
+    """What a change's loop carries from one iteration to the next (and across runs)."""
+
+    circuit: CircuitState = CLOSED_CIRCUIT
+    verify: VerifyAttempts = NEW
+    spend: SpendTotals = NO_SPEND
+    # The signals the stagnation detectors look back on: since the circuit last
+    # opened or was reset, so that a probe is judged on its own progress.
+    history: tuple[Signals, ...] = ()
+
+
+@attrs.frozen
+class Trip:
+    """A condition that holds: the reason the circuit opens.
+
+    ``curable`` is False for what no cooldown can mend (a spent budget, harm
+    to a protected path): the loop then escalates at once.
+    """
+
+    condition: str
+    reason: str
+    curable: bool = True
+    evidence: dict[str, object] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Admission:
+    """Whether the next iteration may run.
+
+    Exactly one holds: ``ending`` (stop), ``wait`` (seconds of cooldown to sit
+    out, then :func:`cooled_down`), or neither (run it; a probe when the
+    circuit is half-open). ``opened`` carries a trip that opened the circuit
+    on the way, for the timeline.
+    """
+
+    ending: Ending | None = None
+    wait: float | None = None
+    opened: Trip | None = None
+
+
+@attrs.frozen
+class Verdict:
+    """What :func:`decide` made of one iteration.
+
+    Attributes:
+        judged: False when a provider refused the call: nothing was judged.
+        trip: The trip condition that held, if any.
+        opened: The circuit opened (or re-opened) on this iteration.
+        closed: A probe made progress and closed the circuit.
+        assessment: The stagnation detectors' view, when signals were measured.
+        pause_until: A provider limit's reset (wall-clock epoch) to wait for.
+        ending: How the loop ends here, if it does.
+    """
+
+    judged: bool = True
+    trip: Trip | None = None
+    opened: bool = False
+    closed: bool = False
+    assessment: Assessment | None = None
+    pause_until: float | None = None
+    ending: Ending | None = None
+
+
+# ---------------------------------------------------------------------------
+# Before an iteration
+
+
+def admit(
+    state: LoopState,
+    policy: Policy,
+    rules: LoopRules,
+    *,
+    now: float,
+    secscan: GateReading | None,
+) -> tuple[LoopState, Admission]:
+    """May the next iteration run? ``now`` is wall-clock epoch seconds."""
+    circuit = state.circuit
+    if not rules.supervised:
+        # An open or escalated loop circuit means a human (or its cooldown) has
+        # the last word: forge run does not start over it.
+        readings = [circuit_reading(circuit, now), *_gate_readings(state, policy, secscan)]
+        stop = first_stop(readings)
+        return state, Admission(ending=_gate_ending(stop) if stop else None)
+    if circuit.state == CLOSED and rules.run_verify and state.verify.gate_open:
+        # An open verify breaker stops ordinary iterations; in a supervised loop
+        # it is a trip: cool down, then probe past it.
+        found = _verify_trip(state.verify)
+        state = attrs.evolve(state, circuit=_open(circuit, found, policy, now), history=())
+        if state.circuit.escalated:
+            return state, Admission(ending=_escalation(state.circuit, policy), opened=found)
+        return state, Admission(wait=_cooldown(state.circuit, now), opened=found)
+    if circuit.state == OPEN:
+        if circuit.escalated:
+            return state, Admission(ending=_escalation(circuit, policy))
+        return state, Admission(wait=_cooldown(circuit, now))
+    # In a supervised loop the verify breaker is a trip condition, not a gate.
+    readings = [budget_reading(state.spend, policy.budget)]
+    if secscan is not None:
+        readings.append(secscan)
+    stop = first_stop(readings)
+    return state, Admission(ending=_gate_ending(stop) if stop else None)
+
+
+def cooled_down(state: LoopState) -> LoopState:
+    """The cooldown has elapsed: the circuit lets exactly one probe through."""
+    return attrs.evolve(state, circuit=half_open(state.circuit))
+
+
+# ---------------------------------------------------------------------------
+# After an iteration
+
+
+def decide(
+    state: LoopState,
+    record: IterationRecord,
+    policy: Policy,
+    rules: LoopRules,
+    *,
+    now: float,
+    now_iso: str,
+) -> tuple[LoopState, Verdict]:
+    """Judge one iteration: the state after it, and what it means for the loop.
+
+    ``now`` is wall-clock epoch seconds (the circuit's ``opened_at``),
+    ``now_iso`` the same instant as the state files write it.
+    """
+    state = attrs.evolve(
+        state,
+        spend=_add_spend(state.spend, record, now_iso),
+        verify=_fold_verify(state.verify, record, policy, now_iso),
+    )
+    if record.provider_refused and not record.is_harmful:
+        return state, _provider_limit(record, rules, now)
+    if record.cannot_start:
+        # Not a failed iteration to judge: the executor cannot run at all.
+        ending = Ending(EXECUTOR_FAILED, detail=record.failure)
+        return state, Verdict(ending=ending)
+    if rules.supervised:
+        state, verdict = _decide_supervised(state, record, policy, rules, now)
+    else:
+        verdict = Verdict(ending=_decide_first_trip(state, record, policy))
+    if verdict.ending is None and record.iteration >= rules.max_iterations:
+        verdict = attrs.evolve(verdict, ending=exhausted(rules.max_iterations))
+    return state, verdict
+
+
+def exhausted(max_iterations: int) -> Ending:
+    detail = (
+        f"{max_iterations} of {max_iterations} iteration(s) used without the executor "
+        "signalling done"
+    )
+    return Ending(EXHAUSTED, detail=detail)
+
+
+def _decide_first_trip(state: LoopState, record: IterationRecord, policy: Policy) -> Ending | None:
+    """``forge run``: integrity, then the executor, then the gates; done is the clean ending."""
+    if record.is_harmful:
+        return Ending(GATE_OPEN, gate=INTEGRITY_GATE, detail=record.integrity_detail)
+    if record.failed:
+        return Ending(EXECUTOR_FAILED, detail=record.failure)
+    stop = first_stop(_gate_readings(state, policy, record.secscan))
+    if stop is not None:
+        return _gate_ending(stop)
+    return Ending(DONE) if record.done else None
+
+
+def _decide_supervised(
+    state: LoopState, record: IterationRecord, policy: Policy, rules: LoopRules, now: float
+) -> tuple[LoopState, Verdict]:
+    history = state.history
+    assessment = None
+    if record.signals is not None:
+        history = (*history, record.signals)
+        assessment = assess(history, policy.stagnation)
+    finished = record.done and record.verify_passed and not record.is_harmful
+    # A finished iteration is the clean ending: nothing is left to judge it for.
+    found = None if finished else _first_trip(state, record, policy, rules, assessment)
+    circuit = state.circuit
+    opened = closed = False
+    if circuit.state == HALF_OPEN:
+        # The probe succeeds with a positive progress score (or by finishing).
+        progressed = (
+            found is None
+            and not record.failed
+            and record.verify_passed
+            and (record.done or (assessment is not None and assessment.score > 0))
+        )
+        if progressed:
+            circuit, closed = close(circuit), True
+        else:
+            reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
+            curable = found.curable if found else True
+            circuit = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
+            opened = True
+    elif found is not None:
+        circuit, opened = _open(circuit, found, policy, now), True
+    if circuit.state == OPEN:
+        history = ()  # each opening starts the detectors afresh
+    state = attrs.evolve(state, circuit=circuit, history=history)
+    ending = None
+    if opened and circuit.escalated:
+        ending = _escalation(circuit, policy)
+    elif finished:
+        ending = Ending(DONE)
+    verdict = Verdict(
+        trip=found, opened=opened, closed=closed, assessment=assessment, ending=ending
+    )
+    return state, verdict
+
+
+def _first_trip(
+    state: LoopState,
+    record: IterationRecord,
+    policy: Policy,
+    rules: LoopRules,
+    assessment: Assessment | None,
+) -> Trip | None:
+    """The first trip condition that holds after this iteration, in the order they matter."""
+    if record.is_harmful:
+        # An agent that harms what it was told to keep is escalated, not retried.
+        return Trip(
+            INTEGRITY_GATE,
+            f"integrity: {record.integrity_detail}",
+            curable=False,
+            evidence={"harmed": list(record.harmed or ())},
+        )
+    if rules.run_verify and (record.verify is not None or state.verify.gate_open):
+        if state.verify.blocked is not None:
+            reason = f"verify: state unreadable ({state.verify.blocked})"
+            return Trip("verify", reason, curable=False)
+        if state.verify.open:
+            return _verify_trip(state.verify)
+    if policy.budget.has_ceiling:
+        if state.spend.blocked is not None:
+            reason = f"budget: spend state unreadable ({state.spend.blocked})"
+            return Trip("budget", reason, curable=False)
+        exceeded = budget_exceeded(state.spend, policy.budget)
+        if exceeded:
+            return Trip("budget", f"budget: {exceeded}", curable=False)
+    if rules.judge_stagnation and assessment is not None and assessment.reason is not None:
+        return Trip("stagnation", assessment.reason, evidence=dict(assessment.evidence))
+    return None
+
+
+def _verify_trip(verify: VerifyAttempts) -> Trip:
+    if verify.blocked is not None:
+        return Trip("verify", f"verify: state unreadable ({verify.blocked})", curable=False)
+    return Trip("verify", f"verify: {verify.consecutive_failures} consecutive failures")
+
+
+def _provider_limit(record: IterationRecord, rules: LoopRules, now: float) -> Verdict:
+    """The provider refused: no breaker counts it; wait for the reset, or stop and say when."""
+    limit = record.rate_limit
+    resets_at = limit.resets_at if limit is not None else None
+    if rules.supervised:
+        until = resets_at if resets_at is not None else now + DEFAULT_PROVIDER_PAUSE
+        return Verdict(judged=False, pause_until=until)
+    if resets_at is not None and resets_at - now <= rules.max_limit_wait:
+        return Verdict(judged=False, pause_until=resets_at)
+    if resets_at is None:
+        detail = "the provider refused the call and gave no reset time"
+    else:
+        detail = (
+            f"the provider refused the call until {_utc(resets_at)}, longer than "
+            f"[run] max_limit_wait ({rules.max_limit_wait:g}s)"
+        )
+    return Verdict(
+        judged=False, ending=Ending(PROVIDER_LIMIT, gate="provider limit", detail=detail)
+    )
+
+
+def _gate_readings(
+    state: LoopState, policy: Policy, secscan: GateReading | None
+) -> list[GateReading]:
+    readings = [verify_reading(state.verify), budget_reading(state.spend, policy.budget)]
+    if secscan is not None:
+        readings.append(secscan)
+    return readings
+
+
+def _gate_ending(stop: GateReading) -> Ending:
+    return Ending(GATE_ERROR if stop.error else GATE_OPEN, gate=stop.gate, detail=stop.detail)
+
+
+def _open(circuit: CircuitState, found: Trip, policy: Policy, now: float) -> CircuitState:
+    return trip(circuit, found.reason, now=now, policy=policy.breaker, curable=found.curable)
+
+
+def _cooldown(circuit: CircuitState, now: float) -> float:
+    return cooldown_remaining(circuit, now)
+
+
+def _escalation(circuit: CircuitState, policy: Policy) -> Ending:
+    why = circuit.reason or "tripped"
+    if circuit.opens > policy.breaker.max_opens:
+        why = f"{why} (opened {circuit.opens} times; max_opens is exhausted)"
+    return Ending(CIRCUIT_OPEN, detail=why)
+
+
+def _add_spend(totals: SpendTotals, record: IterationRecord, now_iso: str) -> SpendTotals:
+    return attrs.evolve(
+        totals,
+        tokens=totals.tokens + record.tokens,
+        tool_calls=totals.tool_calls + record.tool_calls,
+        cost_usd=round(totals.cost_usd + record.cost_usd, 6),
+        iterations=totals.iterations + 1,
+        updated_at=now_iso,
+    )
+
+
+def _fold_verify(
+    verify: VerifyAttempts, record: IterationRecord, policy: Policy, now_iso: str
+) -> VerifyAttempts:
+    if record.verify is None:
+        return verify
+    tree = record.tree
+    return record_verdict(
+        verify,
+        passed=record.verify == PASS,
+        max_failures=policy.verify.max_failures,
+        now=now_iso,
+        commit=tree.commit if tree else None,
+        tree=tree.fingerprint if tree else None,
+    )
+
+
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+# ---------------------------------------------------------------------------
+# A recorded history
+
+
+def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:
+    """The signals a restarted loop's detectors look back on, from its timeline.
+
+    The same rule as :func:`decide`: the history starts afresh wherever the
+    circuit opened (an iteration recorded with the circuit open) and where a
+    human reset the loop circuit. An iteration whose signals do not parse is
+    skipped rather than trusted.
+    """
+    history: list[Signals] = []
+    for event in events:
+        if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+            history = []
+        elif isinstance(event, IterationFinished) and event.signals is not None and event.judged:
+            try:
+                signals = Signals.from_record(event.signals)
+            except ValueError:
+                continue
+            history.append(signals)
+            if event.circuit == OPEN:
+                history = []
+    return tuple(history)
+
+
+def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopState:
+    """What an event written outside a loop's iterations does to its state, for a replay.
+
+    A verdict recorded by a hook or a person, a human's reset of a breaker or
+    of the spend totals, and a state file moved aside all change what the next
+    iteration is judged against.
+    """
+    if isinstance(event, VerifyRecorded) and event.run_id is None:
+        passed = event.verdict == PASS
+        verify = record_verdict(
+            state.verify,
+            passed=passed,
+            max_failures=event.max_failures or policy.verify.max_failures,
+            now=event.ts or "",
+        )
+        return attrs.evolve(state, verify=verify)
+    if isinstance(event, BreakerReset) and event.breaker == VERIFY_BREAKER:
+        return attrs.evolve(state, verify=reset(state.verify, now=event.ts or ""))
+    if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+        return attrs.evolve(state, circuit=CLOSED_CIRCUIT, history=())
+    if isinstance(event, SpendReset):
+        return attrs.evolve(state, spend=NO_SPEND)
+    if isinstance(event, StateCorrupt) and event.file == "verify-attempts.yaml":
+        moved = f"moved aside to {event.moved_to}"
+        return attrs.evolve(state, verify=attrs.evolve(state.verify, blocked=moved))
+    return state

@@ -1,0 +1,51 @@
+"""How a loop ends: the ending names scripts read, and the summary of a finished loop."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+
+import attrs
+
+from .._executor import IterationOutcome
+from .._spend import SpendTotals
+
+DONE = "done"
+GATE_OPEN = "gate-open"
+GATE_ERROR = "gate-error"
+EXHAUSTED = "iterations-exhausted"
+EXECUTOR_FAILED = "executor-failed"
+INTERRUPTED = "interrupted"
+CIRCUIT_OPEN = "circuit-open"
+PROVIDER_LIMIT = "provider-limit"
+
+
+@attrs.frozen
+class Ending:
+    """Why a loop stops: the ending's name, the gate that stopped it, and in words why."""
+
+    reason: str
+    gate: str | None = None
+    detail: str | None = None
+
+
+@attrs.frozen
+class RunSummary:
+    """How a loop ended."""
+
+    reason: str
+    iterations: int
+    gate: str | None = None
+    detail: str | None = None
+    last: IterationOutcome | None = None
+    spend: SpendTotals | None = None
+
+    @property
+    def clean(self) -> bool:
+        return self.reason == DONE
+
+
+def new_run_id() -> str:
+    """A run's id: its UTC start time and a few random hex digits."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{secrets.token_hex(2)}"

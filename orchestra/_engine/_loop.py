@@ -1,0 +1,558 @@
+"""The one loop under ``forge run`` and ``forge supervise``.
+
+Per iteration: ask :func:`admit` whether it may run (sitting out a cooldown
+if the circuit is open), take a permit from the shared rate limiter, run the
+executor between an integrity manifest and its check, measure what changed,
+run the verify (when the loop does), read the secret scan once, and commit
+the iteration's record through :func:`decide` in one write. Only the
+executor signalling done (with its verify passing) is a clean ending; every
+other ending asks a human to review.
+
+Everything that blocks (state files, git, the scan) runs off the event loop,
+so many loops share one trio thread without stalling each other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import trio
+
+from .._circuit import HALF_OPEN, OPEN
+from .._errors import StateError
+from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
+from .._policy import Policy
+from .._protect._check import IntegrityCheck, IntegrityReport, integrity_check
+from .._ratelimit import RateLimiter
+from .._redact import Redact
+from .._stagnation import WorkspaceProbe
+from .._state import (
+    BreakerClosed,
+    BreakerHalfOpen,
+    BreakerOpened,
+    ChangePaths,
+    Event,
+    IterationStarted,
+    ProtectViolation,
+    RunStarted,
+    RunStopped,
+    append_event,
+    exclusive_lock,
+    utc_now_iso,
+)
+from .._verify import VerifyReport, run_verify, verify_event
+from .._workspace import tree_state
+from ._decide import LoopRules, LoopState, Trip, Verdict, admit, cooled_down, decide, exhausted
+from ._endings import DONE, GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
+from ._gates import (
+    STATE_GATE,
+    GateReading,
+    SecscanGate,
+    budget_reading,
+    gate_states,
+    verify_reading,
+)
+from ._progress import LoopProgress
+from ._record import IterationRecord, finished_event, iteration_record
+from ._store import ChangeStore
+
+_T = TypeVar("_T")
+
+EventSink = Callable[[str, str, str], None]  # (kind, change, text)
+IterationCallback = Callable[[IterationOutcome, IterationRecord], None]
+
+
+@attrs.frozen
+class LoopPlan:
+    """Everything one bounded loop needs to know before it starts."""
+
+    paths: ChangePaths
+    executor: Executor
+    max_iterations: int
+    time_limit: float
+    grace: float
+    done_marker: str
+    workdir: Path
+    prompt: str = ""
+    run_id: str = attrs.field(factory=new_run_id)
+    integrity: IntegrityCheck | None = None
+    # Secrets in executor output are redacted before anything keeps it.
+    redact: Redact | None = None
+
+    def context(self, number: int) -> IterationContext:
+        run_dir = self.paths.runs / self.run_id
+        return IterationContext(
+            change=self.paths.name,
+            number=number,
+            max_iterations=self.max_iterations,
+            workdir=self.workdir,
+            state_dir=self.paths.folder,
+            report_path=run_dir / f"iteration-{number}.report.json",
+            log_path=run_dir / f"iteration-{number}.log",
+            prompt=self.prompt,
+        )
+
+    def describe_executor(self) -> str:
+        return self.executor.describe(self.context(1).placeholders())
+
+
+@attrs.frozen
+class LoopSettings:
+    """What a loop shares with its supervisor and knows of its own policy.
+
+    Attributes:
+        policy: The loop's effective policy.
+        rules: How it treats a trip (see :class:`LoopRules`).
+        secscan: The secret-scan gate (its scanner, or none).
+        limiter: The shared rate limiter every executor start takes a permit from.
+        wall_clock: Wall-clock epoch seconds (persisted times, provider resets).
+    """
+
+    policy: Policy
+    rules: LoopRules
+    secscan: SecscanGate = attrs.field(factory=SecscanGate)
+    limiter: RateLimiter | None = None
+    wall_clock: Callable[[], float] = time.time
+
+
+def iteration_time_limit(executor: Executor, policy: Policy, *, flag_set: bool = False) -> float:
+    """An iteration's limit: a flag wins, then the executor definition's own, then the policy's."""
+    if executor.spec.timeout is not None and not flag_set:
+        return executor.spec.timeout.seconds
+    return policy.run.timeout.seconds
+
+
+def loop_integrity(policy: Policy, plan: LoopPlan) -> IntegrityCheck:
+    """The integrity check of a plan's working tree and of its change's own state."""
+    paths = plan.paths
+    return integrity_check(
+        policy, workdir=plan.workdir, root=paths.root, change=paths.name, state_folder=paths.folder
+    )
+
+
+async def run_loop(
+    plan: LoopPlan,
+    settings: LoopSettings,
+    *,
+    progress: LoopProgress,
+    on_event: EventSink | None = None,
+    on_iteration: IterationCallback | None = None,
+) -> RunSummary:
+    """Run one loop until it is done or must stop; the summary says which."""
+    store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
+    loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
+    try:
+        summary = await loop.run()
+    except StateError as exc:
+        # A state file that cannot be read or written mid-run: the loop stops
+        # like a gate that cannot be read, never as if all were well.
+        summary = RunSummary(
+            reason=GATE_ERROR, iterations=progress.iteration, gate=STATE_GATE, detail=exc.message
+        )
+    except BaseException:
+        # Cancelled or interrupted: the executor tree is already stopped by the
+        # process runner; record it (unwinding: no thread to hop to) and go on.
+        done = progress.iteration if settings.rules.supervised else progress.completed
+        _record_interruption(plan, done)
+        progress.finish(INTERRUPTED)
+        raise
+    finished = summary.reason if settings.rules.supervised else None
+    stopped = RunStopped(
+        run_id=plan.run_id,
+        reason=summary.reason,
+        iterations=summary.iterations,
+        gate=summary.gate,
+        detail=summary.detail,
+    )
+    await _in_thread(store.stop, stopped, finished=finished)
+    if plan.integrity is not None:
+        await _in_thread(plan.integrity.finish)
+    progress.finish(summary.reason)
+    return summary
+
+
+@attrs.define
+class _Loop:
+    plan: LoopPlan
+    settings: LoopSettings
+    store: ChangeStore
+    progress: LoopProgress
+    on_event: EventSink | None
+    on_iteration: IterationCallback | None
+    probe: WorkspaceProbe | None = None
+    last: IterationOutcome | None = None
+
+    @property
+    def rules(self) -> LoopRules:
+        return self.settings.rules
+
+    @property
+    def policy(self) -> Policy:
+        return self.settings.policy
+
+    async def run(self) -> RunSummary:
+        state = await _in_thread(self.store.load)
+        secscan = await _in_thread(self.settings.secscan.check)
+        await _in_thread(self.store.append, self._started(state, secscan))
+        self._show_state(state)
+        circuit = state.circuit
+        used = circuit.iterations_used if self.rules.supervised else 0
+        if self.rules.supervised and circuit.finished == DONE:
+            self._say("loop", "already done in an earlier run; nothing to do")
+            return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
+        if self.rules.judge_stagnation:
+            self.probe = await _in_thread(WorkspaceProbe, self.plan.workdir, self.policy.stagnation)
+        for number in range(used + 1, self.rules.max_iterations + 1):
+            state, ending = await self._admit(state, secscan)
+            if ending is not None:
+                return self._summary(ending, number - 1, state)
+            state, verdict, secscan = await self._iterate(state, number)
+            if verdict.pause_until is not None:
+                await self._pause(verdict.pause_until)
+            if verdict.ending is not None:
+                return self._summary(verdict.ending, number, state)
+        # Nothing left to run: an earlier run used every iteration.
+        return self._summary(exhausted(self.rules.max_iterations), self.rules.max_iterations, state)
+
+    # -- before an iteration -------------------------------------------------
+
+    async def _admit(
+        self, state: LoopState, secscan: GateReading
+    ) -> tuple[LoopState, Ending | None]:
+        while True:
+            state, admission = admit(
+                state,
+                self.policy,
+                self.rules,
+                now=self.settings.wall_clock(),
+                secscan=secscan,
+            )
+            if admission.opened is not None:
+                event = self._circuit_event(BreakerOpened, state, admission.opened)
+                state = await _in_thread(self.store.save_circuit, state.circuit, event)
+                self._show_transition(event, state)
+            if admission.ending is not None or admission.wait is None:
+                return state, admission.ending
+            await self._cool_down(admission.wait)
+            state = cooled_down(state)
+            event = self._circuit_event(BreakerHalfOpen, state, reason="the cooldown has elapsed")
+            state = await _in_thread(self.store.save_circuit, state.circuit, event)
+            self._show_transition(event, state)
+
+    async def _cool_down(self, seconds: float) -> None:
+        progress = self.progress
+        progress.status = "cooling down"
+        progress.circuit = OPEN
+        progress.cooldown_until = trio.current_time() + seconds
+        self._say("circuit", f"circuit OPEN — cooling down, {seconds:.0f}s left")
+        # The wait runs on trio's monotonic clock: a wall-clock jump cannot cut it short.
+        await trio.sleep(seconds)
+        progress.cooldown_until = None
+
+    # -- one iteration -------------------------------------------------------
+
+    async def _iterate(
+        self, state: LoopState, number: int
+    ) -> tuple[LoopState, Verdict, GateReading]:
+        probing = state.circuit.state == HALF_OPEN
+        limiter = self.settings.limiter
+        if limiter is not None:
+            self.progress.status = "waiting for a permit"
+            await limiter.acquire(self.plan.paths.name)
+        self.progress.status = "probing" if probing else "running"
+        self.progress.iteration = number
+        started = IterationStarted(run_id=self.plan.run_id, iteration=number)
+        # Counted as used when it starts: an interrupted iteration was spent too,
+        # and a rerun goes on after it rather than running it twice.
+        await _in_thread(self.store.begin, started, iterations_used=number)
+        probe = self.probe
+        before = await _in_thread(probe.snapshot) if probe is not None else None
+        outcome, integrity = await guarded_iteration(self.plan, number)
+        self.last = outcome
+        record = iteration_record(
+            self.plan.run_id,
+            outcome,
+            log=str(outcome.log_path.relative_to(self.plan.paths.folder)),
+            templated=self.plan.executor.templated,
+            integrity=integrity,
+        )
+        if not (record.provider_refused and not record.is_harmful) and not record.cannot_start:
+            record = await self._measure(record, outcome, before)
+        secscan = await _in_thread(self.settings.secscan.check)
+        record = attrs.evolve(record, secscan=secscan)
+        # The clock is read here, on the event loop (a test's clock lives there).
+        judge = partial(self._judge, record, self.settings.wall_clock(), utc_now_iso())
+        state, verdict = await _in_thread(self.store.commit, record, judge)
+        self.progress.completed += 1
+        self._show_iteration(outcome, record, state, verdict)
+        return state, verdict, secscan
+
+    async def _measure(
+        self, record: IterationRecord, outcome: IterationOutcome, before: Any
+    ) -> IterationRecord:
+        """What the iteration changed, and the verify's verdict on it."""
+        probe = self.probe
+        # The agent's work is what changed before the verify ran: files the
+        # verify writes (reports, caches) are not the agent's progress.
+        after = await _in_thread(probe.take) if probe is not None else None
+        report = None
+        tree = None
+        if self.rules.run_verify and not record.is_harmful:
+            # After harm to a protected path the loop stops: verifying the
+            # restored tree would only add a verdict nobody asked for.
+            self.progress.status = "verifying"
+            tree = await _in_thread(tree_state, self.plan.workdir)
+            report = await run_verify(
+                self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
+            )
+        signals = None
+        if probe is not None and before is not None:
+            measure = partial(probe.measure, before, outcome, report, after=after)
+            signals = await _in_thread(measure)
+        return attrs.evolve(
+            record,
+            verify=report.verdict if report is not None else None,
+            verify_report=report,
+            tree=tree,
+            signals=signals,
+        )
+
+    def _judge(
+        self, record: IterationRecord, now: float, now_iso: str, state: LoopState
+    ) -> tuple[LoopState, Verdict, list[Event]]:
+        """Runs inside the store's commit: decide, then the events that record it."""
+        after, verdict = decide(state, record, self.policy, self.rules, now=now, now_iso=now_iso)
+        events: list[Event] = []
+        report: VerifyReport | None = record.verify_report
+        if report is not None:
+            events.append(
+                verify_event(
+                    report, after.verify, run_id=self.plan.run_id, iteration=record.iteration
+                )
+            )
+        readings = [verify_reading(after.verify), budget_reading(after.spend, self.policy.budget)]
+        if record.secscan is not None:
+            readings.append(record.secscan)
+        assessment = verdict.assessment
+        events.append(
+            finished_event(
+                record,
+                gates=gate_states(readings),
+                judged=verdict.judged,
+                trip=verdict.trip.reason if verdict.trip else None,
+                score=assessment.score if assessment else None,
+                window_score=assessment.window_score if assessment else None,
+                risk=assessment.risk if assessment else None,
+                circuit=after.circuit.state if self.rules.supervised else None,
+            )
+        )
+        if verdict.opened:
+            events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
+        elif verdict.closed:
+            events.append(
+                self._circuit_event(BreakerClosed, after, reason="the probe made progress")
+            )
+        return after, verdict, events
+
+    async def _pause(self, until: float) -> None:
+        """A provider limit: wait for its reset (every loop on the limiter waits too)."""
+        limiter = self.settings.limiter
+        reason = f"provider limit reported by {self.plan.paths.name}"
+        if limiter is not None:
+            await limiter.pause_until(until, reason)
+        if not self.rules.supervised:
+            # forge run waits here itself (bounded by [run] max_limit_wait); a
+            # supervised loop waits for its next permit instead.
+            seconds = until - self.settings.wall_clock()
+            if seconds > 0:
+                self.progress.status = "waiting for the provider's reset"
+                self._say("limit", f"provider limit — waiting {seconds:.0f}s for its reset")
+                await trio.sleep(seconds)
+
+    # -- records and words ---------------------------------------------------
+
+    def _started(self, state: LoopState, secscan: GateReading) -> RunStarted:
+        plan = self.plan
+        readings = [
+            verify_reading(state.verify),
+            budget_reading(state.spend, self.policy.budget),
+            secscan,
+        ]
+        return RunStarted(
+            run_id=plan.run_id,
+            supervised=self.rules.supervised,
+            plan={
+                "max_iterations": plan.max_iterations,
+                "executor": plan.describe_executor(),
+                "timeout": plan.time_limit,
+                "grace": plan.grace,
+                "iterations_used": state.circuit.iterations_used if self.rules.supervised else 0,
+            },
+            circuit=state.circuit.state,
+            gates=gate_states(readings),
+        )
+
+    def _circuit_event(
+        self,
+        kind: type[BreakerOpened] | type[BreakerHalfOpen] | type[BreakerClosed],
+        state: LoopState,
+        found: Trip | None = None,
+        *,
+        reason: str | None = None,
+    ) -> BreakerOpened | BreakerHalfOpen | BreakerClosed:
+        circuit = state.circuit
+        evidence = {"condition": found.condition, **found.evidence} if found else None
+        return kind(
+            run_id=self.plan.run_id,
+            reason=reason if reason is not None else (circuit.reason or ""),
+            cooldown=circuit.cooldown,
+            opens=circuit.opens,
+            escalated=circuit.escalated,
+            evidence=evidence,
+        )
+
+    def _summary(self, ending: Ending, iterations: int, state: LoopState) -> RunSummary:
+        return RunSummary(
+            reason=ending.reason,
+            iterations=iterations,
+            gate=ending.gate,
+            detail=ending.detail,
+            last=self.last,
+            spend=state.spend,
+        )
+
+    def _show_state(self, state: LoopState) -> None:
+        """Show what earlier runs left: circuit, trips, spend and verify."""
+        progress = self.progress
+        circuit = state.circuit
+        if self.rules.supervised:
+            progress.iteration = circuit.iterations_used
+        progress.circuit = circuit.state
+        progress.trips = circuit.opens
+        progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
+        verify = state.verify
+        if verify.last_verdict is not None:
+            threshold = self.policy.verify.max_failures
+            progress.verify = f"{verify.last_verdict} {verify.consecutive_failures}/{threshold}"
+
+    def _show_iteration(
+        self,
+        outcome: IterationOutcome,
+        record: IterationRecord,
+        state: LoopState,
+        verdict: Verdict,
+    ) -> None:
+        progress = self.progress
+        progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
+        progress.circuit = state.circuit.state
+        progress.trips = state.circuit.opens
+        if record.verify is not None:
+            threshold = self.policy.verify.max_failures
+            streak = state.verify.consecutive_failures
+            progress.verify = f"{record.verify} {streak}/{threshold}"
+        if verdict.assessment is not None:
+            progress.score = verdict.assessment.score
+            progress.risk = verdict.assessment.risk
+        if self.on_iteration is not None:
+            self.on_iteration(outcome, record)
+        max_iterations = self.rules.max_iterations
+        if not verdict.judged:
+            self._say("iteration", f"{record.iteration}/{max_iterations}: provider limit")
+        else:
+            ending = record.failure or ("done" if record.done else "exit 0")
+            checked = f", verify {record.verify}" if record.verify else ""
+            self._say("iteration", f"{record.iteration}/{max_iterations}: {ending}{checked}")
+        if verdict.opened:
+            self._show_transition(
+                BreakerOpened(run_id="", reason=state.circuit.reason or ""), state
+            )
+        elif verdict.closed:
+            self._show_transition(BreakerClosed(run_id="", reason="the probe made progress"), state)
+
+    def _show_transition(
+        self, event: BreakerOpened | BreakerHalfOpen | BreakerClosed, state: LoopState
+    ) -> None:
+        circuit = state.circuit
+        self.progress.circuit = circuit.state
+        self.progress.trips = circuit.opens
+        if isinstance(event, BreakerOpened) and circuit.escalated:
+            text = f"circuit OPEN for good — {event.reason}; escalate to a human"
+        elif isinstance(event, BreakerOpened):
+            text = f"circuit OPEN — {event.reason}; cooling down {circuit.cooldown:g}s"
+        elif isinstance(event, BreakerHalfOpen):
+            text = "circuit HALF-OPEN — cooldown over; one probe iteration"
+        else:
+            text = f"circuit CLOSED — {event.reason}"
+        self._say(event.kind, text)
+
+    def _say(self, kind: str, text: str) -> None:
+        self.progress.last_event = text
+        if self.on_event is not None:
+            self.on_event(kind, self.plan.paths.name, text)
+
+
+async def guarded_iteration(
+    plan: LoopPlan, number: int
+) -> tuple[IterationOutcome, IntegrityReport | None]:
+    """Run one iteration between an integrity manifest and its check.
+
+    Harmed protected paths are restored and recorded (``protect.violation``)
+    before anything else happens, an interrupted iteration included.
+    """
+    iteration = partial(
+        run_iteration,
+        plan.executor,
+        plan.context(number),
+        time_limit=plan.time_limit,
+        grace=plan.grace,
+        done_marker=plan.done_marker,
+        redact=plan.redact,
+    )
+    check = plan.integrity
+    if check is None:
+        return await iteration(), None
+    await _in_thread(check.arm)
+    label = f"{plan.run_id}-{number}"
+    try:
+        outcome = await iteration()
+    except BaseException:
+        # Interrupted: the executor tree is stopped; whatever it harmed is put
+        # back before the interruption goes on (synchronously: we are unwinding).
+        _repair_while_unwinding(plan, number, check, label)
+        raise
+    report = await _in_thread(_inspect, plan, number, check, label)
+    return outcome, report
+
+
+def _inspect(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> IntegrityReport:
+    report = check.inspect(label)
+    if report.harmed:
+        violation = ProtectViolation(
+            run_id=plan.run_id, iteration=number, harmed=report.as_record()
+        )
+        with exclusive_lock(plan.paths.lock):
+            append_event(plan.paths.timeline, plan.paths.name, violation)
+    return report
+
+
+@trio.lowlevel.enable_ki_protection
+def _repair_while_unwinding(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> None:
+    # Protected from a second Ctrl-C: a restore cut in half would leave the
+    # harm in place and the next run would take it as its starting point.
+    _inspect(plan, number, check, label)
+
+
+def _record_interruption(plan: LoopPlan, iterations: int) -> None:
+    stopped = RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=iterations)
+    with exclusive_lock(plan.paths.lock):
+        append_event(plan.paths.timeline, plan.paths.name, stopped)
+
+
+async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run a blocking call (locks, fsyncs, git, the scan) off the event loop."""
+    return await trio.to_thread.run_sync(partial(function, *args, **kwargs))

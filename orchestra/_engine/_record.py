@@ -1,0 +1,245 @@
+"""One iteration as the loop judges it: the record that goes into the timeline.
+
+An :class:`IterationRecord` holds everything the decision function reads
+about an iteration: how the executor ended and what its output said, the
+integrity check, the verify verdict, the secret scan's reading and the
+measured signals. The timeline's ``iteration.finished`` event is this record
+plus what was decided, so a recorded history can be replayed through the same
+decision under another policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .._executor import IterationOutcome, RateLimitEvent
+from .._protect._check import IntegrityReport
+from .._stagnation import Signals
+from .._state import IterationFinished
+from .._verify import PASS, VerifyReport
+from .._workspace import TreeState
+from ._gates import SECSCAN_GATE, GateReading
+
+# Through ``sh -c``, 126 and 127 mean the command could not be run at all.
+_CANNOT_RUN = (126, 127)
+
+
+@attrs.frozen
+class IterationRecord:
+    """One iteration's facts, as the decision function reads them.
+
+    Attributes:
+        failure: Why the iteration failed, in a few words: the process's
+            ending (exit 1, timed out ...) or the error the agent reported in
+            its own output. None when it did not fail.
+        cannot_start: The executor could not run at all (not found, not executable).
+        done: The executor signalled done (report or marker) and did not fail.
+        harmed: Protected paths the iteration harmed (restored since), as recorded;
+            empty when nothing was harmed, None when no integrity check ran.
+        verify: The verdict of the verify the loop ran after it (None: none ran).
+        secscan: The secret scan's reading after it (None: not read).
+        signals: What it changed, measured (None: the loop does not measure).
+    """
+
+    run_id: str
+    iteration: int
+    duration: float = 0.0
+    exit: int | None = None
+    timed_out: bool = False
+    signal: int | None = None
+    start_error: str | None = None
+    output_bytes: int = 0
+    output_lines: int = 0
+    tokens: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    permission_denials: int = 0
+    done: bool = False
+    failure: str | None = None
+    cannot_start: bool = False
+    error: str | None = None
+    rate_limit: RateLimitEvent | None = None
+    parse_note: str | None = None
+    report_problems: tuple[str, ...] = ()
+    log: str | None = None
+    harmed: tuple[dict[str, Any], ...] | None = None
+    integrity_detail: str | None = None
+    verify: str | None = None
+    secscan: GateReading | None = None
+    signals: Signals | None = None
+    # Kept for the verify event and the tree it judged; not part of the record.
+    verify_report: VerifyReport | None = attrs.field(default=None, eq=False, repr=False)
+    tree: TreeState | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def is_harmful(self) -> bool:
+        return bool(self.harmed)
+
+    @property
+    def provider_refused(self) -> bool:
+        """The provider refused the call for now: not the agent's failure."""
+        return self.rate_limit is not None and self.rate_limit.status == "rejected"
+
+    @property
+    def verify_passed(self) -> bool:
+        """No verify ran, or it passed."""
+        return self.verify in (None, PASS)
+
+
+def iteration_record(
+    run_id: str,
+    outcome: IterationOutcome,
+    *,
+    log: str,
+    templated: bool,
+    integrity: IntegrityReport | None = None,
+) -> IterationRecord:
+    """The record of an iteration that just ran (verify, secscan and signals come later)."""
+    process = outcome.process
+    observation = outcome.observation
+    failure = outcome.failure
+    if failure is None and observation.is_error:
+        # The agent's own output says it failed: as much a failure as a non-zero exit.
+        said = (observation.error or "").strip().splitlines()
+        failure = "the agent reported an error" + (f": {said[0]}" if said else "")
+    cannot_start = process.start_error is not None or (
+        not templated and process.exit_code in _CANNOT_RUN
+    )
+    harmed = integrity is not None and integrity.harmed
+    return IterationRecord(
+        run_id=run_id,
+        iteration=outcome.number,
+        duration=round(process.duration, 3),
+        exit=process.exit_code,
+        timed_out=process.timed_out,
+        signal=process.signal,
+        start_error=process.start_error,
+        output_bytes=process.output.total_bytes,
+        output_lines=process.output.total_lines,
+        tokens=outcome.tokens,
+        tool_calls=outcome.tool_calls,
+        cost_usd=outcome.cost_usd,
+        permission_denials=observation.permission_denials,
+        done=outcome.done,
+        failure=failure,
+        cannot_start=cannot_start,
+        error=observation.error,
+        rate_limit=observation.rate_limit,
+        parse_note=observation.note,
+        report_problems=tuple(outcome.report_problems),
+        log=log,
+        harmed=tuple(integrity.as_record()) if integrity is not None else None,
+        integrity_detail=integrity.detail() if integrity is not None and harmed else None,
+    )
+
+
+def finished_event(
+    record: IterationRecord,
+    *,
+    gates: dict[str, dict[str, str]],
+    judged: bool = True,
+    trip: str | None = None,
+    score: int | None = None,
+    window_score: int | None = None,
+    risk: str | None = None,
+    circuit: str | None = None,
+) -> IterationFinished:
+    """The ``iteration.finished`` event: the record and what was decided about it."""
+    return IterationFinished(
+        run_id=record.run_id,
+        iteration=record.iteration,
+        duration=record.duration,
+        exit=record.exit,
+        timed_out=record.timed_out,
+        signal=record.signal,
+        start_error=record.start_error,
+        output_bytes=record.output_bytes,
+        output_lines=record.output_lines,
+        tokens=record.tokens,
+        tool_calls=record.tool_calls,
+        cost_usd=record.cost_usd,
+        permission_denials=record.permission_denials,
+        done=record.done,
+        failure=record.failure,
+        error=record.error,
+        rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
+        parse_note=record.parse_note,
+        report_problems=list(record.report_problems),
+        log=record.log,
+        gates=gates,
+        integrity=list(record.harmed) if record.harmed is not None else None,
+        judged=judged,
+        verify=record.verify,
+        trip=trip,
+        signals=record.signals.as_record() if record.signals is not None else None,
+        score=score,
+        window_score=window_score,
+        risk=risk,
+        circuit=circuit,
+        cannot_start=record.cannot_start,
+        integrity_detail=record.integrity_detail,
+    )
+
+
+def record_from_event(event: IterationFinished) -> IterationRecord:
+    """The record an ``iteration.finished`` event holds, for a replay.
+
+    Raises:
+        ValueError: when its signals or provider limit do not parse.
+    """
+    limit = None
+    if event.rate_limit is not None:
+        status = event.rate_limit.get("status")
+        resets = event.rate_limit.get("resets_at")
+        kind = event.rate_limit.get("kind")
+        if not isinstance(status, str):
+            raise ValueError(f"rate_limit.status: {status!r}")
+        limit = RateLimitEvent(
+            status=status,
+            resets_at=float(resets) if isinstance(resets, int | float) else None,
+            kind=kind if isinstance(kind, str) else None,
+        )
+    secscan = event.gates.get(SECSCAN_GATE)
+    reading = None
+    if isinstance(secscan, dict) and isinstance(secscan.get("state"), str):
+        state = secscan["state"]
+        reading = GateReading(
+            SECSCAN_GATE,
+            open=state != "closed",
+            error=state == "error",
+            detail=str(secscan.get("detail", "")),
+        )
+    return IterationRecord(
+        run_id=event.run_id,
+        iteration=event.iteration,
+        duration=event.duration,
+        exit=event.exit,
+        timed_out=event.timed_out,
+        signal=event.signal,
+        start_error=event.start_error,
+        output_bytes=event.output_bytes,
+        output_lines=event.output_lines,
+        tokens=event.tokens,
+        tool_calls=event.tool_calls,
+        cost_usd=event.cost_usd,
+        permission_denials=event.permission_denials,
+        done=event.done,
+        failure=event.failure,
+        cannot_start=event.cannot_start,
+        error=event.error,
+        rate_limit=limit,
+        parse_note=event.parse_note,
+        report_problems=tuple(event.report_problems),
+        log=event.log,
+        harmed=tuple(event.integrity) if event.integrity is not None else None,
+        integrity_detail=event.integrity_detail,
+        verify=event.verify,
+        secscan=reading,
+        signals=Signals.from_record(event.signals) if event.signals is not None else None,
+    )

@@ -1,0 +1,184 @@
+"""One change's state for a running loop: loaded once, committed once per iteration.
+
+The loop holds its change's state in memory (:class:`LoopState`) and judges
+from it; nothing it wrote is read back to judge. Each iteration's outcome is
+committed under the change's lock in one go: spend, verify streak, circuit and
+the timeline's events (one append, one fsync). A file someone else changed in
+the meantime (a Stop hook's ``forge verify``, a person's reset in another
+terminal) is noticed by its stat and read again before the commit, so their
+update is folded in, never overwritten.
+
+Every method blocks (locks, fsyncs): the loop calls them through
+``trio.to_thread.run_sync``, so one slow disk never stalls the other loops.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+
+from .._circuit import CircuitState, load_circuit_locked
+from .._spend import NO_SPEND, SpendTotals
+from .._state import (
+    ChangePaths,
+    Event,
+    append_events,
+    exclusive_lock,
+    load_or_block,
+    read_timeline,
+    save_state,
+)
+from .._verify import VerifyAttempts, load_verify_locked
+from ._decide import LoopState, Verdict, fold_history
+from ._record import IterationRecord
+
+_Signature = tuple[int, int, int] | None
+Judge = Callable[[LoopState], tuple[LoopState, Verdict, Sequence[Event]]]
+
+
+def _signature(path: Path) -> _Signature:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+class ChangeStore:
+    """The state files and timeline of one change, as one loop sees them.
+
+    Args:
+        paths: The change's folder.
+        owns_circuit: The loop moves the loop circuit (supervised loops);
+            otherwise ``breaker.yaml`` is only read.
+    """
+
+    def __init__(self, paths: ChangePaths, *, owns_circuit: bool) -> None:
+        self.paths = paths
+        self._owns_circuit = owns_circuit
+        self._state = LoopState()
+        self._seen: dict[Path, _Signature] = {}
+
+    @property
+    def state(self) -> LoopState:
+        return self._state
+
+    def load(self) -> LoopState:
+        """Read the change's state and its detectors' history from the timeline."""
+        with exclusive_lock(self.paths.lock):
+            timeline = read_timeline(self.paths.timeline)
+            self._state = LoopState(
+                circuit=self._read_circuit(),
+                verify=self._read_verify(),
+                spend=self._read_spend(),
+                history=fold_history(timeline.typed()),
+            )
+        return self._state
+
+    def refresh(self) -> LoopState:
+        """Fold in what another process wrote since this store last looked."""
+        if all(_signature(path) == seen for path, seen in self._seen.items()):
+            return self._state
+        with exclusive_lock(self.paths.lock):
+            self._state = self._fresh()
+        return self._state
+
+    def append(self, *events: Event) -> None:
+        """Append events to the timeline."""
+        with exclusive_lock(self.paths.lock):
+            append_events(self.paths.timeline, self.paths.name, events)
+
+    def save_circuit(self, circuit: CircuitState, *events: Event) -> LoopState:
+        """Write the loop circuit (and record why) outside an iteration's commit."""
+        with exclusive_lock(self.paths.lock):
+            self._state = attrs.evolve(self._fresh(), circuit=circuit)
+            self._write_circuit(circuit)
+            append_events(self.paths.timeline, self.paths.name, events)
+        return self._state
+
+    def begin(self, event: Event, *, iterations_used: int | None = None) -> LoopState:
+        """An iteration starts: count it as used (a rerun goes on after it) and record it."""
+        with exclusive_lock(self.paths.lock):
+            state = self._fresh()
+            if iterations_used is not None and self._owns_circuit:
+                circuit = attrs.evolve(
+                    state.circuit, iterations_used=iterations_used, finished=None
+                )
+                state = attrs.evolve(state, circuit=circuit)
+                self._write_circuit(circuit)
+            self._state = state
+            append_events(self.paths.timeline, self.paths.name, [event])
+        return self._state
+
+    def commit(self, record: IterationRecord, judge: Judge) -> tuple[LoopState, Verdict]:
+        """Judge an iteration against the current state and write the outcome, in one go.
+
+        ``judge`` runs under the change's lock with the state as it stands
+        (another process's updates folded in) and returns the state after the
+        iteration, the verdict, and the events that record them.
+        """
+        with exclusive_lock(self.paths.lock):
+            before = self._fresh()
+            after, verdict, events = judge(before)
+            self._write_spend(after.spend)
+            if record.verify is not None:
+                self._write(self.paths.verify_attempts, after.verify)
+            if self._owns_circuit and after.circuit != before.circuit:
+                self._write_circuit(after.circuit)
+            append_events(self.paths.timeline, self.paths.name, events)
+            self._state = after
+        return after, verdict
+
+    def stop(self, event: Event, *, finished: str | None = None) -> None:
+        """Record how the loop ended (and, for a circuit it owns, remember it)."""
+        with exclusive_lock(self.paths.lock):
+            if finished is not None and self._owns_circuit:
+                circuit = attrs.evolve(self._fresh().circuit, finished=finished)
+                self._state = attrs.evolve(self._state, circuit=circuit)
+                self._write_circuit(circuit)
+            append_events(self.paths.timeline, self.paths.name, [event])
+
+    # -- with the lock held ------------------------------------------------------
+
+    def _fresh(self) -> LoopState:
+        """The state, with any file changed by someone else read again."""
+        state = self._state
+        paths = self.paths
+        if self._changed(paths.breaker):
+            state = attrs.evolve(state, circuit=self._read_circuit())
+        if self._changed(paths.verify_attempts):
+            state = attrs.evolve(state, verify=self._read_verify())
+        if self._changed(paths.spend):
+            state = attrs.evolve(state, spend=self._read_spend())
+        return state
+
+    def _changed(self, path: Path) -> bool:
+        return path not in self._seen or _signature(path) != self._seen[path]
+
+    def _read_circuit(self) -> CircuitState:
+        circuit = load_circuit_locked(self.paths)
+        self._seen[self.paths.breaker] = _signature(self.paths.breaker)
+        return circuit
+
+    def _read_verify(self) -> VerifyAttempts:
+        verify, _ = load_verify_locked(self.paths)
+        self._seen[self.paths.verify_attempts] = _signature(self.paths.verify_attempts)
+        return verify
+
+    def _read_spend(self) -> SpendTotals:
+        totals, _ = load_or_block(self.paths, self.paths.spend, SpendTotals, NO_SPEND)
+        self._seen[self.paths.spend] = _signature(self.paths.spend)
+        return totals
+
+    def _write_circuit(self, circuit: CircuitState) -> None:
+        self._write(self.paths.breaker, circuit)
+
+    def _write_spend(self, totals: SpendTotals) -> None:
+        self._write(self.paths.spend, totals)
+
+    def _write(self, path: Path, state: object) -> None:
+        save_state(path, state)
+        self._seen[path] = _signature(path)

@@ -1,0 +1,340 @@
+"""The timeline's events, one attrs class per kind, and the one converter for them.
+
+Every writer builds one of these classes and every reader decodes through
+:func:`decode_event`, so an event's name and fields are spelled in this module
+only. On disk an event is one JSON object: ``ts``, ``seq``, ``event`` (the
+kind), ``change``, then the class's own fields in declaration order.
+
+Decoding never raises. A known kind whose fields do not fit its class, and a
+kind this release does not know, decode to :class:`OtherEvent`, which keeps
+the raw fields, so a damaged or newer timeline is still shown whole. Keys a
+known kind does not declare are kept in ``extra`` and written back as they were.
+
+Kinds:
+
+- ``run.started`` / ``run.stopped``: a loop's beginning and its ending.
+- ``iteration.started`` / ``iteration.finished``: one iteration; the finished
+  event carries the iteration record the loop judged (see ``orchestra._engine``).
+- ``protect.violation``: a protected path was harmed and restored.
+- ``breaker.opened`` / ``breaker.half_open`` / ``breaker.closed``: the loop circuit.
+- ``breaker.reset``: a human cleared the verify breaker or the loop circuit.
+- ``verify``: one verify verdict and the streak after it.
+- ``state.corrupt`` / ``state.rebuilt``: a state file moved aside, or rebuilt
+  from this timeline.
+- ``spend.reset``: a human restarted the spend totals.
+- ``forge.*``: the loop contract's events (see ``orchestra._contract``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+import cattrs
+
+# The loop contract's event names, the only ones a person may also write by hand.
+LOOP_STARTED = "forge.loop.started"
+ITERATION_BEGUN = "forge.iteration.started"
+STRATEGY_CHANGED = "forge.strategy.changed"
+BLOCKED = "forge.blocked"
+SHIP_READY = "forge.ship.ready"
+CHECKPOINT = "forge.checkpoint"
+CONTRACT_PREFIX = "forge."
+
+VERIFY_BREAKER = "verify"
+LOOP_CIRCUIT = "loop circuit"
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """What every event carries; ``ts`` and ``seq`` are set when it is appended."""
+
+    kind: ClassVar[str] = ""
+    ts: str | None = None
+    seq: int | None = None
+    change: str | None = None
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class RunStarted(Event):
+    kind: ClassVar[str] = "run.started"
+    run_id: str
+    plan: dict[str, Any] = attrs.field(factory=dict)
+    gates: dict[str, Any] = attrs.field(factory=dict)
+    supervised: bool = False
+    circuit: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RunStopped(Event):
+    kind: ClassVar[str] = "run.stopped"
+    run_id: str
+    reason: str
+    iterations: int
+    gate: str | None = None
+    detail: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class IterationStarted(Event):
+    kind: ClassVar[str] = "iteration.started"
+    run_id: str
+    iteration: int
+
+
+@attrs.frozen(kw_only=True)
+class IterationFinished(Event):
+    """One judged (or, for a provider's refusal, unjudged) iteration.
+
+    The fields up to ``gates`` are the iteration record: what the loop's
+    decision function read. The rest is what it decided.
+    """
+
+    kind: ClassVar[str] = "iteration.finished"
+    run_id: str
+    iteration: int
+    duration: float = 0.0
+    exit: int | None = None
+    timed_out: bool = False
+    signal: int | None = None
+    start_error: str | None = None
+    output_bytes: int = 0
+    output_lines: int = 0
+    tokens: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    permission_denials: int = 0
+    done: bool = False
+    failure: str | None = None
+    error: str | None = None
+    rate_limit: dict[str, Any] | None = None
+    parse_note: str | None = None
+    report_problems: list[str] = attrs.field(factory=list)
+    log: str | None = None
+    gates: dict[str, Any] = attrs.field(factory=dict)
+    integrity: list[dict[str, Any]] | None = None
+    judged: bool = True
+    verify: str | None = None
+    trip: str | None = None
+    signals: dict[str, Any] | None = None
+    score: int | None = None
+    window_score: int | None = None
+    risk: str | None = None
+    circuit: str | None = None
+    cannot_start: bool = False
+    integrity_detail: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ProtectViolation(Event):
+    kind: ClassVar[str] = "protect.violation"
+    run_id: str
+    iteration: int
+    harmed: list[dict[str, Any]] = attrs.field(factory=list)
+
+
+@attrs.frozen(kw_only=True)
+class _CircuitChange(Event):
+    run_id: str
+    reason: str
+    cooldown: float | None = None
+    opens: int = 0
+    escalated: bool = False
+    evidence: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class BreakerOpened(_CircuitChange):
+    kind: ClassVar[str] = "breaker.opened"
+
+
+@attrs.frozen(kw_only=True)
+class BreakerHalfOpen(_CircuitChange):
+    kind: ClassVar[str] = "breaker.half_open"
+
+
+@attrs.frozen(kw_only=True)
+class BreakerClosed(_CircuitChange):
+    kind: ClassVar[str] = "breaker.closed"
+
+
+@attrs.frozen(kw_only=True)
+class BreakerReset(Event):
+    """A human cleared a breaker: ``breaker`` is ``verify`` or ``loop circuit``."""
+
+    kind: ClassVar[str] = "breaker.reset"
+    breaker: str
+    # The verify breaker's.
+    cleared_consecutive_failures: int | None = None
+    was_open: bool | None = None
+    # The loop circuit's.
+    was: str | None = None
+    opens: int | None = None
+    iterations_used: int | None = None
+    was_blocked: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class VerifyRecorded(Event):
+    kind: ClassVar[str] = "verify"
+    verdict: str
+    consecutive_failures: int
+    max_failures: int | None = None
+    open: bool = False
+    blocked: str | None = None
+    total_attempts: int = 0
+    duration: float = 0.0
+    checks: list[dict[str, Any]] = attrs.field(factory=list)
+    scenarios: dict[str, Any] = attrs.field(factory=dict)
+    commit: str | None = None
+    tree: str | None = None
+    # Set when a loop ran the verify after its iteration (not a hook or a person).
+    run_id: str | None = None
+    iteration: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class StateCorrupt(Event):
+    kind: ClassVar[str] = "state.corrupt"
+    file: str
+    moved_to: str
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class StateRebuilt(Event):
+    kind: ClassVar[str] = "state.rebuilt"
+    file: str
+    consecutive_failures: int = 0
+    open: bool = False
+    blocked: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SpendReset(Event):
+    kind: ClassVar[str] = "spend.reset"
+    tokens: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    was_blocked: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ContractEvent(Event):
+    """A loop-contract event (``forge.*``): its name and whatever fields it was given."""
+
+    name: str
+    fields: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class OtherEvent(Event):
+    """An event this release cannot type: an unknown kind, or fields that do not fit."""
+
+    name: str
+    fields: dict[str, Any] = attrs.field(factory=dict)
+
+
+KINDS: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        RunStarted,
+        RunStopped,
+        IterationStarted,
+        IterationFinished,
+        ProtectViolation,
+        BreakerOpened,
+        BreakerHalfOpen,
+        BreakerClosed,
+        BreakerReset,
+        VerifyRecorded,
+        StateCorrupt,
+        StateRebuilt,
+        SpendReset,
+    )
+}
+_HEADER = ("ts", "seq", "change")
+
+
+def _strict_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+
+    # JSON has one number type for both: an integral float is an int, and an
+    # int stands for a float. A bool is neither.
+    def number(value: Any, _type: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+
+    def integer(value: Any, _type: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+
+    def text(value: Any, _type: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+
+    def flag(value: Any, _type: Any) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {value!r}")
+        return value
+
+    converter.register_structure_hook(float, number)
+    converter.register_structure_hook(int, integer)
+    converter.register_structure_hook(str, text)
+    converter.register_structure_hook(bool, flag)
+    return converter
+
+
+_CONVERTER = _strict_converter()
+
+
+def event_name(event: Event) -> str:
+    """The name an event is written under (``iteration.finished``, ``forge.blocked`` ...)."""
+    if isinstance(event, ContractEvent | OtherEvent):
+        return event.name
+    return event.kind
+
+
+def encode_event(event: Event) -> dict[str, Any]:
+    """The event's fields as written after ``ts``, ``seq``, ``event`` and ``change``."""
+    if isinstance(event, ContractEvent | OtherEvent):
+        return {**event.fields, **event.extra}
+    fields = {
+        field.name: getattr(event, field.name)
+        for field in attrs.fields(type(event))
+        if field.name not in (*_HEADER, "extra")
+    }
+    fields.update(event.extra)
+    return fields
+
+
+def decode_event(raw: Mapping[str, Any]) -> Event:
+    """An event read from a timeline line; never raises (see the module's docstring)."""
+    header = {key: raw.get(key) for key in _HEADER}
+    ts = header["ts"] if isinstance(header["ts"], str) else None
+    seq = header["seq"] if isinstance(header["seq"], int) else None
+    change = header["change"] if isinstance(header["change"], str) else None
+    name = raw.get("event")
+    body = {k: v for k, v in raw.items() if k not in (*_HEADER, "event")}
+    cls = KINDS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        if isinstance(name, str) and name.startswith(CONTRACT_PREFIX):
+            return ContractEvent(ts=ts, seq=seq, change=change, name=name, fields=body)
+        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
+    declared = {f.name for f in attrs.fields(cls)} - {*_HEADER, "extra"}
+    known = {k: v for k, v in body.items() if k in declared}
+    extra = {k: v for k, v in body.items() if k not in declared}
+    try:
+        event = _CONVERTER.structure(known, cls)
+    except (cattrs.BaseValidationError, TypeError, ValueError):
+        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
+    return attrs.evolve(event, ts=ts, seq=seq, change=change, extra=extra)
+
+
+def is_contract_event(event: Event) -> bool:
+    return isinstance(event, ContractEvent)
