@@ -20,7 +20,6 @@ import yaml
 
 from orchestra._circuit import OPEN, CircuitState
 from orchestra._durations import Duration
-from orchestra._executor import Executor, ExecutorSpec, shell_command
 from orchestra._engine import (
     CIRCUIT_OPEN,
     DONE,
@@ -31,11 +30,12 @@ from orchestra._engine import (
     RunSummary,
     SecscanGate,
     run_loop,
+    supervised_rules,
 )
+from orchestra._executor import Executor, ExecutorSpec, shell_command
 from orchestra._policy import BreakerPolicy, BudgetPolicy, Policy, RunPolicy, VerifyPolicy
 from orchestra._ratelimit import MemoryBackend, RateLimiter
 from orchestra._state import ChangePaths, save_state
-from orchestra._supervise import loop_rules
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 EPOCH = 1_800_000_000.0  # wall clock at trio time 0
@@ -84,7 +84,7 @@ async def supervise_one(
     progress = LoopProgress("c", plan.max_iterations)
     settings = LoopSettings(
         loop_policy,
-        loop_rules(loop_policy),
+        supervised_rules(loop_policy),
         SecscanGate(),
         limiter,
         lambda: EPOCH + trio.current_time(),

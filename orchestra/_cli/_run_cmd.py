@@ -18,10 +18,10 @@ from .._engine import (
     IterationRecord,
     LoopPlan,
     LoopProgress,
-    LoopRules,
     LoopSettings,
     RunSummary,
     SecscanGate,
+    first_trip_rules,
     iteration_time_limit,
     loop_integrity,
     run_loop,
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     limiter = open_limiter(policy.rate_limit, project.root, on_event=on_limiter)
     settings = LoopSettings(
         policy,
-        run_rules(policy),
+        first_trip_rules(policy),
         SecscanGate(scanner, paths.secscan_markers),
         limiter,
     )
@@ -127,15 +127,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         out.document(_summary_json(summary, plan, code))
     return code
-
-
-def run_rules(policy: Policy) -> LoopRules:
-    """``forge run``'s rules: the first trip stops and escalates; the loop runs no verify."""
-    return LoopRules(
-        supervised=False,
-        max_iterations=policy.run.max_iterations,
-        max_limit_wait=policy.run.max_limit_wait.seconds,
-    )
 
 
 def _flag_layers(args: argparse.Namespace) -> list[Layer]:

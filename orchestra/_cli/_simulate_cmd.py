@@ -1,4 +1,8 @@
-"""``forge policy simulate``: replay a change's recorded iterations under another policy."""
+"""``forge policy simulate``: replay a change's recorded iterations under another policy.
+
+The replay goes through the live loop's own decision function, so under the
+policy the loop ran with it reaches the same trips at the same iterations.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .._engine import ReplayStep, replay
 from .._errors import EXIT_OK, UsageError
 from .._policy import Layer, Policy, load_policy, merge_layers, policy_as_dict, structure_policy
-from .._stagnation import Signals, assess, recorded_iterations
 from .._state import ChangePaths, read_timeline
 from .._supervise import resolve_loops
 from ._common import policy_from, project_from, set_layer
@@ -44,31 +48,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     timeline = read_timeline(paths.timeline)
     for problem in timeline.problems(paths.timeline):
         out.note(problem)
-    recorded = recorded_iterations(timeline.events)
-    rows = []
-    history: list[Signals] = []
-    for item in recorded:
-        history.append(item.signals)
-        found = assess(history, policy.stagnation)
-        live = item.trip if item.trip and item.trip.startswith("stagnation:") else None
-        # As live: a finished iteration is not judged, and each opening starts afresh.
-        would = None if item.finished else found.reason
-        if would or item.opened_by_other_means:
-            history = []
-        rows.append(
-            {
-                "iteration": item.iteration,
-                "signals": item.signals.as_record(),
-                "score": found.score,
-                "window_score": found.window_score,
-                "risk": found.risk,
-                "would_trip": would,
-                "evidence": found.evidence,
-                "live_trip": live,
-            }
-        )
+    result = replay(timeline.typed(), policy)
+    rows = [_row(step) for step in result.steps if step.record.signals is not None]
     first = next((r for r in rows if r["would_trip"]), None)
     live_first = next((r for r in rows if r["live_trip"]), None)
+    ending = next((s for s in result.steps if s.ending is not None), None)
     if out.json_mode:
         out.document(
             {
@@ -78,6 +62,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "iterations": rows,
                 "first_trip": _trip(first, "would_trip"),
                 "live_first_trip": _trip(live_first, "live_trip"),
+                "ending": None
+                if ending is None or ending.ending is None
+                else {
+                    "iteration": ending.record.iteration,
+                    "reason": ending.ending.reason,
+                    "detail": ending.ending.detail,
+                },
+                "iterations_not_run": result.not_run,
             }
         )
         return EXIT_OK
@@ -94,7 +86,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if first:
         out.line(f"first trip: iteration {first['iteration']} — {first['would_trip']}")
     else:
-        out.line("first trip: none — no detector holds over this history")
+        out.line("first trip: none — no trip condition holds over this history")
     if live_first:
         same = first is not None and (first["iteration"], first["would_trip"]) == (
             live_first["iteration"],
@@ -104,8 +96,29 @@ def run(args: argparse.Namespace, out: Output) -> int:
         live_text = f"iteration {live_first['iteration']} — {live_first['live_trip']}"
         out.line(f"live run:   {live_text} ({verdict})")
     else:
-        out.line("live run:   no stagnation trip recorded")
+        out.line("live run:   no trip recorded")
+    if ending is not None and ending.ending is not None:
+        out.line(
+            f"ending:     iteration {ending.record.iteration} — {ending.ending.reason}"
+            + (f" ({ending.ending.detail})" if ending.ending.detail else "")
+        )
+    if result.not_run:
+        out.line(f"            {result.not_run} recorded iteration(s) would not have run")
     return EXIT_OK
+
+
+def _row(step: ReplayStep) -> dict[str, Any]:
+    signals = step.record.signals
+    return {
+        "iteration": step.record.iteration,
+        "signals": signals.as_record() if signals is not None else {},
+        "score": step.score if step.score is not None else 0,
+        "window_score": step.window_score if step.window_score is not None else 0,
+        "risk": step.risk or "-",
+        "would_trip": step.would_open,
+        "evidence": step.evidence,
+        "live_trip": step.live_trip,
+    }
 
 
 def _with_settings(policy: Policy, settings: list[Layer]) -> Policy:

@@ -18,7 +18,9 @@ from ._decide import admit as admit
 from ._decide import apply_outside_event as apply_outside_event
 from ._decide import cooled_down as cooled_down
 from ._decide import decide as decide
+from ._decide import first_trip_rules as first_trip_rules
 from ._decide import fold_history as fold_history
+from ._decide import supervised_rules as supervised_rules
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
 from ._endings import DONE as DONE
 from ._endings import EXECUTOR_FAILED as EXECUTOR_FAILED
@@ -46,4 +48,7 @@ from ._loop import run_loop as run_loop
 from ._progress import LoopProgress as LoopProgress
 from ._record import IterationRecord as IterationRecord
 from ._record import record_from_event as record_from_event
+from ._replay import Replay as Replay
+from ._replay import ReplayStep as ReplayStep
+from ._replay import replay as replay
 from ._store import ChangeStore as ChangeStore

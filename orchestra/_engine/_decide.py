@@ -41,6 +41,7 @@ from .._stagnation import Assessment, Signals, assess
 from .._state import (
     LOOP_CIRCUIT,
     VERIFY_BREAKER,
+    BreakerOpened,
     BreakerReset,
     Event,
     IterationFinished,
@@ -96,6 +97,26 @@ class LoopRules:
     run_verify: bool = False
     judge_stagnation: bool = False
     max_limit_wait: float = 300.0
+
+
+def supervised_rules(policy: Policy) -> LoopRules:
+    """``forge supervise``: a trip opens the circuit, which cools down and lets a probe through."""
+    return LoopRules(
+        supervised=True,
+        max_iterations=policy.run.max_iterations,
+        run_verify=bool(policy.verify.command.strip()),
+        judge_stagnation=True,
+        max_limit_wait=policy.run.max_limit_wait.seconds,
+    )
+
+
+def first_trip_rules(policy: Policy) -> LoopRules:
+    """``forge run``: the first trip stops and escalates; the loop runs no verify of its own."""
+    return LoopRules(
+        supervised=False,
+        max_iterations=policy.run.max_iterations,
+        max_limit_wait=policy.run.max_limit_wait.seconds,
+    )
 
 
 @attrs.frozen
@@ -437,13 +458,14 @@ def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:
     """The signals a restarted loop's detectors look back on, from its timeline.
 
     The same rule as :func:`decide`: the history starts afresh wherever the
-    circuit opened (an iteration recorded with the circuit open) and where a
-    human reset the loop circuit. An iteration whose signals do not parse is
-    skipped rather than trusted.
+    circuit opened and where a human reset the loop circuit. An iteration
+    whose signals do not parse is skipped rather than trusted.
     """
     history: list[Signals] = []
     for event in events:
-        if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+        if isinstance(event, BreakerOpened) or (
+            isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT
+        ):
             history = []
         elif isinstance(event, IterationFinished) and event.signals is not None and event.judged:
             try:
@@ -451,8 +473,6 @@ def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:
             except ValueError:
                 continue
             history.append(signals)
-            if event.circuit == OPEN:
-                history = []
     return tuple(history)
 
 

@@ -344,7 +344,8 @@ class _Loop:
                 record,
                 gates=gate_states(readings),
                 judged=verdict.judged,
-                trip=verdict.trip.reason if verdict.trip else None,
+                # Why the circuit opened here: a trip, or a probe that failed.
+                trip=after.circuit.reason if verdict.opened else None,
                 score=assessment.score if assessment else None,
                 window_score=assessment.window_score if assessment else None,
                 risk=assessment.risk if assessment else None,

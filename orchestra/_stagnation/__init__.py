@@ -6,8 +6,6 @@ from ._assess import MEDIUM as MEDIUM
 from ._assess import Assessment as Assessment
 from ._assess import assess as assess
 from ._assess import score as score
-from ._history import RecordedIteration as RecordedIteration
-from ._history import recorded_iterations as recorded_iterations
 from ._probe import Snapshot as Snapshot
 from ._probe import WorkspaceProbe as WorkspaceProbe
 from ._probe import count_checked as count_checked

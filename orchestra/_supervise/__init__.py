@@ -7,6 +7,5 @@ from ._loops import LoopSetup as LoopSetup
 from ._loops import resolve_loops as resolve_loops
 from ._supervisor import LoopRun as LoopRun
 from ._supervisor import interrupted_results as interrupted_results
-from ._supervisor import loop_rules as loop_rules
 from ._supervisor import prepare as prepare
 from ._supervisor import supervise as supervise

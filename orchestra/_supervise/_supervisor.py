@@ -15,17 +15,16 @@ from .._engine import (
     EventSink,
     LoopPlan,
     LoopProgress,
-    LoopRules,
     LoopSettings,
     RunSummary,
     SecscanGate,
     iteration_time_limit,
     loop_integrity,
     run_loop,
+    supervised_rules,
 )
 from .._errors import ConfigError, ForgeError
 from .._executor import Executor, load_executor, shell_command
-from .._policy import Policy
 from .._ratelimit import RateLimiter
 from .._secscan import load_rules, project_scanner
 from .._state import ChangePaths
@@ -95,16 +94,6 @@ def executor_for(setup: LoopSetup) -> Executor:
     raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
 
 
-def loop_rules(policy: Policy) -> LoopRules:
-    """A supervised loop's rules: a trip opens its circuit, which cools down and probes."""
-    return LoopRules(
-        supervised=True,
-        max_iterations=policy.run.max_iterations,
-        run_verify=bool(policy.verify.command.strip()),
-        judge_stagnation=True,
-    )
-
-
 async def supervise(
     runs: Sequence[LoopRun],
     *,
@@ -136,7 +125,7 @@ async def supervise(
                 )
                 settings = LoopSettings(
                     policy,
-                    loop_rules(policy),
+                    supervised_rules(policy),
                     SecscanGate(scanner, plan.paths.secscan_markers),
                     limiter,
                     wall_clock,

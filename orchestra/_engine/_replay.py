@@ -1,0 +1,163 @@
+"""Replaying a change's recorded history through the live loop's own decisions.
+
+A timeline holds every iteration record a loop judged and every event that
+changed its state from outside (a hook's verdict, a person's reset). Folding
+them in order through :func:`admit` and :func:`decide` under another policy
+says where that policy would have opened the circuit, escalated, or stopped,
+which is what ``forge policy simulate`` shows. Under the policy the loop ran
+with, the replay reaches the verdicts the loop reached, at the same
+iterations. Cooldowns are not waited out: the replay moves on to the probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+import attrs
+
+from .._policy import Policy
+from .._stagnation import Assessment
+from .._state import Event, IterationFinished, RunStarted
+from ._decide import (
+    LoopRules,
+    LoopState,
+    admit,
+    apply_outside_event,
+    cooled_down,
+    decide,
+    first_trip_rules,
+    supervised_rules,
+)
+from ._endings import Ending
+from ._gates import GateReading
+from ._record import IterationRecord, record_from_event
+
+
+@attrs.frozen
+class ReplayStep:
+    """One recorded iteration, as the replay judged it.
+
+    Attributes:
+        record: The iteration's record.
+        judged: False for a provider's refusal (nothing is judged then).
+        score, window_score, risk: The stagnation detectors' view, if measured.
+        would_open: Why the circuit would open here (a trip, or a failed probe).
+        evidence: The figures behind a stagnation trip.
+        live_trip: Why the live loop opened its circuit here, as recorded.
+        ending: How the replayed loop would end here, if it would.
+    """
+
+    record: IterationRecord
+    judged: bool
+    score: int | None
+    window_score: int | None
+    risk: str | None
+    would_open: str | None
+    evidence: dict[str, object]
+    live_trip: str | None
+    ending: Ending | None
+
+
+@attrs.frozen
+class Replay:
+    """A whole replay: each recorded iteration's step, and what was left out.
+
+    Attributes:
+        steps: The iterations the replayed loops would have run.
+        not_run: Recorded iterations the candidate policy would not have run
+            (its loop had already ended), per run.
+        skipped: Records that could not be read (damaged signals).
+    """
+
+    steps: tuple[ReplayStep, ...]
+    not_run: int = 0
+    skipped: int = 0
+
+
+def replay(events: Iterable[Event], policy: Policy) -> Replay:
+    """Replay a timeline's iterations under ``policy`` (see the module docstring)."""
+    state = LoopState()
+    steps: list[ReplayStep] = []
+    rules = supervised_rules(policy)
+    secscan: GateReading | None = None
+    ended = False
+    not_run = skipped = 0
+    for event in events:
+        if isinstance(event, RunStarted):
+            rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
+            ended = False
+            continue
+        if not isinstance(event, IterationFinished):
+            state = apply_outside_event(state, event, policy)
+            continue
+        if ended:
+            not_run += 1
+            continue
+        try:
+            record = record_from_event(event)
+        except ValueError:
+            skipped += 1
+            continue
+        now = _epoch(event.ts)
+        state, ending = _admit(state, policy, rules, now, secscan)
+        if ending is not None:
+            # The candidate would have stopped before this iteration ran.
+            steps.append(_step(record, event, None, None, ending))
+            ended = True
+            not_run += 1
+            continue
+        state, verdict = decide(state, record, policy, rules, now=now, now_iso=event.ts or "")
+        secscan = record.secscan
+        would_open = state.circuit.reason if verdict.opened else None
+        if not rules.supervised and verdict.ending is not None:
+            would_open = verdict.ending.detail
+        step = _step(record, event, verdict.assessment, would_open, verdict.ending)
+        steps.append(attrs.evolve(step, judged=verdict.judged))
+        ended = verdict.ending is not None
+    return Replay(steps=tuple(steps), not_run=not_run, skipped=skipped)
+
+
+def _admit(
+    state: LoopState,
+    policy: Policy,
+    rules: LoopRules,
+    now: float,
+    secscan: GateReading | None,
+) -> tuple[LoopState, Ending | None]:
+    """As the live loop before an iteration, with every cooldown taken as served."""
+    while True:
+        state, admission = admit(state, policy, rules, now=now, secscan=secscan)
+        if admission.ending is not None or admission.wait is None:
+            return state, admission.ending
+        state = cooled_down(state)
+
+
+def _step(
+    record: IterationRecord,
+    event: IterationFinished,
+    found: Assessment | None,
+    would_open: str | None,
+    ending: Ending | None,
+) -> ReplayStep:
+    live = event.trip
+    return ReplayStep(
+        record=record,
+        judged=True,
+        score=found.score if found else None,
+        window_score=found.window_score if found else None,
+        risk=found.risk if found else None,
+        would_open=would_open,
+        evidence=dict(found.evidence) if found and found.reason else {},
+        live_trip=live,
+        ending=ending,
+    )
+
+
+def _epoch(ts: str | None) -> float:
+    if not ts:
+        return 0.0
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
