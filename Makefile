@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench reliability clean
+.PHONY: demo test lint typecheck pytest bench reliability docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 
 # The supervisor over the demo loops declared in forge.toml, driven by the
 # bundled fake agent (no API key): one loop finishes, one's verify keeps failing
-# until its circuit opens and escalates, one spins until its iterations run out,
+# until its circuit opens and escalates, one spins until stagnation opens its circuit,
 # one deletes a protected file (restored; it escalates), all under one small
 # rate limit. The demo's earlier state is cleared first.
 demo: $(STAMP)
@@ -54,6 +54,12 @@ bench: $(STAMP)
 # every state write, hypothesis over bad input (the fast tier is in make test).
 reliability: $(STAMP)
 	$(BIN)/pytest -q -n auto -m reliability tests/reliability
+
+# Regenerate what is generated from the policy model: policies/default.toml and
+# the key tables of docs/policy.md (tests fail while either is stale).
+docs: $(STAMP)
+	$(BIN)/forge policy dump --defaults -o policies/default.toml
+	$(BIN)/python -m orchestra._policy docs/policy.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -56,7 +56,7 @@ def events_of(repo: Repo) -> list[str]:
     return [json.loads(line)["event"] for line in lines]
 
 
-def test_start_writes_the_seed_schema_and_the_trace(repo: Repo) -> None:
+def test_start_writes_the_checkpoint_schema_and_the_trace(repo: Repo) -> None:
     repo.write("PLAN.md", "# Plan\n\n- [ ] invoices\n\n## Notes\nkeep it small\n")
     done = repo.forge(*START, "--plan", "PLAN.md")
     assert done.code == 0, done.err

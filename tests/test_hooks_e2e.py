@@ -220,10 +220,10 @@ def test_stop_with_bad_input_does_not_trap_the_agent(project: Repo) -> None:
     assert done.out == ""
 
 
-def test_settings_snippet_in_the_readme_is_valid_json() -> None:
-    readme = Path(__file__).parent.parent.joinpath("README.md").read_text()
-    start = readme.index('```json\n{\n  "hooks"')
-    block = readme[start + len("```json\n") : readme.index("```", start + 7)]
+def test_settings_snippet_in_the_hooks_doc_is_valid_json() -> None:
+    doc = Path(__file__).parent.parent.joinpath("docs", "hooks.md").read_text()
+    start = doc.index('```json\n{\n  "hooks"')
+    block = doc[start + len("```json\n") : doc.index("```", start + 7)]
     settings = json.loads(block)
     commands = [
         h["command"] for entries in settings["hooks"].values() for e in entries for h in e["hooks"]

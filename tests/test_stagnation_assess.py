@@ -1,4 +1,4 @@
-"""The progress score and the stagnation detectors (seed 003, Phase 2), as pure functions.
+"""The progress score and the stagnation detectors, as pure functions.
 
 Each detector has a test for the history that trips it and for the near miss
 that must not; the score is checked against sequences computed by hand, with
@@ -69,7 +69,7 @@ def volumes(*lines: int, **signals: Any) -> list[Signals]:
 # --- the defaults the tests below rely on -------------------------------------------------
 
 
-def test_defaults_are_the_seed_thresholds_and_weights() -> None:
+def test_defaults_are_the_documented_thresholds_and_weights() -> None:
     assert (
         DEFAULT.window,
         DEFAULT.no_progress,
@@ -349,7 +349,7 @@ def test_a_completed_task_is_progress_without_files() -> None:
 
 
 def test_a_whitespace_only_change_is_no_progress() -> None:
-    # files_modified=1, meaningful_files=0: the seed's "zero meaningful changes"
+    # files_modified=1, meaningful_files=0: "zero meaningful changes"
     assessment = judge([Signals(files_modified=1)] * 3)
     assert (assessment.detector, assessment.window_score) == ("no-progress", 0)
 

@@ -1,4 +1,4 @@
-"""``forge verify --change``: the seed's progression, to the letter, through the real command."""
+"""``forge verify --change``: the breaker's progression, to the letter, through the real command."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def breaker_line(out: str) -> str:
     return lines[0]
 
 
-def test_the_seed_progression_to_the_letter(repo: Repo) -> None:
+def test_the_breaker_progression_to_the_letter(repo: Repo) -> None:
     failing_policy(repo)
     expected = [
         (
@@ -43,7 +43,7 @@ def test_the_seed_progression_to_the_letter(repo: Repo) -> None:
         assert done.lines.index("Verdict: FAIL") < done.lines.index(line)
 
 
-def test_state_file_keeps_the_seed_keys_in_order(repo: Repo) -> None:
+def test_state_file_keeps_the_documented_keys_in_order(repo: Repo) -> None:
     failing_policy(repo)
     for _ in range(3):
         repo.forge("verify", "--change", "checkout")

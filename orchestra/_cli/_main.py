@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     circuit.set_defaults(handler="_status_cmd:circuit")
 
-    loop = commands.add_parser("loop", help="the loop contract an agent keeps (seed 002)")
+    loop = commands.add_parser("loop", help="the loop contract: goal, rubric, budget")
     loop_commands = loop.add_subparsers(dest="loop_command", metavar="ACTION", required=True)
     loop_start = loop_commands.add_parser(
         "start", parents=[common], help="establish a loop contract and persist it"

@@ -1,4 +1,4 @@
-"""The loop contract (seed 002): checkpoints, events, the Loop Trace and resume."""
+"""The loop contract an agent keeps: checkpoints, events, the Loop Trace and resume."""
 
 from ._model import STATUSES as STATUSES
 from ._model import BudgetExhausted as BudgetExhausted

@@ -1,4 +1,4 @@
-"""The loop contract of seed 002: goal, scope, rubric, budget, stages, and their rules.
+"""The loop contract: goal, scope, rubric, fix budget, stages, and their rules.
 
 Pure: a :class:`Checkpoint` is a frozen record and every change to it is a
 function that either returns the next checkpoint or raises
@@ -15,7 +15,7 @@ import attrs
 from .._errors import ForgeError, UsageError
 
 STAGES = ("discover", "plan", "execute", "verify", "iterate", "ship")
-# The seed's order: discover -> plan -> execute -> verify -> iterate/ship;
+# The stages' order: discover -> plan -> execute -> verify -> iterate/ship;
 # an iteration goes back to execute (or straight to verify).
 NEXT_STAGES = {
     "discover": {"plan"},
@@ -30,7 +30,7 @@ MODES = ("direct-downgraded", "structured", "loop")
 NEXT_ACTIONS = ("ship", "iterate", "ask", "block", "downgrade")
 DEPTHS = ("D0", "D1", "D2")
 RISKS = ("low", "medium", "high")
-# The seed's checkpoint stages, and its memory checkpoints between them.
+# The checkpoint stages, and the memory checkpoints between them.
 _STAGE = re.compile(
     r"loop-start|discovery-complete|plan-complete|iteration-[1-9]\d*|verify-failed|ship-ready"
 )
@@ -76,7 +76,7 @@ class Budget:
 
 @attrs.frozen
 class Checkpoint:
-    """``.forge/changes/<c>/checkpoint.json``, in the seed's checkpoint schema."""
+    """``.forge/changes/<c>/checkpoint.json``: the contract and where the loop stands."""
 
     stage: str = attrs.field(validator=attrs.validators.matches_re(_STAGE))
     mode: str = attrs.field(validator=attrs.validators.in_(MODES))
@@ -251,7 +251,7 @@ def apply(checkpoint: Checkpoint, update: Update, *, now: str) -> Checkpoint:
         if not update.strategy_change:
             raise ContractError(
                 "verify-failed needs --strategy-change: what is different in the next pass",
-                hint="the seed: do not repeat the same failed strategy with the same evidence",
+                hint="do not repeat the same failed strategy with the same evidence",
             )
         if update.strategy_change.strip() == (checkpoint.strategy_change or "").strip():
             raise ContractError(

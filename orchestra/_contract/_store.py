@@ -35,7 +35,7 @@ def checkpoint_path(paths: ChangePaths) -> Path:
 
 
 def render(checkpoint: Checkpoint) -> bytes:
-    """The checkpoint as written: the seed's schema, remaining fix iterations included."""
+    """The checkpoint as written: its schema's keys, remaining fix iterations included."""
     data: dict[str, Any] = STATE_CONVERTER.unstructure(checkpoint)
     data["budget"]["remaining_fix_iterations"] = checkpoint.budget.remaining_fix_iterations
     for optional in ("route", "autonomy_policy", "max_goal_steps", "plan"):

@@ -25,5 +25,8 @@ from ._model import StagnationPolicy as StagnationPolicy
 from ._model import StagnationWeights as StagnationWeights
 from ._model import SupervisePolicy as SupervisePolicy
 from ._model import VerifyPolicy as VerifyPolicy
+from ._reference import generated_section as generated_section
+from ._reference import markdown_reference as markdown_reference
+from ._reference import with_reference as with_reference
 from ._schema import structure_file as structure_file
 from ._schema import unknown_keys as unknown_keys

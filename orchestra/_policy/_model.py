@@ -154,7 +154,7 @@ def _one_of(*choices: str) -> Any:
 @_table
 @attrs.frozen
 class BreakerPolicy:
-    """``[breaker]``: the loop circuit of a supervised loop (seed 003, Phases 1 and 3)."""
+    """``[breaker]``: the loop circuit: what a loop does when a trip condition opens it."""
 
     on_open: str = attrs.field(
         default="cooldown",
@@ -185,7 +185,7 @@ class BreakerPolicy:
 @_table
 @attrs.frozen
 class RateLimitPolicy:
-    """``[rate_limit]``: one rolling window shared by every loop (seed 003, Phase 4)."""
+    """``[rate_limit]``: executor starts allowed in a rolling window, shared by every loop."""
 
     calls: int = attrs.field(
         default=100,
@@ -217,7 +217,7 @@ class RateLimitPolicy:
 @_table
 @attrs.frozen
 class StagnationWeights:
-    """``[stagnation.weights]``: the progress score of one iteration (seed 003, Phase 2)."""
+    """``[stagnation.weights]``: the progress score of one iteration, summed over the window."""
 
     test_passing: int = attrs.field(
         default=3, metadata=_doc("Per test newly passing that was failing before.")
@@ -301,7 +301,7 @@ class StagnationPolicy:
 @_table
 @attrs.frozen
 class ProtectPolicy:
-    """``[protect]``: paths an agent must not destroy (seed 003, Phase 5).
+    """``[protect]``: paths an agent must not destroy.
 
     Checked after every iteration against a manifest taken before it; a harmed
     path is restored and the loop stops. ``forge guard`` refuses commands that
@@ -364,7 +364,7 @@ class SecscanPolicy:
 @_table
 @attrs.frozen
 class ContractPolicy:
-    """``[contract]``: the loop contract an agent keeps (seed 002)."""
+    """``[contract]``: the loop contract an agent keeps with ``forge loop start``."""
 
     max_fix_iterations: int = attrs.field(
         default=3,

@@ -19,7 +19,7 @@ LOW, MEDIUM, HIGH = "low", "medium", "high"
 
 
 def score(current: Signals, previous: Signals | None, weights: StagnationWeights) -> int:
-    """One iteration's progress score (seed 003, Phase 2)."""
+    """One iteration's progress score: the weighted sum of what it measurably did."""
     total = (
         weights.test_passing * current.tests_newly_passing
         + weights.task_completed * current.tasks_completed
@@ -99,7 +99,7 @@ def _streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int
 
 
 def _no_progress(signals: Signals) -> bool:
-    """The seed's "zero meaningful changes": whitespace edits are not progress."""
+    """No meaningful change and no task completed: whitespace edits are not progress."""
     return signals.meaningful_files == 0 and signals.tasks_completed == 0
 
 

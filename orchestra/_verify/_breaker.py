@@ -19,7 +19,8 @@ FAIL = "FAIL"
 class VerifyAttempts:
     """What ``.forge/changes/<c>/verify-attempts.yaml`` holds.
 
-    The first four keys are the seed's, in its order. ``blocked`` is set when
+    The first four keys come first, in this order, so scripts and people read
+    the streak at a glance. ``blocked`` is set when
     the state could not be read (it was moved aside): the breaker then counts
     as open whatever the streak says, until a human resets it.
     """
@@ -145,7 +146,7 @@ def reset(state: VerifyAttempts, *, now: str) -> VerifyAttempts:
 
 
 def breaker_line(state: VerifyAttempts, change: str, *, previous_streak: int = 0) -> str:
-    """The ``Breaker:`` line of the verify report, exactly as the seed words it."""
+    """The ``Breaker:`` line of the verify report: a contract, so its wording never changes."""
     if state.blocked is not None:
         return (
             f'Breaker: BLOCKED — the verify state of change "{change}" was unreadable '
