@@ -1,4 +1,4 @@
-"""``forge run``: one bounded agent loop, dry run by default, exactly as the seed words it."""
+"""``forge run``: one bounded agent loop, dry run by default; the first trip stops it."""
 
 from __future__ import annotations
 
