@@ -15,6 +15,7 @@ between them; only when HEAD moved does that take another git command.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -279,8 +280,10 @@ def _add(found: dict[str, PathStatus], prefix: str, entry: PathStatus) -> None:
 
 # Commits never change, so what changed between two of them is kept (a few
 # pairs: a loop asks about the last move only, the probe and the scan alike).
+# Loops probe from worker threads: the table is shared, so it is locked.
 _COMMITTED: dict[tuple[str, str, str], Mapping[str, str]] = {}
 _COMMITTED_KEPT = 16
+_COMMITTED_LOCK = threading.Lock()
 
 
 def committed_changes(workdir: Path, old: str, new: str) -> Mapping[str, str] | None:
@@ -292,7 +295,8 @@ def committed_changes(workdir: Path, old: str, new: str) -> Mapping[str, str] | 
         git did not answer.
     """
     key = (str(workdir), old, new)
-    known = _COMMITTED.get(key)
+    with _COMMITTED_LOCK:
+        known = _COMMITTED.get(key)
     if known is not None:
         return known
     out = git_output(
@@ -304,9 +308,10 @@ def committed_changes(workdir: Path, old: str, new: str) -> Mapping[str, str] | 
     changes = MappingProxyType(
         {path: letter[:1] for letter, path in zip(fields[::2], fields[1::2], strict=False) if path}
     )
-    if len(_COMMITTED) >= _COMMITTED_KEPT:
-        _COMMITTED.pop(next(iter(_COMMITTED)))
-    _COMMITTED[key] = changes
+    with _COMMITTED_LOCK:
+        if len(_COMMITTED) >= _COMMITTED_KEPT:
+            _COMMITTED.pop(next(iter(_COMMITTED)))
+        _COMMITTED[key] = changes
     return changes
 
 

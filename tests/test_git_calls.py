@@ -21,8 +21,7 @@ from orchestra._executor import IterationContext, IterationOutcome, run_iteratio
 from orchestra._git import run_git
 from orchestra._policy import SecscanPolicy, StagnationPolicy
 from orchestra._secscan._project import ProjectScanner, SecscanReport
-from orchestra._stagnation import Signals, WorkspaceProbe
-from orchestra._stagnation._probe import Snapshot
+from orchestra._stagnation import Signals, Snapshot, WorkspaceProbe
 from orchestra._workspace import TreeState, tree_state, tree_state_from
 
 from .support import Repo

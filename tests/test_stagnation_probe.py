@@ -14,8 +14,7 @@ import pytest
 
 from orchestra._executor import IterationContext, run_iteration, shell_command
 from orchestra._policy import StagnationPolicy
-from orchestra._stagnation import Signals, WorkspaceProbe, count_checked
-from orchestra._stagnation._probe import Snapshot
+from orchestra._stagnation import Signals, Snapshot, WorkspaceProbe, count_checked
 
 from .support import Repo
 
