@@ -5,16 +5,19 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
+import stat
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import attrs
 
 from ._errors import ConfigError
-from ._state import STATE_DIR
+from ._git import git_output
+from ._treestatus import PathStatus, TreeStatus, read_status
 
 CONFIG_NAME = "forge.toml"
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree
+_CHUNK = 1 << 20
 
 
 @attrs.frozen
@@ -64,49 +67,81 @@ class TreeState:
 
 
 def tree_state(root: Path) -> TreeState:
-    """Read the commit and fingerprint of ``root`` (both None outside git)."""
-    if _git(root, "rev-parse", "--is-inside-work-tree") is None:
-        return TreeState(commit=None, fingerprint=None)
-    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
-    commit = head.decode().strip() if head else None
-    exclude = f":(exclude){STATE_DIR}"
-    diff = _git(
-        root,
-        "diff",
-        commit or _EMPTY_TREE,
-        "--binary",
-        "--no-ext-diff",
-        "--no-color",
-        "--",
-        ".",
-        exclude,
-    )
-    untracked = _git(root, "ls-files", "-o", "--exclude-standard", "-z", "--", ".", exclude)
-    digest = hashlib.sha256()
-    digest.update((commit or "unborn").encode())
-    digest.update(diff or b"")
-    if diff is None or untracked is None:
+    """Read the commit and fingerprint of ``root`` (both None outside git).
+
+    Two git commands (where ``root`` sits in its repository, and one
+    ``git status``) plus reading the files that differ from the commit.
+    """
+    status = read_status(root)
+    if status is None:
         # Half a fingerprint would call a changed tree unchanged: better none at all.
-        return TreeState(commit=commit, fingerprint=None)
-    for name in sorted(untracked.split(b"\0")):
-        if not name:
-            continue
-        digest.update(b"\0" + name + b"\0")
-        try:
-            digest.update(hashlib.sha256((root / os.fsdecode(name)).read_bytes()).digest())
-        except OSError:
-            digest.update(b"unreadable")
-    return TreeState(commit=commit, fingerprint=f"sha256:{digest.hexdigest()[:16]}")
+        return TreeState(commit=None, fingerprint=None)
+    return tree_state_from(status)
 
 
-def _git(root: Path, *args: str) -> bytes | None:
+def tree_state_from(status: TreeStatus) -> TreeState:
+    """The commit and fingerprint of the tree ``status`` describes, without running git.
+
+    The fingerprint hashes the commit and, for each path that differs from it,
+    the path with its mode and content (as a git object name) or a deletion
+    marker; a path whose content and mode are back to the commit's counts as
+    unchanged. Only the files the status lists are read, so a caller holding a
+    fresh status gets the same value :func:`tree_state` would compute.
+    """
+    if not status.work_tree:
+        return TreeState(commit=None, fingerprint=None)
+    digest = hashlib.sha256((status.head or "unborn").encode())
+    for entry in status.entries:
+        state = _working_state(status.workdir, entry, status.head)
+        if state is not None:
+            digest.update(b"\0" + os.fsencode(entry.path) + b"\0" + state.encode())
+    return TreeState(commit=status.head, fingerprint=f"sha256:{digest.hexdigest()[:16]}")
+
+
+def _working_state(workdir: Path, entry: PathStatus, head: str | None) -> str | None:
+    """What ``entry`` holds in the work tree; None when that is what HEAD holds."""
+    full = workdir / entry.path
     try:
-        completed = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, check=False, timeout=60
-        )
-    except (OSError, subprocess.SubprocessError):
+        info = os.lstat(full)
+        if stat.S_ISLNK(info.st_mode):
+            mode, oid = "120000", _object_name(entry, head, [os.fsencode(os.readlink(full))])
+        elif stat.S_ISREG(info.st_mode):
+            mode = "100755" if info.st_mode & 0o111 else "100644"
+            oid = _file_object_name(full, entry, head)
+        elif stat.S_ISDIR(info.st_mode):
+            # A submodule or a nested repository: what git says of it stands for it.
+            return f"folder {entry.code} {entry.submodule}"
+        else:
+            return "special"
+    except (FileNotFoundError, NotADirectoryError):
+        return "deleted" if entry.in_head else None
+    except OSError:
+        return "unreadable"
+    if entry.in_head and (mode, oid) == (entry.head_mode, entry.head_oid):
         return None
-    return completed.stdout if completed.returncode == 0 else None
+    return f"{mode} {oid}"
+
+
+def _file_object_name(path: Path, entry: PathStatus, head: str | None) -> str:
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        chunks = iter(partial(handle.read, _CHUNK), b"")
+        return _object_name(entry, head, chunks, size)
+
+
+def _object_name(
+    entry: PathStatus, head: str | None, chunks: Iterable[bytes], size: int | None = None
+) -> str:
+    """git's name for a blob of this content, in the repository's hash (SHA-1 or SHA-256)."""
+    known = entry.head_oid or head or ""
+    if size is None:
+        chunks = list(chunks)
+        size = sum(len(chunk) for chunk in chunks)
+    name = hashlib.new("sha256" if len(known) == 64 else "sha1", usedforsecurity=False)
+    name.update(b"blob %d\0" % size)
+    for chunk in chunks:
+        name.update(chunk)
+    return name.hexdigest()
 
 
 def default_change(root: Path) -> str:
@@ -115,7 +150,7 @@ def default_change(root: Path) -> str:
     ``feature/Add-Billing`` becomes ``feature-add-billing``; outside git, or on a
     detached HEAD, it is ``default``.
     """
-    branch = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    branch = git_output(root, "rev-parse", "--abbrev-ref", "HEAD")
     name = branch.decode().strip() if branch else ""
     if not name or name == "HEAD":
         return "default"

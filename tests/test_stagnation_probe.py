@@ -14,7 +14,7 @@ import pytest
 
 from orchestra._executor import IterationContext, run_iteration, shell_command
 from orchestra._policy import StagnationPolicy
-from orchestra._stagnation import Signals, WorkspaceProbe, count_checked
+from orchestra._stagnation import Signals, Snapshot, WorkspaceProbe, count_checked
 
 from .support import Repo
 
@@ -35,17 +35,22 @@ def junit(**outcomes: str) -> str:
 class Agent:
     """Plays one step of the fake agent per iteration in ``root`` and measures it."""
 
-    def __init__(self, root: Path, policy: StagnationPolicy | None = None) -> None:
+    def __init__(
+        self, root: Path, policy: StagnationPolicy | None = None, *, reuse: bool = False
+    ) -> None:
         self.root = root
         self.probe = WorkspaceProbe(root, policy or StagnationPolicy())
         self.number = 0
+        # As a loop does it: the snapshot after an iteration is the next one's "before".
+        self.reuse = reuse
+        self.carried: Snapshot | None = None
 
     async def step(self, during: Callable[[], None] | None = None, **step: Any) -> Signals:
         self.number += 1
         script = self.root.parent / f"step-{self.number}.json"
         script.write_text(json.dumps({"steps": [step]}))
         command = shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
-        before = self.probe.snapshot()
+        before = self.carried or self.probe.snapshot()
         if during is not None:
             during()  # what the agent does besides the script (a commit, say)
         outcome = await run_iteration(
@@ -63,15 +68,20 @@ class Agent:
             grace=1,
             done_marker="FORGE_DONE",
         )
-        return self.probe.measure(before, outcome, None)
+        if not self.reuse:
+            return self.probe.measure(before, outcome, None)
+        after = self.probe.take()
+        signals = self.probe.measure(before, outcome, None, after=after)
+        self.carried = self.probe.mark_seen(after)
+        return signals
 
 
-@pytest.fixture
-def agent(repo: Repo) -> Agent:
+@pytest.fixture(params=["fresh", "reused"])
+def agent(repo: Repo, request: pytest.FixtureRequest) -> Agent:
     repo.write("cart.py", "def total(items):\n    return sum(items)\n")
     repo.write("tasks.md", "- [ ] totals\n- [ ] discounts\n- [ ] refunds\n")
     repo.commit("start")
-    return Agent(repo.root)
+    return Agent(repo.root, reuse=request.param == "reused")
 
 
 async def test_edits_new_untracked_files_and_deletions(agent: Agent) -> None:
@@ -206,11 +216,12 @@ async def test_configured_tasks_files_and_test_globs(repo: Repo) -> None:
     assert signals.test_files_modified == 1
 
 
-async def test_a_loop_in_a_subfolder_of_a_repository(repo: Repo) -> None:
+@pytest.mark.parametrize("reuse", [False, True])
+async def test_a_loop_in_a_subfolder_of_a_repository(repo: Repo, reuse: bool) -> None:
     repo.write("service/app.py", "A = 1\n")
     repo.write("other/x.py", "X = 1\n")
     repo.commit("two folders")
-    agent = Agent(repo.root / "service")
+    agent = Agent(repo.root / "service", reuse=reuse)
     signals = await agent.step(write={"app.py": "A = 2\n", "new.py": "N = 1\n"})
     assert signals.files_modified == 2  # paths from the folder, not the top of the repository
     assert signals.meaningful_files == 2

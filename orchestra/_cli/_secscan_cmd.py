@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import subprocess
 from pathlib import Path
 
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._git import git_output
 from .._secscan import Finding, add_waiver
 from .._secscan._project import ProjectScanner
 from ._common import policy_from, project_from
@@ -106,12 +106,6 @@ def _finding_line(finding: Finding, out: Output) -> None:
 
 def _who(root: Path) -> str:
     """The person waiving: git's user.name, else the login name."""
-    try:
-        done = subprocess.run(
-            ["git", "config", "user.name"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return getpass.getuser()
+    name = git_output(root, "config", "user.name")
+    text = name.decode(errors="replace").strip() if name else ""
+    return text or getpass.getuser()

@@ -16,10 +16,11 @@ import attrs
 from .._policy import SecscanPolicy
 from .._redact import Redact
 from .._state import STATE_DIR
+from .._treestatus import TreeStatus, tree_delta
 from ._findings import Finding, ScanResult
 from ._match import redact
 from ._rules import Ruleset, load_rules
-from ._scan import scan_tree
+from ._scan import TreeScan, full_scan, rescan
 from ._waivers import apply_waivers, load_waivers
 
 _SHOWN = 3
@@ -71,6 +72,10 @@ class ProjectScanner:
     cache_path: Path
     waivers_path: Path
     trusted_markers: frozenset[str] | None = None
+    # The previous scan and the work tree's status it was given, for the next
+    # scan to look at only what changed since.
+    _last: TreeScan | None = attrs.field(default=None, init=False, repr=False)
+    _last_status: TreeStatus | None = attrs.field(default=None, init=False, repr=False)
 
     @classmethod
     def for_project(cls, policy: SecscanPolicy, *, root: Path, workdir: Path) -> ProjectScanner:
@@ -88,22 +93,58 @@ class ProjectScanner:
             cache_path = cache / f"secscan-{tag}.sqlite3"
         return cls(workdir, policy, ruleset, cache_path, root / policy.waivers)
 
-    def scan(self) -> SecscanReport:
+    def scan(self, status: TreeStatus | None = None) -> SecscanReport:
         """Scan now; the waivers are read afresh each time.
+
+        Args:
+            status: The status of :attr:`workdir` taken just before (a loop's
+                workspace snapshot carries one). When the previous scan was
+                given one too, only the paths that may have changed between
+                the two statuses are looked at again (plus any file with
+                findings or markers), and the tree is not listed; the findings
+                are those a full scan would report. Without it, or when the
+                change cannot be told (HEAD was born, not a work tree, another
+                folder), every file is listed and checked.
 
         Raises:
             CorruptStateError: the waivers file is corrupt (it was moved aside).
             StateError: the waivers file cannot be read.
         """
-        result = scan_tree(
-            self.workdir,
-            self.ruleset,
-            cache_path=self.cache_path,
-            max_bytes=self.policy.max_file_bytes,
-            trusted_markers=self.trusted_markers,
-        )
+        if status is not None and not self._describes_workdir(status):
+            status = None
+        delta = None
+        if status is not None and self._last_status is not None:
+            delta = tree_delta(self._last_status, status)
+        max_bytes, trusted = self.policy.max_file_bytes, self.trusted_markers
+        if self._last is not None and delta is not None:
+            tree = rescan(
+                self._last,
+                delta,
+                self.workdir,
+                self.ruleset,
+                cache_path=self.cache_path,
+                max_bytes=max_bytes,
+                trusted_markers=trusted,
+            )
+        else:
+            tree = full_scan(
+                self.workdir,
+                self.ruleset,
+                cache_path=self.cache_path,
+                max_bytes=max_bytes,
+                trusted_markers=trusted,
+            )
+        # A walked folder has no git statuses to compare: the next scan lists again.
+        status = status if tree.from_git else None
+        self._last, self._last_status = tree, status
+        result = tree.result
         outcome = apply_waivers(result.findings, load_waivers(self.waivers_path))
         return SecscanReport(result, outcome.kept, outcome.waived, self.policy.fail_on)
+
+    def _describes_workdir(self, status: TreeStatus) -> bool:
+        if not status.work_tree:
+            return False
+        return status.workdir == self.workdir or status.workdir.resolve() == self.workdir.resolve()
 
     def redact(self, text: str) -> str:
         return redact(text, self.ruleset)

@@ -1,4 +1,10 @@
-"""Scanning a working tree, incrementally, and putting its findings together."""
+"""Scanning a working tree, incrementally, and putting its findings together.
+
+Two kinds of incremental: across processes, the sqlite cache lets a scan trust
+an unchanged file without reading it; within one loop, :func:`rescan` starts
+from the previous scan's outcomes and looks only at the paths that may have
+changed since (what two ``git status`` runs tell), without listing the tree.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,12 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 import attrs
 
+from .._treestatus import TreeDelta
 from ._cache import (
     CacheEntry,
     CacheRow,
@@ -30,21 +37,65 @@ from ._findings import (
     secret_fingerprint,
 )
 from ._rules import Ruleset
-from ._walk import list_files
+from ._walk import listed_files, wanted
 
 DEFAULT_MAX_BYTES = 1_000_000
 ALLOW_MARKER_SEVERITY = "high"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+@attrs.frozen
+class PathOutcome:
+    """What one listed path added to a scan.
+
+    Attributes:
+        scan: Its secrets and markers; None when it was not scanned (gone, not
+            a regular file, too large, unreadable).
+        considered: Whether it was a regular file when the scan looked.
+        large: Whether it was skipped for its size.
+    """
+
+    scan: FileScan | None = None
+    considered: bool = False
+    large: bool = False
+
+    @property
+    def skipped(self) -> bool:
+        """Considered but not scanned: too large, unreadable or binary."""
+        return self.considered and (self.large or self.scan is None or self.scan.binary)
+
+    @property
+    def settled(self) -> bool:
+        """Whether an unchanged file's outcome can stand without looking again.
+
+        A file with findings or markers, or one that could not be read, is
+        always looked at again: a finding must never outlive its secret.
+        """
+        if self.scan is None:
+            return not self.considered or self.large
+        return not (self.scan.hits or self.scan.markers)
+
+
+@attrs.frozen
+class TreeScan:
+    """A scan's result and each listed path's outcome (what an incremental scan builds on).
+
+    Attributes:
+        result: The scan's result.
+        outcomes: Every listed path's outcome, by path.
+        from_git: Whether git listed the files (else the folder was walked).
+    """
+
+    result: ScanResult
+    outcomes: Mapping[str, PathOutcome]
+    from_git: bool
+
+
 @attrs.define
 class _Tally:
-    considered: int = 0
     read: int = 0
     cached: int = 0
-    skipped: int = 0
     bytes_read: int = 0
-    skipped_large: list[str] = attrs.Factory(list)
 
 
 def scan_tree(
@@ -72,41 +123,163 @@ def scan_tree(
     The cache never hides a finding: a corrupt cache is moved aside and every
     file is read; an unusable one is ignored (``cache_note`` says why).
     """
+    return full_scan(
+        root,
+        ruleset,
+        cache_path=cache_path,
+        max_bytes=max_bytes,
+        trusted_markers=trusted_markers,
+    ).result
+
+
+def full_scan(
+    root: Path,
+    ruleset: Ruleset,
+    *,
+    cache_path: Path | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    trusted_markers: frozenset[str] | None = None,
+) -> TreeScan:
+    """:func:`scan_tree`, keeping each path's outcome for a later :func:`rescan`."""
     started = time.perf_counter()
-    start_ns = time.time_ns()
-    paths = list_files(root)
-    cache, entries, note = open_cache(cache_path) if cache_path else (None, {}, None)
-    tally = _Tally()
-    scans: list[tuple[str, FileScan]] = []
-    rows: list[CacheRow] = []
-    try:
-        for path in paths:
-            scanned = _scan_path(root, path, entries.get(path), ruleset, max_bytes, start_ns, tally)
-            if scanned is None:
-                continue
-            scans.append((path, scanned[0]))
-            if scanned[1] is not None:
-                rows.append(scanned[1])
-        if cache is not None:
-            note = _save(cache, rows, set(entries).difference(paths)) or note
-    finally:
-        if cache is not None:
-            cache.close()
+    paths, from_git = listed_files(root)
+    scan = _Scan(root, ruleset, cache_path, max_bytes)
+    outcomes, note = scan.run(paths, gone_from=None)
+    result = _result(outcomes, scan.tally, ruleset, trusted_markers, started, note)
+    return TreeScan(result, outcomes, from_git)
+
+
+def rescan(
+    previous: TreeScan,
+    delta: TreeDelta,
+    root: Path,
+    ruleset: Ruleset,
+    *,
+    cache_path: Path | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    trusted_markers: frozenset[str] | None = None,
+) -> TreeScan:
+    """Scan again, looking only at what may have changed since ``previous``.
+
+    ``delta`` names the paths that may have changed since the scan that made
+    ``previous`` (:func:`tree_delta` of the work tree's statuses then and now):
+    a listed one is scanned (added when it is new), an unlisted one drops out.
+    Every other path keeps its outcome, except one with findings or markers,
+    which is read again. The result is what :func:`full_scan` would give.
+    """
+    started = time.perf_counter()
+    listing = {p for p in previous.outcomes if p not in delta.unlisted}
+    listing.update(p for p in delta.listed if wanted(p))
+    kept = {
+        path: outcome
+        for path, outcome in previous.outcomes.items()
+        if path in listing and path not in delta.listed and outcome.settled
+    }
+    scan = _Scan(root, ruleset, cache_path, max_bytes)
+    fresh, note = scan.run(sorted(listing.difference(kept)), gone_from=delta.unlisted)
+    scan.tally.cached += sum(1 for outcome in kept.values() if outcome.scan is not None)
+    outcomes = {path: kept.get(path) or fresh[path] for path in sorted(listing)}
+    result = _result(outcomes, scan.tally, ruleset, trusted_markers, started, note)
+    return TreeScan(result, outcomes, previous.from_git)
+
+
+def _result(
+    outcomes: Mapping[str, PathOutcome],
+    tally: _Tally,
+    ruleset: Ruleset,
+    trusted_markers: frozenset[str] | None,
+    started: float,
+    note: str | None,
+) -> ScanResult:
+    scans = [(path, o.scan) for path, o in outcomes.items() if o.scan is not None]
     findings, suppressed, markers = assemble(scans, ruleset, trusted_markers)
     return ScanResult(
         findings=findings,
         suppressed=suppressed,
         markers=markers,
-        files_considered=tally.considered,
+        files_considered=sum(1 for o in outcomes.values() if o.considered),
         files_read=tally.read,
         files_cached=tally.cached,
-        files_skipped=tally.skipped,
-        skipped_large=tuple(tally.skipped_large),
+        files_skipped=sum(1 for o in outcomes.values() if o.skipped),
+        skipped_large=tuple(path for path, o in outcomes.items() if o.large),
         bytes_read=tally.bytes_read,
         duration=time.perf_counter() - started,
         ruleset_digest=ruleset.digest,
         cache_note=note,
     )
+
+
+@attrs.define
+class _Scan:
+    """One pass over some listed paths, with the cache."""
+
+    root: Path
+    ruleset: Ruleset
+    cache_path: Path | None
+    max_bytes: int
+    tally: _Tally = attrs.Factory(_Tally)
+
+    def run(
+        self, paths: list[str], *, gone_from: Collection[str] | None
+    ) -> tuple[dict[str, PathOutcome], str | None]:
+        """Each path's outcome, and a note when the cache could not be used.
+
+        ``gone_from`` None: ``paths`` is the whole listing, and the cache forgets
+        every other file. Otherwise the cache forgets the paths in ``gone_from``.
+        """
+        outcomes: dict[str, PathOutcome] = {}
+        if not paths and not gone_from:
+            return outcomes, None
+        start_ns = time.time_ns()
+        cache, entries, note = open_cache(self.cache_path) if self.cache_path else (None, {}, None)
+        rows: list[CacheRow] = []
+        try:
+            for path in paths:
+                outcome, row = self._path(path, entries.get(path), start_ns)
+                outcomes[path] = outcome
+                if row is not None:
+                    rows.append(row)
+            if cache is not None:
+                gone = set(entries).difference(paths) if gone_from is None else set(gone_from)
+                note = _save(cache, rows, gone) or note
+        finally:
+            if cache is not None:
+                cache.close()
+        return outcomes, note
+
+    def _path(
+        self, path: str, entry: CacheEntry | None, start_ns: int
+    ) -> tuple[PathOutcome, CacheRow | None]:
+        full = os.path.join(self.root, path)
+        try:
+            info = os.lstat(full)
+        except OSError:  # listed by git but deleted from the work tree
+            return PathOutcome(), None
+        if not stat.S_ISREG(info.st_mode):  # symlinks are not followed out of the tree
+            return PathOutcome(), None
+        if info.st_size > self.max_bytes:
+            return PathOutcome(considered=True, large=True), None
+        digest = self.ruleset.digest
+        if entry is not None and entry.trusted(_stat_key(info), digest):
+            try:
+                cached = FileScan.from_json(entry.result)
+            except ValueError:
+                cached = None
+            if cached is not None:
+                self.tally.cached += 1
+                return PathOutcome(cached, considered=True), None
+        read = _read(full, self.max_bytes)
+        if read is None:
+            return PathOutcome(considered=True), None
+        data, opened = read
+        self.tally.read += 1
+        self.tally.bytes_read += len(data)
+        if len(data) > self.max_bytes:  # grew since it was listed
+            return PathOutcome(considered=True, large=True), None
+        content_hash = hashlib.blake2b(data, digest_size=16).hexdigest()
+        scanned = _reuse(entry, content_hash, digest) or scan_bytes(data, path, self.ruleset)
+        row = CacheRow(path, _stat_key(opened), content_hash, digest, start_ns, scanned.to_json())
+        return PathOutcome(scanned, considered=True), row
 
 
 def _save(cache: ScanCache, rows: list[CacheRow], gone: set[str]) -> str | None:
@@ -124,56 +297,6 @@ def _save(cache: ScanCache, rows: list[CacheRow], gone: set[str]) -> str | None:
 
 def _stat_key(info: os.stat_result) -> StatKey:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
-def _scan_path(
-    root: Path,
-    path: str,
-    entry: CacheEntry | None,
-    ruleset: Ruleset,
-    max_bytes: int,
-    start_ns: int,
-    tally: _Tally,
-) -> tuple[FileScan, CacheRow | None] | None:
-    full = os.path.join(root, path)
-    try:
-        info = os.lstat(full)
-    except OSError:  # listed by git but deleted from the work tree
-        return None
-    if not stat.S_ISREG(info.st_mode):  # symlinks are not followed out of the tree
-        return None
-    tally.considered += 1
-    if info.st_size > max_bytes:
-        tally.skipped += 1
-        tally.skipped_large.append(path)
-        return None
-    if entry is not None and entry.trusted(_stat_key(info), ruleset.digest):
-        try:
-            cached = FileScan.from_json(entry.result)
-        except ValueError:
-            cached = None
-        if cached is not None:
-            tally.cached += 1
-            return cached, None
-    read = _read(full, max_bytes)
-    if read is None:
-        tally.skipped += 1
-        return None
-    data, opened = read
-    tally.read += 1
-    tally.bytes_read += len(data)
-    if len(data) > max_bytes:  # grew since it was listed
-        tally.skipped += 1
-        tally.skipped_large.append(path)
-        return None
-    content_hash = hashlib.blake2b(data, digest_size=16).hexdigest()
-    scanned = _reuse(entry, content_hash, ruleset.digest) or scan_bytes(data, path, ruleset)
-    if scanned.binary:
-        tally.skipped += 1
-    row = CacheRow(
-        path, _stat_key(opened), content_hash, ruleset.digest, start_ns, scanned.to_json()
-    )
-    return scanned, row
 
 
 def _reuse(entry: CacheEntry | None, content_hash: str, digest: str) -> FileScan | None:

@@ -12,34 +12,31 @@ deleted in the work tree); the scan skips them.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pathspec
 
+from .._git import git_output
+
 FORGE_DIR = ".forge"
-# Location variables a git hook exports; left in place they would point
-# `git -C root` at another repository or index than the root's own.
-_GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_NAMESPACE",
-)
 
 
 def list_files(root: Path) -> list[str]:
     """The files to scan under ``root``: relative, ``/``-separated, sorted, unique."""
+    return listed_files(root)[0]
+
+
+def listed_files(root: Path) -> tuple[list[str], bool]:
+    """:func:`list_files`, and whether git listed them (False: the folder was walked)."""
     listed = _git_files(root)
+    from_git = listed is not None
     if listed is None:
         listed = _walk_files(root)
-    return sorted({path for path in listed if _wanted(path)})
+    return sorted({path for path in listed if wanted(path)}), from_git
 
 
-def _wanted(path: str) -> bool:
+def wanted(path: str) -> bool:
+    """Whether a path git lists is one a scan looks at (not Forge's state, not git's)."""
     if not path or path.endswith("/"):  # an untracked nested repository
         return False
     parts = path.split("/")
@@ -47,21 +44,11 @@ def _wanted(path: str) -> bool:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    env = {key: value for key, value in os.environ.items() if key not in _GIT_LOCATION_VARS}
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError:  # no git on PATH
+    # None when git is missing, refuses, or root is not a work tree: walk instead.
+    out = git_output(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if out is None:
         return None
-    if done.returncode != 0:  # not a work tree (or git refuses it): walk instead
-        return None
-    return [os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw]
+    return [os.fsdecode(raw) for raw in out.split(b"\0") if raw]
 
 
 def _walk_files(root: Path) -> list[str]:

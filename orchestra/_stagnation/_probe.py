@@ -1,9 +1,12 @@
 """Measuring an iteration's signals in the workspace: git, the tasks files, the JUnit report.
 
 A snapshot is taken before each iteration and compared after it. In a git
-repository only what differs from HEAD is hashed (plus what the iteration
-committed), so a large clean tree costs one ``git status``; elsewhere every
-file is hashed.
+repository a snapshot is one ``git status`` (kept in the snapshot as its
+:class:`TreeStatus`) and only what differs from HEAD is hashed; elsewhere every
+file is hashed. The snapshot taken after an iteration can serve as the next
+iteration's "before" (:meth:`WorkspaceProbe.mark_seen`), so a quiet loop costs
+one ``git status`` an iteration. More git runs only when HEAD moved (what the
+commits changed) or when a file that matched HEAD changed (its HEAD content).
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -19,8 +21,10 @@ from pathlib import Path
 import attrs
 
 from .._executor import IterationOutcome
+from .._git import git_output
 from .._policy import StagnationPolicy
 from .._state import STATE_DIR
+from .._treestatus import TreeStatus, committed_changes, read_status, work_tree_prefix
 from .._verify import VerifyReport
 from ._signals import Signals, error_fingerprint
 
@@ -41,10 +45,23 @@ class FileState:
 
 @attrs.frozen
 class Snapshot:
+    """The workspace at one moment.
+
+    Attributes:
+        head: The HEAD commit (None outside git or on an unborn branch).
+        files: The states of the files that differ from HEAD (every file outside git).
+        tasks_checked: Checked boxes in the tasks files.
+        git: Whether the workspace is a git work tree.
+        status: The ``git status`` the snapshot was made from (None outside
+            git, or when git did not answer): what the verify fingerprint and
+            the secret scan reuse instead of asking git again.
+    """
+
     head: str | None
     files: Mapping[str, FileState]
     tasks_checked: int
     git: bool
+    status: TreeStatus | None = None
 
 
 class WorkspaceProbe:
@@ -53,35 +70,52 @@ class WorkspaceProbe:
     def __init__(self, workdir: Path, policy: StagnationPolicy) -> None:
         self._workdir = workdir
         self._policy = policy
-        self._git = _git(workdir, "rev-parse", "--is-inside-work-tree") is not None
-        prefix = _git(workdir, "rev-parse", "--show-prefix") if self._git else None
-        # git reports paths from the repository's top; the loop may work in a subfolder.
-        self._prefix = (prefix or b"").decode(errors="replace").strip()
+        # git reports paths from the repository's top; the loop may work in a
+        # subfolder. Where that is does not change while the loop runs: asked once.
+        prefix = work_tree_prefix(workdir)
+        self._git = prefix is not None
+        self._prefix = prefix or ""
         self._seen: dict[str, set[str]] = {}  # path -> exact hashes at earlier boundaries
         self._tests = _read_junit(workdir / policy.junit_xml)
         self._junit_stamp = _stamp(workdir / policy.junit_xml)
         self._lint_errors: int | None = None
         self._test_globs = [_glob_regex(glob) for glob in policy.test_globs]
 
+    @property
+    def workdir(self) -> Path:
+        """The folder the probe watches."""
+        return self._workdir
+
     def snapshot(self) -> Snapshot:
         """The workspace now (call before the iteration); its states count as seen."""
-        snapshot = self._take()
-        for path, state in snapshot.files.items():
-            self._seen.setdefault(path, set()).add(state.exact)
-        return snapshot
+        return self.mark_seen(self._take())
 
     def take(self) -> Snapshot:
         """The workspace now, without counting it as seen (the end of an iteration)."""
         return self._take()
 
+    def mark_seen(self, snapshot: Snapshot) -> Snapshot:
+        """Count ``snapshot``'s states as seen and return it, to serve as the next "before".
+
+        The snapshot :meth:`take` returned after an iteration, passed here once
+        it has been measured, stands for a fresh :meth:`snapshot` before the
+        next iteration without asking git again.
+        """
+        for path, state in snapshot.files.items():
+            self._seen.setdefault(path, set()).add(state.exact)
+        return snapshot
+
     def _take(self) -> Snapshot:
-        if self._git:
-            head = _head(self._workdir)
-            files = {path: self._state(path) for path in _dirty(self._workdir, self._prefix)}
-        else:
-            head = None
+        if not self._git:
             files = {path: self._state(path) for path in _all_files(self._workdir)}
-        return Snapshot(head, files, self._tasks_checked(), self._git)
+            return Snapshot(None, files, self._tasks_checked(), False)
+        status = read_status(self._workdir, self._prefix)
+        if status is None:  # git did not answer: nothing to compare, as if nothing changed
+            return Snapshot(None, {}, self._tasks_checked(), True)
+        files = {
+            entry.path: self._state(entry.path) for entry in status if not _ignored(entry.path)
+        }
+        return Snapshot(status.head, files, self._tasks_checked(), True, status)
 
     def measure(
         self,
@@ -132,10 +166,16 @@ class WorkspaceProbe:
 
     def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:
         candidates = set(before.files) | set(after.files)
+        committed: Mapping[str, str] | None = {}
         if self._git and before.head != after.head and before.head and after.head:
-            candidates |= set(_committed(self._workdir, before.head, after.head))  # --relative
+            committed = committed_changes(self._workdir, before.head, after.head)  # --relative
+            candidates |= {p for p in committed or () if not _ignored(p)}
         changed = {}
-        clean_before = [p for p in candidates if p not in before.files]
+        # A path that matched HEAD before: its earlier state is HEAD's content,
+        # read from git only when HEAD holds it at all.
+        clean_before = [
+            p for p in candidates if p not in before.files and _in_head(p, after, committed)
+        ]
         at_head = (
             _blob_states(self._workdir, before.head, clean_before, self._prefix)
             if self._git
@@ -205,41 +245,15 @@ def _hash_content(data: bytes) -> FileState:
     return FileState(exact, loose)
 
 
-def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=root, input=stdin, capture_output=True, check=False, timeout=120
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
-def _head(root: Path) -> str | None:
-    out = _git(root, "rev-parse", "--verify", "-q", "HEAD")
-    return out.decode().strip() if out else None
-
-
-def _dirty(root: Path, prefix: str) -> list[str]:
-    """Paths under ``root`` that differ from HEAD: modified, added, deleted, untracked."""
-    out = _git(
-        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--", "."
-    )
-    paths = []
-    for entry in (out or b"").split(b"\0"):
-        if len(entry) > 3:
-            path = os.fsdecode(entry[3:])  # relative to the top of the repository
-            if prefix and not path.startswith(prefix):
-                continue
-            path = path[len(prefix) :]
-            if not _ignored(path):
-                paths.append(path)
-    return paths
-
-
-def _committed(root: Path, old: str, new: str) -> list[str]:
-    out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--relative", old, new)
-    return [p for p in (os.fsdecode(x) for x in (out or b"").split(b"\0") if x) if not _ignored(p)]
+def _in_head(path: str, after: Snapshot, committed: Mapping[str, str] | None) -> bool:
+    """Whether the HEAD before the iteration may hold ``path`` (when unsure: yes)."""
+    if committed is None or after.status is None:
+        return True
+    if path in committed:
+        return committed[path] != "A"  # added by the iteration's commits
+    entry = after.status.get(path)
+    # Unchanged by the commits: the HEAD before holds it iff the HEAD after does.
+    return entry is None or entry.in_head
 
 
 def _blob_states(
@@ -250,7 +264,7 @@ def _blob_states(
     if head is None or not wanted:
         return {}
     request = "".join(f"{head}:{prefix}{path}\n" for path in wanted).encode()
-    out = _git(root, "cat-file", "--batch", stdin=request)
+    out = git_output(root, "cat-file", "--batch", input=request)
     states: dict[str, FileState] = {}
     position = 0
     data = out or b""

@@ -6,13 +6,15 @@ branch ``forge/<change>``, made from the loop's ``base`` and reused on rerun.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import trio
 
 from .._errors import ForgeError
+from .._git import GIT_TIMEOUT, run_git_async
 from .._state import STATE_DIR
+
+_CHECKOUT_TIMEOUT = 5 * GIT_TIMEOUT
 
 
 class WorktreeError(ForgeError):
@@ -34,27 +36,19 @@ async def ensure_worktree(repo: Path, change: str, base: str, lock: trio.Lock) -
         if (path / ".git").exists():
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
-        has_branch = await _git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}")
-        if has_branch.returncode == 0:
+        has_branch = await run_git_async(
+            repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}"
+        )
+        if has_branch.ok:
             args = ["worktree", "add", str(path), branch]
         else:
             args = ["worktree", "add", "-b", branch, str(path), base]
-        done = await _git(repo, *args)
-        if done.returncode != 0:
+        # A checkout writes every file of the tree: give a large one its time.
+        done = await run_git_async(repo, *args, timeout=_CHECKOUT_TIMEOUT)
+        if not done.ok:
             raise WorktreeError(
                 f"cannot create the worktree of loop {change!r}",
-                context=[f"git {' '.join(args)}", done.stdout.decode(errors="replace").strip()],
+                context=[f"git {' '.join(args)}", done.message()],
                 hint="check that the loop's base exists and that the branch is not checked out",
             )
     return path
-
-
-async def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return await trio.run_process(
-        ["git", *args],
-        cwd=repo,
-        check=False,
-        capture_stdout=True,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
