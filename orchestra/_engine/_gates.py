@@ -9,7 +9,7 @@ functions here); the secret scan walks files and is the one gate with I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -21,6 +21,7 @@ from .._policy import BudgetPolicy
 from .._secscan import ProjectScanner
 from .._spend import SpendTotals, budget_exceeded
 from .._state import atomic_write
+from .._treestatus import TreeStatus
 from .._verify import VerifyAttempts, gate_detail
 
 VERIFY_GATE = "verify circuit-breaker"
@@ -98,8 +99,8 @@ class SecscanGate:
     markers: Path | None = None
     name: str = SECSCAN_GATE
 
-    def check(self, changed: Collection[str] | None = None) -> GateReading:
-        """Scan (only ``changed`` paths when the scanner knows the rest) and read the gate.
+    def check(self, status: TreeStatus | None = None) -> GateReading:
+        """Scan (only what changed since ``status``'s predecessor) and read the gate.
 
         Blocking: call it off the event loop. A scan that fails is an
         unreadable gate, never a closed one.
@@ -110,7 +111,7 @@ class SecscanGate:
         try:
             if scanner.trusted_markers is None and self.markers is not None:
                 scanner.trusted_markers = _read_markers(self.markers)
-            report = scanner.scan()
+            report = scanner.scan(status)
             if scanner.trusted_markers is None:
                 scanner.trusted_markers = report.result.markers
                 if self.markers is not None:

@@ -30,7 +30,7 @@ from .._policy import Policy
 from .._protect._check import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
-from .._stagnation import WorkspaceProbe
+from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
     BreakerClosed,
     BreakerHalfOpen,
@@ -45,8 +45,9 @@ from .._state import (
     exclusive_lock,
     utc_now_iso,
 )
+from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import VerifyReport, run_verify, verify_event
-from .._workspace import tree_state
+from .._workspace import tree_state, tree_state_from
 from ._decide import LoopRules, LoopState, Trip, Verdict, admit, cooled_down, decide, exhausted
 from ._endings import DONE, GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import (
@@ -186,6 +187,11 @@ class _Loop:
     on_iteration: IterationCallback | None
     probe: WorkspaceProbe | None = None
     last: IterationOutcome | None = None
+    # The working tree as last read: one git status serves the measurement
+    # after an iteration, the next iteration's "before" and the secret scan.
+    before: Snapshot | None = None
+    status: TreeStatus | None = None
+    prefix: str | None = None
 
     @property
     def rules(self) -> LoopRules:
@@ -197,7 +203,8 @@ class _Loop:
 
     async def run(self) -> RunSummary:
         state = await _in_thread(self.store.load)
-        secscan = await _in_thread(self.settings.secscan.check)
+        await _in_thread(self._look_at_the_tree)
+        secscan = await _in_thread(self.settings.secscan.check, self.status)
         await _in_thread(self.store.append, self._started(state, secscan))
         self._show_state(state)
         circuit = state.circuit
@@ -205,8 +212,6 @@ class _Loop:
         if self.rules.supervised and circuit.finished == DONE:
             self._say("loop", "already done in an earlier run; nothing to do")
             return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
-        if self.rules.judge_stagnation:
-            self.probe = await _in_thread(WorkspaceProbe, self.plan.workdir, self.policy.stagnation)
         for number in range(used + 1, self.rules.max_iterations + 1):
             state, ending = await self._admit(state, secscan)
             if ending is not None:
@@ -270,8 +275,6 @@ class _Loop:
         # Counted as used when it starts: an interrupted iteration was spent too,
         # and a rerun goes on after it rather than running it twice.
         await _in_thread(self.store.begin, started, iterations_used=number)
-        probe = self.probe
-        before = await _in_thread(probe.snapshot) if probe is not None else None
         outcome, integrity = await guarded_iteration(self.plan, number)
         self.last = outcome
         record = iteration_record(
@@ -282,8 +285,10 @@ class _Loop:
             integrity=integrity,
         )
         if not (record.provider_refused and not record.is_harmful) and not record.cannot_start:
-            record = await self._measure(record, outcome, before)
-        secscan = await _in_thread(self.settings.secscan.check)
+            record = await self._measure(record, outcome)
+        else:
+            await _in_thread(self._read_status)
+        secscan = await _in_thread(self.settings.secscan.check, self.status)
         record = attrs.evolve(record, secscan=secscan)
         # The clock is read here, on the event loop (a test's clock lives there).
         judge = partial(self._judge, record, self.settings.wall_clock(), utc_now_iso())
@@ -292,28 +297,40 @@ class _Loop:
         self._show_iteration(outcome, record, state, verdict)
         return state, verdict, secscan
 
-    async def _measure(
-        self, record: IterationRecord, outcome: IterationOutcome, before: Any
-    ) -> IterationRecord:
+    async def _measure(self, record: IterationRecord, outcome: IterationOutcome) -> IterationRecord:
         """What the iteration changed, and the verify's verdict on it."""
-        probe = self.probe
-        # The agent's work is what changed before the verify ran: files the
-        # verify writes (reports, caches) are not the agent's progress.
-        after = await _in_thread(probe.take) if probe is not None else None
+        probe, before = self.probe, self.before
+        if probe is None or before is None:
+            await _in_thread(self._read_status)
+            after = None
+        else:
+            # The agent's work is what changed before the verify ran: files the
+            # verify writes (reports, caches) are not the agent's progress.
+            after = await _in_thread(probe.take)
+            self.status = after.status
         report = None
         tree = None
         if self.rules.run_verify and not record.is_harmful:
             # After harm to a protected path the loop stops: verifying the
             # restored tree would only add a verdict nobody asked for.
             self.progress.status = "verifying"
-            tree = await _in_thread(tree_state, self.plan.workdir)
+            status = self.status
+            if status is not None:
+                tree = tree_state_from(status)
+            else:
+                tree = await _in_thread(tree_state, self.plan.workdir)
             report = await run_verify(
                 self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
             )
         signals = None
-        if probe is not None and before is not None:
+        if probe is not None and before is not None and after is not None:
             measure = partial(probe.measure, before, outcome, report, after=after)
             signals = await _in_thread(measure)
+            # The next "before": the tree after the verify (its own writes are
+            # not the next iteration's work), or simply the one just taken.
+            fresh = await _in_thread(probe.take) if report is not None else after
+            self.before = probe.mark_seen(fresh)
+            self.status = fresh.status
         return attrs.evolve(
             record,
             verify=report.verdict if report is not None else None,
@@ -374,6 +391,27 @@ class _Loop:
                 self.progress.status = "waiting for the provider's reset"
                 self._say("limit", f"provider limit — waiting {seconds:.0f}s for its reset")
                 await trio.sleep(seconds)
+
+    # -- the working tree ----------------------------------------------------
+
+    def _look_at_the_tree(self) -> None:
+        """Before the first iteration (blocking): where the tree is, and its state."""
+        if self.rules.judge_stagnation:
+            self.probe = WorkspaceProbe(self.plan.workdir, self.policy.stagnation)
+            self.before = self.probe.snapshot()
+            self.status = self.before.status
+        else:
+            self.prefix = work_tree_prefix(self.plan.workdir)
+            self._read_status()
+
+    def _read_status(self) -> None:
+        """The tree's status now (blocking): one git command, none outside git."""
+        if self.probe is not None:
+            snapshot = self.probe.take()
+            self.before = self.probe.mark_seen(snapshot)
+            self.status = snapshot.status
+        elif self.prefix is not None:
+            self.status = read_status(self.plan.workdir, self.prefix)
 
     # -- records and words ---------------------------------------------------
 
@@ -469,11 +507,11 @@ class _Loop:
             checked = f", verify {record.verify}" if record.verify else ""
             self._say("iteration", f"{record.iteration}/{max_iterations}: {ending}{checked}")
         if verdict.opened:
-            self._show_transition(
-                BreakerOpened(run_id="", reason=state.circuit.reason or ""), state
-            )
+            opened = BreakerOpened(run_id=self.plan.run_id, reason=state.circuit.reason or "")
+            self._show_transition(opened, state)
         elif verdict.closed:
-            self._show_transition(BreakerClosed(run_id="", reason="the probe made progress"), state)
+            closed = BreakerClosed(run_id=self.plan.run_id, reason="the probe made progress")
+            self._show_transition(closed, state)
 
     def _show_transition(
         self, event: BreakerOpened | BreakerHalfOpen | BreakerClosed, state: LoopState
