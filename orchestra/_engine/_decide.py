@@ -45,6 +45,8 @@ from .._state import (
     BreakerReset,
     Event,
     IterationFinished,
+    IterationStarted,
+    RunStarted,
     SpendReset,
     StateCorrupt,
     VerifyRecorded,
@@ -474,6 +476,20 @@ def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:
                 continue
             history.append(signals)
     return tuple(history)
+
+
+def started_iterations(events: Iterable[Event]) -> int:
+    """The highest iteration a supervised loop of this change started, by its timeline."""
+    supervised = False
+    highest = 0
+    for event in events:
+        if isinstance(event, RunStarted):
+            supervised = event.supervised
+        elif isinstance(event, IterationStarted) and supervised:
+            highest = max(highest, event.iteration)
+        elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+            highest = 0  # a human's reset counts the iterations afresh
+    return highest
 
 
 def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopState:

@@ -274,7 +274,7 @@ class _Loop:
         started = IterationStarted(run_id=self.plan.run_id, iteration=number)
         # Counted as used when it starts: an interrupted iteration was spent too,
         # and a rerun goes on after it rather than running it twice.
-        await _in_thread(self.store.begin, started, iterations_used=number)
+        await _in_thread(self.store.begin, started)
         outcome, integrity = await guarded_iteration(self.plan, number)
         self.last = outcome
         record = iteration_record(

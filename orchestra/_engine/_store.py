@@ -25,14 +25,15 @@ from .._spend import NO_SPEND, SpendTotals
 from .._state import (
     ChangePaths,
     Event,
+    IterationStarted,
     append_events,
     exclusive_lock,
     load_or_block,
     read_timeline,
-    save_state,
+    save_states,
 )
 from .._verify import VerifyAttempts, load_verify_locked
-from ._decide import LoopState, Verdict, fold_history
+from ._decide import LoopState, Verdict, fold_history, started_iterations
 from ._record import IterationRecord
 
 _Signature = tuple[int, int, int] | None
@@ -61,6 +62,7 @@ class ChangeStore:
         self._owns_circuit = owns_circuit
         self._state = LoopState()
         self._seen: dict[Path, _Signature] = {}
+        self._on_disk_circuit: CircuitState | None = None
 
     @property
     def state(self) -> LoopState:
@@ -70,11 +72,18 @@ class ChangeStore:
         """Read the change's state and its detectors' history from the timeline."""
         with exclusive_lock(self.paths.lock):
             timeline = read_timeline(self.paths.timeline)
+            events = timeline.typed()
+            circuit = self._read_circuit()
+            if self._owns_circuit:
+                # An iteration that started but was never committed was spent too.
+                started = started_iterations(events)
+                if started > circuit.iterations_used:
+                    circuit = attrs.evolve(circuit, iterations_used=started, finished=None)
             self._state = LoopState(
-                circuit=self._read_circuit(),
+                circuit=circuit,
                 verify=self._read_verify(),
                 spend=self._read_spend(),
-                history=fold_history(timeline.typed()),
+                history=fold_history(events),
             )
         return self._state
 
@@ -99,16 +108,20 @@ class ChangeStore:
             append_events(self.paths.timeline, self.paths.name, events)
         return self._state
 
-    def begin(self, event: Event, *, iterations_used: int | None = None) -> LoopState:
-        """An iteration starts: count it as used (a rerun goes on after it) and record it."""
+    def begin(self, event: IterationStarted) -> LoopState:
+        """An iteration starts: record it, and count it as used (a rerun goes on after it).
+
+        Only the timeline is written here; ``breaker.yaml`` takes the count with
+        the iteration's commit, and a loop loaded after a crash in between
+        counts the started iteration from the timeline.
+        """
         with exclusive_lock(self.paths.lock):
             state = self._fresh()
-            if iterations_used is not None and self._owns_circuit:
+            if self._owns_circuit:
                 circuit = attrs.evolve(
-                    state.circuit, iterations_used=iterations_used, finished=None
+                    state.circuit, iterations_used=event.iteration, finished=None
                 )
                 state = attrs.evolve(state, circuit=circuit)
-                self._write_circuit(circuit)
             self._state = state
             append_events(self.paths.timeline, self.paths.name, [event])
         return self._state
@@ -123,11 +136,12 @@ class ChangeStore:
         with exclusive_lock(self.paths.lock):
             before = self._fresh()
             after, verdict, events = judge(before)
-            self._write_spend(after.spend)
+            files: list[tuple[Path, object]] = [(self.paths.spend, after.spend)]
             if record.verify is not None:
-                self._write(self.paths.verify_attempts, after.verify)
-            if self._owns_circuit and after.circuit != before.circuit:
-                self._write_circuit(after.circuit)
+                files.append((self.paths.verify_attempts, after.verify))
+            if self._owns_circuit and after.circuit != self._on_disk_circuit:
+                files.append((self.paths.breaker, after.circuit))
+            self._write_all(files)
             append_events(self.paths.timeline, self.paths.name, events)
             self._state = after
         return after, verdict
@@ -161,6 +175,7 @@ class ChangeStore:
     def _read_circuit(self) -> CircuitState:
         circuit = load_circuit_locked(self.paths)
         self._seen[self.paths.breaker] = _signature(self.paths.breaker)
+        self._on_disk_circuit = circuit
         return circuit
 
     def _read_verify(self) -> VerifyAttempts:
@@ -174,11 +189,11 @@ class ChangeStore:
         return totals
 
     def _write_circuit(self, circuit: CircuitState) -> None:
-        self._write(self.paths.breaker, circuit)
+        self._write_all([(self.paths.breaker, circuit)])
 
-    def _write_spend(self, totals: SpendTotals) -> None:
-        self._write(self.paths.spend, totals)
-
-    def _write(self, path: Path, state: object) -> None:
-        save_state(path, state)
-        self._seen[path] = _signature(path)
+    def _write_all(self, files: list[tuple[Path, object]]) -> None:
+        save_states(files)
+        for path, state in files:
+            self._seen[path] = _signature(path)
+            if path == self.paths.breaker and isinstance(state, CircuitState):
+                self._on_disk_circuit = state

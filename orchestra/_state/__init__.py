@@ -46,3 +46,4 @@ from ._timeline import read_timeline as read_timeline
 from ._yamlstate import STATE_CONVERTER as STATE_CONVERTER
 from ._yamlstate import load_state as load_state
 from ._yamlstate import save_state as save_state
+from ._yamlstate import save_states as save_states

@@ -55,6 +55,47 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False) -> None:
     fsync_dir(path.parent)
 
 
+def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False) -> None:
+    """:func:`atomic_write` for several files of one folder, with one folder fsync.
+
+    Each file is written and flushed to a temporary file first; only then are
+    they renamed into place, so a crash leaves each file old or new, whole.
+
+    Raises:
+        StateError: when the folder cannot be written (read-only, disk full ...).
+    """
+    if not files:
+        return
+    written: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp_name = tempfile.mkstemp(
+                    dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+                )
+            except OSError as exc:
+                raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+            written.append((tmp_name, path))
+            with os.fdopen(fd, "wb") as tmp:
+                tmp.write(data)
+                tmp.flush()
+                os.fsync(tmp.fileno())
+            if journal:
+                note_forge_write(path, data)
+        for tmp_name, path in written:
+            os.replace(tmp_name, path)
+    except BaseException as exc:
+        for tmp_name, _ in written:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            raise StateError(f"cannot write {files[0][0].parent}: {exc.strerror or exc}") from exc
+        raise
+    for folder in {path.parent for path, _ in files}:
+        fsync_dir(folder)
+
+
 # A loop's own updates of protected state files are listed here by content
 # hash, so that the integrity check can tell them (a verify recorded by the
 # agent's stop hook, a second run's spend, a human's waiver) from an agent's

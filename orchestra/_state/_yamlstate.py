@@ -11,7 +11,7 @@ from cattrs.preconf.pyyaml import make_converter
 
 from .._convert import make_strict
 from .._errors import CorruptStateError
-from ._files import atomic_write, move_aside, read_state_bytes
+from ._files import atomic_write, atomic_write_many, move_aside, read_state_bytes
 
 # Unknown keys are tolerated (a newer forge may have written them); known keys
 # must have exactly their type, and a required key that is missing is corruption.
@@ -64,11 +64,21 @@ def save_state(path: Path, state: object, *, journal: bool = True) -> None:
 
     ``journal=False`` for a human's reset (see ``atomic_write``).
     """
+    atomic_write(path, render_state(state), journal=journal)
+
+
+def save_states(states: list[tuple[Path, object]]) -> None:
+    """:func:`save_state` for several files of one folder, renamed into place together."""
+    atomic_write_many([(path, render_state(state)) for path, state in states], journal=True)
+
+
+def render_state(state: object) -> bytes:
+    """A state file's bytes: YAML, keys in the order the class declares them."""
     data = STATE_CONVERTER.unstructure(state)
     text = yaml.dump(
         data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
-    atomic_write(path, text.encode("utf-8"), journal=journal)
+    return text.encode("utf-8")
 
 
 def _describe(exc: BaseException) -> str:
