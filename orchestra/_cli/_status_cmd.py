@@ -14,8 +14,7 @@ from .._durations import format_duration
 from .._errors import EXIT_OK
 from .._spend import read_spend
 from .._state import ChangePaths, list_changes, read_timeline
-from .._supervise import resolve_loops
-from .._supervise._circuit_store import load_circuit, reset_circuit
+from .._supervise import load_circuit, reset_circuit, resolve_loops
 from .._verify import read_breaker
 from ._common import policy_from, project_from
 from ._console import Output

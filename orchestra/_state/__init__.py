@@ -4,6 +4,7 @@ from .._names import check_change_name as check_change_name
 from ._change import STATE_DIR as STATE_DIR
 from ._change import ChangePaths as ChangePaths
 from ._change import list_changes as list_changes
+from ._files import FORGE_WRITES as FORGE_WRITES
 from ._files import atomic_write as atomic_write
 from ._files import exclusive_lock as exclusive_lock
 from ._files import move_aside as move_aside

@@ -8,13 +8,13 @@ from ._breaker import breaker_line as breaker_line
 from ._breaker import gate_detail as gate_detail
 from ._breaker import record_verdict as record_verdict
 from ._checks import CheckResult as CheckResult
-from ._gate import BreakerUpdate as BreakerUpdate
-from ._gate import read_breaker as read_breaker
-from ._gate import record_attempt as record_attempt
-from ._gate import reset_breaker as reset_breaker
 from ._report import VerifyReport as VerifyReport
 from ._report import run_verify as run_verify
 from ._scenarios import Scenario as Scenario
 from ._scenarios import ScenarioCoverage as ScenarioCoverage
 from ._scenarios import measure_coverage as measure_coverage
 from ._scenarios import slugify as slugify
+from ._store import BreakerUpdate as BreakerUpdate
+from ._store import read_breaker as read_breaker
+from ._store import record_attempt as record_attempt
+from ._store import reset_breaker as reset_breaker

@@ -1,49 +1,26 @@
-"""Would a shell command harm a protected path? The analysis behind ``forge guard``.
+"""The two questions the agent hooks ask: would this command, or this file write, harm?
 
-A command is read the way bash reads it, every word is expanded against the
-real tree, and each command that runs is judged by what it would delete or
-change. The work is done by these modules, in the order a command meets them:
+:func:`analyse_command` reads a shell command (:mod:`._parse`) and runs it in
+the mind (:mod:`._evaluate`); :func:`check_file_write` judges one path an
+agent's Write/Edit tool would write (:mod:`._harm`).
 
-- :mod:`._shparse`: the command line read into a tree (quotes, operators,
-  groups, substitutions, here-documents), leniently.
-- :mod:`._shrun`: the evaluator; runs the tree in the mind, command by command,
-  and hands each to its rule by name. ``sh -c``, ``eval`` and substitutions
-  are analysed too.
-- :mod:`._shwords`: word expansion (``~``, ``$VAR``, ``{a,b}``, globs).
-- :mod:`._shstate`: what the analysis carries (the refusals; per command list
-  the working folder and variables) and ``cd``/``export``/… that change it.
-- :mod:`._shwrappers`: ``sudo``, ``env``, ``xargs``, …, which run the command
-  after them.
-- :mod:`._shverbs`, :mod:`._shgit`, :mod:`._shfind`: the rules of the commands
-  that delete or change files.
-- :mod:`._shoptions`: a command's arguments read as options and operands.
-- :mod:`._shharm`: whether deleting or changing a path harms a protected one,
-  and the walk for protected paths on disk.
-
-This is a seatbelt against an agent's accidents, not a sandbox against a
-hostile one: scripts, interpreters (``python -c``), ``echo … | sh``, ``make``
-targets and command names only known at run time are not followed.
-
-This module and those run on every tool call of an agent: they import only
-cheap parts of the standard library and :mod:`._spec`.
+This runs on every tool call of an agent: it imports only :mod:`os` and its
+sibling modules.
 """
 
 from __future__ import annotations
 
 import os
 
-from ._shharm import check_path_write, lexical_target
-from ._shrun import analyse_text
-from ._shstate import Analysis, State
-from ._shstate import Refusal as Refusal
+from ._evaluate import analyse_text
+from ._harm import check_path_write, lexical_target
+from ._state import Analysis, Refusal, State
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ._spec import ProtectSpec
-
-__all__ = ["Refusal", "analyse_command", "check_file_write"]
+    from .._spec import ProtectSpec
 
 
 def analyse_command(
