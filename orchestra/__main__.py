@@ -1,5 +1,5 @@
 """``python -m orchestra`` runs the ``forge`` command line."""
 
-from ._cli._entry import entry
+from ._cli import entry
 
 entry()

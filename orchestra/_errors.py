@@ -5,13 +5,23 @@ itself for a person (a short message, its context and a hint), and carries the
 exit code the command line returns for it. Only the CLI entry point turns an
 error into an exit code.
 
-The tree::
+The tree (every subclass, wherever it is defined)::
 
     ForgeError
-    ├── UsageError              exit 2  bad arguments, a change name that is not a name
-    ├── ConfigError             exit 2  a policy file that cannot be used
-    └── StateError              exit 1  a state file that cannot be read or written
-        └── CorruptStateError   exit 1  moved aside; the gate that needed it blocks
+    ├── UsageError                exit 2  bad arguments, a change name that is not a name
+    │   └── ContractError         exit 2  a checkpoint update the loop contract refuses
+    ├── ConfigError               exit 2  a policy file that cannot be used
+    │   └── LimitTooLarge         exit 2  more permits asked at once than the rate limit allows
+    ├── StateError                exit 1  a state file that cannot be read or written
+    │   ├── CorruptStateError     exit 1  moved aside; the gate that needed it blocks
+    │   └── RateLimitStoreError   exit 1  the sqlite rate-limit log cannot be used
+    ├── BudgetExhausted           exit 1  another fix iteration asked for with none left
+    └── WorktreeError             exit 1  a loop's git worktree could not be created
+
+Defined elsewhere, next to what raises them: ``ContractError`` and
+``BudgetExhausted`` in :mod:`orchestra._contract`, ``LimitTooLarge`` and
+``RateLimitStoreError`` in :mod:`orchestra._ratelimit`, ``WorktreeError`` in
+:mod:`orchestra._supervise`. A test keeps this tree complete.
 
 This module imports nothing from the rest of the package.
 """

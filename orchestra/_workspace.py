@@ -14,9 +14,9 @@ import attrs
 
 from ._errors import ConfigError
 from ._git import git_output
+from ._project_root import find_root
 from ._treestatus import PathStatus, TreeStatus, read_status
 
-CONFIG_NAME = "forge.toml"
 _CHUNK = 1 << 20
 
 
@@ -34,23 +34,18 @@ def find_project(start: Path, config: Path | None = None) -> Project:
     With an explicit ``config``, its folder is the root. Otherwise the nearest
     folder at or above ``start`` that holds a ``forge.toml`` is the root; the
     search stops at the top of the git repository, and with no ``forge.toml``
-    the root is that repository's top (or ``start`` outside git).
+    the root is that repository's top (or ``start`` outside git). The search
+    is :func:`orchestra._project_root.find_root`'s, which the agent hooks
+    share.
 
     Raises:
         ConfigError: when an explicit ``config`` is not a file.
     """
-    if config is not None:
-        config = config.resolve()
-        if not config.is_file():
-            raise ConfigError("the policy file does not exist", problems=[str(config)])
-        return Project(root=config.parent, config=config)
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / CONFIG_NAME).is_file():
-            return Project(root=folder, config=folder / CONFIG_NAME)
-        if (folder / ".git").exists():
-            return Project(root=folder, config=None)
-    return Project(root=start, config=None)
+    explicit = None if config is None else os.fspath(config)
+    root, found = find_root(os.fspath(start), explicit)
+    if explicit is not None and (found is None or not os.path.isfile(found)):
+        raise ConfigError("the policy file does not exist", problems=[str(found)])
+    return Project(root=Path(root), config=None if found is None else Path(found))
 
 
 @attrs.frozen

@@ -162,14 +162,21 @@ def test_guard_command_forms(project: Repo) -> None:
     assert project.forge("guard").code == 2  # nothing to check: a usage error
 
 
-def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
-    # Warm the protect cache first: the cold path may load the full policy.
-    assert pre_tool_use(project, "Bash", {"command": "ls"}).code == 0
-    payload = json.dumps(
-        {"tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": str(project.root)}
-    )
+# Runs the installed forge script and writes the names in sys.modules at exit:
+# -X importtime would miss what the lazy facades import through importlib.
+_MODULES_AT_EXIT = """
+import atexit, json, runpy, sys
+out, sys.argv = sys.argv[1], sys.argv[2:]
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def modules_after_pre_tool_use(project: Repo, tool: str, tool_input: dict[str, Any]) -> set[str]:
+    payload = json.dumps({"tool_name": tool, "tool_input": tool_input, "cwd": str(project.root)})
+    out = project.root.parent / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", str(FORGE), "hook", "pre-tool-use"],
+        [sys.executable, "-c", _MODULES_AT_EXIT, str(out), str(FORGE), "hook", "pre-tool-use"],
         cwd=project.root,
         input=payload,
         env=forge_env(),
@@ -177,10 +184,22 @@ def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    assert "orchestra._protect._shell" in imported
-    for heavy in ("trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml"):
-        assert heavy not in imported
+    return set(json.loads(out.read_text()))
+
+
+def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
+    # Warm the protect cache first: the cold path may load the full policy.
+    assert pre_tool_use(project, "Bash", {"command": "ls"}).code == 0
+    imported = modules_after_pre_tool_use(project, "Bash", {"command": "ls"})
+    assert "orchestra._protect._shell._evaluate" in imported  # the command was analysed
+    heavy = {"trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml", "pathlib"}
+    # Nor the loop's side of protection, nor the policy and state packages.
+    heavy |= {"orchestra._protect._check", "orchestra._policy", "orchestra._state"}
+    assert not heavy & imported
+    # A tool that writes nothing does not even load the shell analyser.
+    reading = modules_after_pre_tool_use(project, "Read", {"file_path": "src/app.py"})
+    assert "orchestra._protect._config" in reading
+    assert not {"orchestra._protect._shell", *heavy} & reading
 
 
 def test_stop_lets_a_passing_change_stop(project: Repo) -> None:

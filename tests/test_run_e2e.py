@@ -318,7 +318,7 @@ def test_the_timeline_audits_a_finished_run(repo: Repo) -> None:
     assert first["done"] is False
     assert first["gates"]["secscan"] == {
         "state": "closed",
-        "detail": "no unwaived findings at or above high (1 file(s) scanned, 1 read)",
+        "detail": "no unwaived findings at or above high (1 file(s) scanned, 0 read)",
     }
     assert "duration" in first
     assert "output_bytes" in first

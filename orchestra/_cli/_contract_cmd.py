@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from .._contract import (
+    DEPTHS,
     EVENTS,
+    RISKS,
     Checkpoint,
     ContractError,
     Discovery,
@@ -22,7 +24,6 @@ from .._contract import (
     save_checkpoint,
     start,
 )
-from .._contract._model import DEPTHS, RISKS
 from .._errors import EXIT_OK, UsageError
 from .._state import (
     CHECKPOINT,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._secscan._project import output_redactor
+from .._secscan import output_redactor
 from .._state import ChangePaths
 from .._verify import (
     VerifyReport,

@@ -17,11 +17,12 @@ import json
 import os
 import sys
 
-from .._protect._config import find_root, load_spec
+from .._project_root import find_root
+from .._protect import load_spec
 
 TYPE_CHECKING = False  # not typing's: this module runs on every tool call
 if TYPE_CHECKING:
-    from .._protect._shell import Refusal
+    from .._protect import Refusal
 
 EXIT_ALLOW = 0
 EXIT_REFUSE = 2
@@ -80,7 +81,7 @@ def _guard_args(args: list[str]) -> tuple[str | None, str | None, str | None] | 
 
 def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[Refusal]:
     """Why ``command``, run in ``cwd``, would harm the project's protected paths."""
-    from .._protect._shell import analyse_command
+    from .._protect import analyse_command
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
     return analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
@@ -128,7 +129,7 @@ def pre_tool_use(payload: str) -> int:
     target = tool_input.get(key)
     if not isinstance(target, str) or not target:
         return _refuse(f"forge hook pre-tool-use: a {tool} call without {key}; refusing")
-    from .._protect._shell import check_file_write
+    from .._protect import check_file_write
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
     refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
 from .._git import git_output
-from .._secscan import Finding, add_waiver
-from .._secscan._project import ProjectScanner
+from .._secscan import Finding, ProjectScanner, add_waiver
 from ._common import policy_from, project_from
 from ._console import Output
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
-from .._secscan._project import output_redactor
+from .._secscan import output_redactor
 from .._state import STATE_CONVERTER, ChangePaths
 from .._verify import (
     BreakerUpdate,

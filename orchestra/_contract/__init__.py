@@ -1,5 +1,7 @@
-"""The loop contract an agent keeps: checkpoints, events, the Loop Trace and resume."""
+"""The loop contract: checkpoints, events, the Loop Trace and resume."""
 
+from ._model import DEPTHS as DEPTHS
+from ._model import RISKS as RISKS
 from ._model import STATUSES as STATUSES
 from ._model import BudgetExhausted as BudgetExhausted
 from ._model import Checkpoint as Checkpoint

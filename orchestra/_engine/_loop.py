@@ -27,7 +27,7 @@ from .._circuit import HALF_OPEN, OPEN
 from .._errors import StateError
 from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
 from .._policy import Policy
-from .._protect._check import IntegrityCheck, IntegrityReport, integrity_check
+from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
 from .._stagnation import Snapshot, WorkspaceProbe
@@ -159,7 +159,8 @@ async def run_loop(
         # Cancelled or interrupted: the executor tree is already stopped by the
         # process runner; record it (unwinding: no thread to hop to) and go on.
         done = progress.iteration if settings.rules.supervised else progress.completed
-        _record_interruption(plan, done)
+        # Unwinding: no thread to hop to, so this one write runs here.
+        store.stop(RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=done))
         progress.finish(INTERRUPTED)
         raise
     finished = summary.reason if settings.rules.supervised else None
@@ -584,12 +585,6 @@ def _repair_while_unwinding(plan: LoopPlan, number: int, check: IntegrityCheck, 
     # Protected from a second Ctrl-C: a restore cut in half would leave the
     # harm in place and the next run would take it as its starting point.
     _inspect(plan, number, check, label)
-
-
-def _record_interruption(plan: LoopPlan, iterations: int) -> None:
-    stopped = RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=iterations)
-    with exclusive_lock(plan.paths.lock):
-        append_event(plan.paths.timeline, plan.paths.name, stopped)
 
 
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

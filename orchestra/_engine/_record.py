@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from .._executor import IterationOutcome, RateLimitEvent
-from .._protect._check import IntegrityReport
+from .._protect import IntegrityReport
 from .._stagnation import Signals
 from .._state import IterationFinished
 from .._verify import PASS, VerifyReport

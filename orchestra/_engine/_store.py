@@ -147,12 +147,19 @@ class ChangeStore:
         return after, verdict
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:
-        """Record how the loop ended (and, for a circuit it owns, remember it)."""
+        """Record how the loop ended; a circuit it owns keeps the count and the ending.
+
+        An interrupted loop passes no ``finished``: its circuit is written as
+        it stands (the interrupted iteration counted as used).
+        """
         with exclusive_lock(self.paths.lock):
-            if finished is not None and self._owns_circuit:
-                circuit = attrs.evolve(self._fresh().circuit, finished=finished)
+            if self._owns_circuit:
+                circuit = self._fresh().circuit
+                if finished is not None:
+                    circuit = attrs.evolve(circuit, finished=finished)
                 self._state = attrs.evolve(self._state, circuit=circuit)
-                self._write_circuit(circuit)
+                if circuit != self._on_disk_circuit:
+                    self._write_circuit(circuit)
             append_events(self.paths.timeline, self.paths.name, [event])
 
     # -- with the lock held ------------------------------------------------------

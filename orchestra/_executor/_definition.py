@@ -20,8 +20,7 @@ import attrs
 
 from .._durations import Duration
 from .._errors import ConfigError
-from .._policy import structure_file
-from .._policy._fields import FieldError
+from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")

@@ -4,6 +4,7 @@ from ._converter import POLICY_CONVERTER as POLICY_CONVERTER
 from ._dump import commented_toml as commented_toml
 from ._dump import policy_as_dict as policy_as_dict
 from ._dump import policy_as_toml as policy_as_toml
+from ._fields import FieldError as FieldError
 from ._load import DeclaredLoops as DeclaredLoops
 from ._load import Layer as Layer
 from ._load import LoadedPolicy as LoadedPolicy
@@ -11,6 +12,7 @@ from ._load import display_name as display_name
 from ._load import leaf_keys as leaf_keys
 from ._load import load_policy as load_policy
 from ._load import merge_layers as merge_layers
+from ._load import read_config_text as read_config_text
 from ._load import structure_policy as structure_policy
 from ._model import MAX_ITERATIONS_CEILING as MAX_ITERATIONS_CEILING
 from ._model import SEVERITIES as SEVERITIES

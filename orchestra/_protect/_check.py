@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 
 from .._policy import Policy
-from .._state._files import FORGE_WRITES
+from .._state import FORGE_WRITES
 from ._diff import ADDED, MODIFIED, Violation, violations
 from ._manifest import Manifest, Scope, take_manifest
 from ._restore import Repair, SnapshotStore, repair

@@ -17,35 +17,11 @@ import json
 import os
 
 from .. import __version__
+from .._project_root import CONFIG_NAME
 from ._spec import ProtectSpec
 
-CONFIG_NAME = "forge.toml"
 CACHE = os.path.join(".forge", "cache", "protect.json")
 _VERSION = 1
-
-
-def find_root(start: str, config: str | None = None) -> tuple[str, str | None]:
-    """The project root and its policy file, found as every forge command finds them.
-
-    The nearest folder at or above ``start`` holding a ``forge.toml``; the
-    search stops at the top of a git repository (whose top is then the root
-    with no policy file), or with neither at ``start`` itself.
-    """
-    if config is not None:
-        config = os.path.realpath(config)
-        return os.path.dirname(config), config
-    start = os.path.realpath(start)
-    folder = start
-    while True:
-        candidate = os.path.join(folder, CONFIG_NAME)
-        if os.path.isfile(candidate):
-            return folder, candidate
-        if os.path.exists(os.path.join(folder, ".git")):
-            return folder, None
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return start, None
-        folder = parent
 
 
 def _stamp(path: str) -> list[object]:

@@ -23,6 +23,7 @@ from ._match import is_placeholder as is_placeholder
 from ._match import redact as redact
 from ._match import shannon_entropy as shannon_entropy
 from ._project import ProjectScanner as ProjectScanner
+from ._project import output_redactor as output_redactor
 from ._project import project_scanner as project_scanner
 from ._rules import SEVERITIES as SEVERITIES
 from ._rules import SHIPPED_RULES as SHIPPED_RULES

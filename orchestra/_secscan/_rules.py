@@ -41,8 +41,8 @@ import attrs
 import pathspec
 
 from .._errors import ConfigError
-from .._policy._load import read_config_text
-from .._policy._model import SEVERITIES as SEVERITIES
+from .._policy import SEVERITIES as SEVERITIES
+from .._policy import read_config_text
 from .._shipped import shipped_dir, shipped_names
 from ._engine import DEFAULT_ENGINE, KeywordFinder, compile_pattern
 

@@ -1,4 +1,4 @@
-"""Stagnation: per-iteration signals, the progress score and the detectors that trip a loop."""
+"""Stagnation: per-iteration signals, the progress score and the detectors."""
 
 from ._assess import HIGH as HIGH
 from ._assess import LOW as LOW

@@ -32,6 +32,7 @@ from ._events import VerifyRecorded as VerifyRecorded
 from ._events import decode_event as decode_event
 from ._events import encode_event as encode_event
 from ._events import event_name as event_name
+from ._files import FORGE_WRITES as FORGE_WRITES
 from ._files import atomic_write as atomic_write
 from ._files import exclusive_lock as exclusive_lock
 from ._files import move_aside as move_aside

@@ -28,7 +28,7 @@ from .._executor import Executor, load_executor, shell_command
 from .._ratelimit import RateLimiter
 from .._secscan import load_rules, project_scanner
 from .._state import ChangePaths
-from ._loops import LoopSetup
+from ._loop_tables import LoopSetup
 from ._worktree import ensure_worktree
 
 

@@ -11,6 +11,7 @@ import attrs
 from .._errors import ConfigError
 from .._names import CHANGE_NAME
 from .._policy import (
+    FieldError,
     Layer,
     LoadedPolicy,
     Policy,
@@ -19,7 +20,6 @@ from .._policy import (
     structure_policy,
     unknown_keys,
 )
-from .._policy._fields import FieldError
 
 # Tables a loop may override; the limiter and the supervisor itself are shared.
 PER_LOOP_TABLES = ("verify", "run", "budget", "breaker", "stagnation")

@@ -10,21 +10,21 @@ list, and ``export``/``declare``/``unset``/… set its variables; inside
 nothing leaks out.
 
 This runs on every tool call of an agent: it imports only :mod:`os` and
-:mod:`._shparse`.
+:mod:`._parse`.
 """
 
 from __future__ import annotations
 
 import os
 
-from ._shparse import NAME
+from ._parse import NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import TypeAlias
 
-    from ._spec import ProtectSpec
+    from .._spec import ProtectSpec
 
     # A command's rule: (analysis, its name, its arguments, the state, its stdin texts).
     Handler: TypeAlias = Callable[["Analysis", str, list["Arg"], "State", list[str]], None]
@@ -117,7 +117,7 @@ class Analysis:
         self.depth = 0
         self.budget = _WALK_BUDGET
         self.exhausted = False
-        self.mark = 0  # refusals before a retry (see _shharm._first_at_root)
+        self.mark = 0  # refusals before a retry (see _harm._first_at_root)
 
     def key(self, path: str) -> str:
         return path.casefold() if self.fold else path

@@ -5,7 +5,7 @@ under its start folders that its ``-name``/``-iname``/``-path``/``-type``/
 ``-maxdepth``/``-mindepth`` tests let through (or whose folder they let
 through, for ``-exec rm -r {}``); any other test makes it consider every path.
 ``-fprint`` and its kin change the file they name. The evaluator
-(:mod:`._shrun`) runs each ``-exec`` command over the paths found here, and
+(:mod:`._evaluate`) runs each ``-exec`` command over the paths found here, and
 reads ``find … | xargs CMD`` as ``find … -exec CMD``.
 
 This runs on every tool call of an agent: it imports only :mod:`fnmatch`,
@@ -18,15 +18,15 @@ import fnmatch
 import os
 import stat
 
-from ._shharm import ALL, check_unknown, check_write, protected_paths, root_relative
-from ._shparse import is_digits
-from ._shstate import Arg
+from ._harm import ALL, check_unknown, check_write, protected_paths, root_relative
+from ._parse import is_digits
+from ._state import Arg
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ._shstate import Analysis, State
+    from ._state import Analysis, State
 
 
 def find_execs(

@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import os
 
-from ._shharm import ALL, FROZEN_ONLY, check_delete, check_pathspec
-from ._shoptions import has_flag, option_value, parse_options
-from ._shstate import Arg, cd_target
-from ._shverbs import move
-from ._shwords import GLOB_CHARS
+from ._harm import ALL, FROZEN_ONLY, check_delete, check_pathspec
+from ._options import has_flag, option_value, parse_options
+from ._state import Arg, cd_target
+from ._verbs import move
+from ._words import GLOB_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ._shstate import Analysis, State
+    from ._state import Analysis, State
 
 
 def git(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:

@@ -9,7 +9,7 @@ substitution, an unset variable, ``$@``, …) makes an opaque argument that
 keeps the known text before it; so does a glob matching more than 256 paths.
 A word makes at most 256 arguments.
 
-The substitutions inside a word are analysed by the evaluator (:mod:`._shrun`)
+The substitutions inside a word are analysed by the evaluator (:mod:`._evaluate`)
 before it expands the word here.
 
 This runs on every tool call of an agent: it imports only :mod:`glob`,
@@ -23,13 +23,13 @@ import itertools
 import os
 import re
 
-from ._shparse import is_digits
-from ._shstate import Arg
+from ._parse import is_digits
+from ._state import Arg
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._shparse import Word
-    from ._shstate import Analysis, State
+    from ._parse import Word
+    from ._state import Analysis, State
 
 _MAX_WORDS = 256  # fields one word may expand to (braces, loops)
 GLOB_CHARS = "*?["

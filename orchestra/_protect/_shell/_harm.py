@@ -23,7 +23,7 @@ Finding what is protected under a folder walks the real tree, within a budget
 per command; past it, the worst is assumed.
 
 This runs on every tool call of an agent: it imports only :mod:`os`,
-:mod:`re`, :mod:`stat` and its sibling modules.
+:mod:`re`, :mod:`stat`, its sibling modules and :mod:`.._spec`.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import os
 import re
 import stat
 
-from ._shwords import GLOB_CHARS
-from ._spec import EXIST, FROZEN
+from .._spec import EXIST, FROZEN
+from ._words import GLOB_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ._shstate import Analysis, Arg, State
+    from ._state import Analysis, Arg, State
 
 ALL = (EXIST, FROZEN)
 FROZEN_ONLY = (FROZEN,)

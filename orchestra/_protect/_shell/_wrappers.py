@@ -1,7 +1,7 @@
 """Commands that run the command after them: ``sudo``, ``env``, ``xargs``, ….
 
 A wrapper's rule strips its own options and returns the command it runs, for
-the evaluator (:mod:`._shrun`) to judge in its place: ``sudo``, ``doas``,
+the evaluator (:mod:`._evaluate`) to judge in its place: ``sudo``, ``doas``,
 ``env`` (whose ``-C`` moves the working folder and ``-S`` splits a string into
 words), ``nice``, ``nohup``, ``timeout``, ``flock``, ``exec``, ``command``
 (but not ``command -v``, which runs nothing), …. ``xargs CMD`` runs CMD with
@@ -13,16 +13,16 @@ This runs on every tool call of an agent: it imports only its sibling modules.
 
 from __future__ import annotations
 
-from ._shoptions import has_flag, option_value, parse_options
-from ._shparse import ASSIGNMENT
-from ._shstate import Arg, cd_target
+from ._options import has_flag, option_value, parse_options
+from ._parse import ASSIGNMENT
+from ._state import Arg, cd_target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeAlias
 
-    from ._shstate import Analysis, State
+    from ._state import Analysis, State
 
     # A wrapper's rule: the command it runs and the state it runs in, or None for none.
     Wrapper: TypeAlias = Callable[

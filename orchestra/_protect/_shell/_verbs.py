@@ -9,7 +9,7 @@
   ``cp``/``mv``/``ln``/``install``/``rsync``; a recursive ``cp``/``chmod
   -R``/``rsync`` changes its whole target folder.
 
-What deleting or changing a path harms is :mod:`._shharm`'s to judge.
+What deleting or changing a path harms is :mod:`._harm`'s to judge.
 
 This runs on every tool call of an agent: it imports only :mod:`os`,
 :mod:`re` and its sibling modules.
@@ -20,13 +20,13 @@ from __future__ import annotations
 import os
 import re
 
-from ._shharm import check_delete, check_write
-from ._shoptions import has_flag, option_value, parse_options
-from ._shstate import Arg
+from ._harm import check_delete, check_write
+from ._options import has_flag, option_value, parse_options
+from ._state import Arg
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._shstate import Analysis, Handler, State
+    from ._state import Analysis, Handler, State
 
 
 def _rm(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:

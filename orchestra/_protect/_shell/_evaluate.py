@@ -1,12 +1,12 @@
 """The evaluator: runs a parsed command tree in the mind, judging each command's harm.
 
-Commands run in order, each with its words expanded (:mod:`._shwords`) after
+Commands run in order, each with its words expanded (:mod:`._words`) after
 the command substitutions inside them have been analysed in turn. ``VAR=1
 cmd`` and ``VAR=1`` alone are read, ``for`` binds its variable, and each
-simple command goes to its rule by name: a wrapper's (:mod:`._shwrappers`)
-gives the command it runs; those of the file verbs (:mod:`._shverbs`), git
-(:mod:`._shgit`) and ``find`` (:mod:`._shfind`) judge it; ``cd``,
-``export`` and their kin change the state (:mod:`._shstate`). Redirections
+simple command goes to its rule by name: a wrapper's (:mod:`._wrappers`)
+gives the command it runs; those of the file verbs (:mod:`._verbs`), git
+(:mod:`._git`) and ``find`` (:mod:`._find`) judge it; ``cd``,
+``export`` and their kin change the state (:mod:`._state`). Redirections
 ``>``, ``>>``, ``&>``, ``<>`` change their target.
 
 The strings of ``sh -c``, ``bash -c``, ``eval`` and ``watch``, and shell
@@ -21,20 +21,20 @@ This runs on every tool call of an agent: it imports only its sibling modules.
 
 from __future__ import annotations
 
-from ._shfind import find_execs
-from ._shgit import git
-from ._shharm import check_write
-from ._shoptions import has_flag, parse_options
-from ._shparse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
-from ._shstate import BUILTINS, Arg
-from ._shverbs import VERBS
-from ._shwords import expand_word
-from ._shwrappers import WRAPPERS
+from ._find import find_execs
+from ._git import git
+from ._harm import check_write
+from ._options import has_flag, parse_options
+from ._parse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
+from ._state import BUILTINS, Arg
+from ._verbs import VERBS
+from ._words import expand_word
+from ._wrappers import WRAPPERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._shparse import Item, Simple
-    from ._shstate import Analysis, Handler, State
+    from ._parse import Item, Simple
+    from ._state import Analysis, Handler, State
 
 _MAX_DEPTH = 12  # nested sh -c / eval / substitutions
 _WRITE_REDIRECTS = frozenset({">", ">|", ">>", "&>", "&>>", ">&", "<>"})

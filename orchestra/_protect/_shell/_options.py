@@ -11,7 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._shstate import Arg
+    from ._state import Arg
 
 
 def parse_options(

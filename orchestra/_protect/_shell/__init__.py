@@ -1,0 +1,35 @@
+"""Would a shell command harm a protected path? The analysis behind ``forge guard``.
+
+A command is read the way bash reads it, every word is expanded against the
+real tree, and each command that runs is judged by what it would delete or
+change. The work is done by these modules, in the order a command meets them:
+
+- :mod:`._analyse`: the two entry points, :func:`analyse_command` and
+  :func:`check_file_write`.
+- :mod:`._parse`: the command line read into a tree (quotes, operators,
+  groups, substitutions, here-documents), leniently.
+- :mod:`._evaluate`: the evaluator; runs the tree in the mind, command by
+  command, and hands each to its rule by name. ``sh -c``, ``eval`` and
+  substitutions are analysed too.
+- :mod:`._words`: word expansion (``~``, ``$VAR``, ``{a,b}``, globs).
+- :mod:`._state`: what the analysis carries (the refusals; per command list
+  the working folder and variables) and ``cd``/``export``/… that change it.
+- :mod:`._wrappers`: ``sudo``, ``env``, ``xargs``, …, which run the command
+  after them.
+- :mod:`._verbs`, :mod:`._git`, :mod:`._find`: the rules of the commands
+  that delete or change files.
+- :mod:`._options`: a command's arguments read as options and operands.
+- :mod:`._harm`: whether deleting or changing a path harms a protected one,
+  and the walk for protected paths on disk.
+
+This is a seatbelt against an agent's accidents, not a sandbox against a
+hostile one: scripts, interpreters (``python -c``), ``echo … | sh``, ``make``
+targets and command names only known at run time are not followed.
+
+These modules run on every tool call of an agent: they import only cheap
+parts of the standard library and :mod:`orchestra._protect._spec`.
+"""
+
+from ._analyse import analyse_command as analyse_command
+from ._analyse import check_file_write as check_file_write
+from ._state import Refusal as Refusal
