@@ -6,10 +6,18 @@ into the state; the shell around it reads and writes ``verify-attempts.yaml``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import attrs
+
+from .._state import (
+    VERIFY_BREAKER,
+    BreakerReset,
+    Event,
+    OtherEvent,
+    StateCorrupt,
+    VerifyRecorded,
+)
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -84,7 +92,7 @@ def record_verdict(
     return attrs.evolve(attempted, consecutive_failures=streak, open=opens, opened_at=opened_at)
 
 
-def fold_timeline(events: Iterable[Mapping[str, Any]]) -> VerifyAttempts | None:
+def fold_timeline(events: Iterable[Event]) -> VerifyAttempts | None:
     """The breaker as the timeline's verify events leave it; None when there are none.
 
     The timeline is the log of record and ``verify-attempts.yaml`` a fold of it,
@@ -92,50 +100,32 @@ def fold_timeline(events: Iterable[Mapping[str, Any]]) -> VerifyAttempts | None:
     is rebuilt rather than restarted from zero.
 
     Raises:
-        ValueError: when an event's fields do not fit the breaker.
+        ValueError: when a verify event is damaged (its fields did not fit).
     """
     state: VerifyAttempts | None = None
     for event in events:
-        kind = event.get("event")
-        if kind == "verify":
+        if isinstance(event, VerifyRecorded):
+            if event.verdict not in (PASS, FAIL) or event.consecutive_failures < 0:
+                raise ValueError(f"a verify event holds {event.verdict!r}")
             state = VerifyAttempts(
-                consecutive_failures=_count(event, "consecutive_failures"),
-                open=_flag(event, "open"),
-                last_verdict=_text(event, "verdict"),
-                total_attempts=_count(event, "total_attempts"),
-                max_failures=_count(event, "max_failures") or None,
-                blocked=_text(event, "blocked"),
-                last_attempt_at=_text(event, "ts"),
-                last_commit=_text(event, "commit"),
-                last_tree=_text(event, "tree"),
+                consecutive_failures=event.consecutive_failures,
+                open=event.open,
+                last_verdict=event.verdict,
+                total_attempts=event.total_attempts,
+                max_failures=event.max_failures or None,
+                blocked=event.blocked,
+                last_attempt_at=event.ts,
+                last_commit=event.commit,
+                last_tree=event.tree,
             )
-        elif kind == "breaker.reset" and state is not None:
-            state = reset(state, now=str(event.get("ts")))
-        elif kind == "state.corrupt" and event.get("file") == "verify-attempts.yaml":
-            moved = _text(event, "moved_to")
-            state = attrs.evolve(state or NEW, blocked=f"moved aside to {moved}")
+        elif isinstance(event, OtherEvent) and event.name == VerifyRecorded.kind:
+            raise ValueError(f"a verify event does not fit: {event.fields!r}")
+        elif isinstance(event, BreakerReset) and event.breaker == VERIFY_BREAKER:
+            if state is not None:
+                state = reset(state, now=str(event.ts))
+        elif isinstance(event, StateCorrupt) and event.file == "verify-attempts.yaml":
+            state = attrs.evolve(state or NEW, blocked=f"moved aside to {event.moved_to}")
     return state
-
-
-def _count(event: Mapping[str, Any], key: str) -> int:
-    value = event.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
-    return value
-
-
-def _text(event: Mapping[str, Any], key: str) -> str | None:
-    value = event.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
-    return value
-
-
-def _flag(event: Mapping[str, Any], key: str) -> bool:
-    value = event.get(key)
-    if not isinstance(value, bool):
-        raise ValueError(f"{key} of a {event.get('event')} event is {value!r}")
-    return value
 
 
 def reset(state: VerifyAttempts, *, now: str) -> VerifyAttempts:

@@ -97,7 +97,7 @@ def _rebuild(paths: ChangePaths) -> VerifyAttempts:
     """A missing state file: the timeline's verify events say what it held, if anything."""
     timeline = read_timeline(paths.timeline)
     try:
-        state = fold_timeline(timeline.events)
+        state = fold_timeline(timeline.typed())
     except ValueError as exc:
         state = attrs.evolve(NEW, blocked=f"state file missing and the timeline unusable: {exc}")
     if state is None:
