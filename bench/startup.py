@@ -7,8 +7,10 @@ pipe (as in a script; no terminal styling) in a scratch project that has a
 forge.toml and recorded state (a failed ``forge verify --change``, a
 two-iteration ``forge run`` and a supervised loop), against ``python -c pass``
 measured in the same rounds: every round runs the baseline and then each
-command once, so that load on this shared machine hits them alike. Medians are
-printed with their ratio. Goal: each command within 8x of ``python -c pass``.
+command once, so that load on this shared machine hits them alike. Medians of
+the wall-clock time (the goal's measure) and of the CPU time (steadier when
+the machine is busy) are printed with their ratios. Goal: each command within
+8x of ``python -c pass``, wall-clock.
 
     .venv/bin/python bench/startup.py [--runs 20]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,25 +71,35 @@ def project(root: Path) -> None:
         subprocess.run([str(FORGE), *argv], cwd=root, capture_output=True, env=ENV, check=False)
 
 
-def once(argv: Sequence[str], cwd: Path) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def once(argv: Sequence[str], cwd: Path) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of one run."""
+    cpu = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, env=ENV, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()}")
-    return elapsed
+    return elapsed, _children_cpu() - cpu
 
 
-def measure(runs: int, root: Path) -> tuple[list[float], dict[str, list[float]]]:
-    """Seconds of ``python -c pass`` and of each command, interleaved round by round."""
+Samples = list[tuple[float, float]]
+
+
+def measure(runs: int, root: Path) -> tuple[Samples, dict[str, Samples]]:
+    """Times of ``python -c pass`` and of each command, interleaved round by round."""
     base = [sys.executable, "-c", "pass"]
     subjects = {" ".join(command): [str(FORGE), *command] for command in COMMANDS}
     for _ in range(2):  # warm-up: bytecode written, page cache filled
         once(base, root)
         for argv in subjects.values():
             once(argv, root)
-    base_times: list[float] = []
-    times: dict[str, list[float]] = {name: [] for name in subjects}
+    base_times: Samples = []
+    times: dict[str, Samples] = {name: [] for name in subjects}
     for _ in range(runs):
         base_times.append(once(base, root))
         for name, argv in subjects.items():
@@ -102,13 +115,21 @@ def main() -> None:
         root = Path(folder)
         project(root)
         base_times, times = measure(args.runs, root)
-    base = statistics.median(base_times)
-    print(f"{'command':24} {'median':>9} {'ratio':>7}   (python -c pass: {base * 1000:.1f}ms)")
+    base = statistics.median(wall for wall, _ in base_times)
+    base_cpu = statistics.median(cpu for _, cpu in base_times)
+    print(f"{'command':24} {'wall':>9} {'ratio':>7} {'cpu':>9} {'ratio':>7}")
+    print(
+        f"{'python -c pass':24} {base * 1000:7.1f}ms {1:6.2f}x {base_cpu * 1000:7.1f}ms {1:6.2f}x"
+    )
     worst = 0.0
     for name, samples in times.items():
-        median = statistics.median(samples)
-        worst = max(worst, median / base)
-        print(f"{'forge ' + name:24} {median * 1000:7.1f}ms {median / base:6.2f}x")
+        wall = statistics.median(wall for wall, _ in samples)
+        cpu = statistics.median(cpu for _, cpu in samples)
+        worst = max(worst, wall / base)
+        print(
+            f"{'forge ' + name:24} {wall * 1000:7.1f}ms {wall / base:6.2f}x "
+            f"{cpu * 1000:7.1f}ms {cpu / base_cpu:6.2f}x"
+        )
     verdict = "met" if worst <= GOAL else "NOT met"
     print(f"goal: every command within {GOAL:g}x of python -c pass: {verdict} (worst {worst:.2f}x)")
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import attrs
@@ -65,6 +63,10 @@ class TreeState:
 
 def tree_state(root: Path) -> TreeState:
     """Read the commit and fingerprint of ``root`` (both None outside git)."""
+    # Imported here, like subprocess in _git: finding the project (every
+    # command) must not pay for them.
+    import hashlib
+
     if _git(root, "rev-parse", "--is-inside-work-tree") is None:
         return TreeState(commit=None, fingerprint=None)
     head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
@@ -100,6 +102,8 @@ def tree_state(root: Path) -> TreeState:
 
 
 def _git(root: Path, *args: str) -> bytes | None:
+    import subprocess
+
     try:
         completed = subprocess.run(
             ["git", *args], cwd=root, capture_output=True, check=False, timeout=60

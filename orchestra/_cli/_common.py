@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +44,8 @@ def set_layer(text: str) -> Layer:
     Raises:
         UsageError: when the text is not ``table.key=value``.
     """
+    import tomllib  # here: commands without --set need no TOML parser
+
     dotted, sep, raw = text.partition("=")
     dotted = dotted.strip()
     if not sep or "." not in dotted or not all(dotted.split(".")):

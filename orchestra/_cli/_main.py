@@ -229,7 +229,7 @@ def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="close the circuit and count the loop's iterations afresh (a human reviewed it)",
     )
-    circuit.set_defaults(handler="_status_cmd:circuit")
+    circuit.set_defaults(handler="_circuit_cmd:run")
 
 
 def _add_loop(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -368,12 +368,38 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
 }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``forge`` and return its exit code."""
+# Commands that read a few files, print and exit. The console script runs them
+# with the garbage collector off (reference counting frees their garbage; what
+# cycles they leave go with the process) and ends them without the
+# interpreter's teardown; see _entry.
+_BRIEF = frozenset(
+    {
+        "_circuit_cmd:run",
+        "_policy_cmd:check",
+        "_policy_cmd:dump",
+        "_policy_cmd:show",
+        "_spend_cmd:run",
+        "_status_cmd:status",
+        "_timeline_cmd:run",
+    }
+)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line (default: ``sys.argv[1:]``); exits 2 on a usage error."""
     words = sys.argv[1:] if argv is None else list(argv)
     # Help, a mistyped command or none: the whole parser, which lists them all.
     parser = build_parser(words[0] if words and words[0] in _COMMANDS else None)
-    args = parser.parse_args(words)
+    return parser.parse_args(words)
+
+
+def is_brief(args: argparse.Namespace) -> bool:
+    """Whether the command reads a few files, prints and exits (status, spend, policy ...)."""
+    return args.handler in _BRIEF and not getattr(args, "follow", False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command and return its exit code."""
     module_name, _, function_name = args.handler.partition(":")
     from ._console import Output
 
@@ -390,3 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_USAGE
     return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``forge`` and return its exit code."""
+    return run(parse_args(argv))

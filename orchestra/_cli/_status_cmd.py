@@ -1,4 +1,4 @@
-"""``forge status`` (every change, nothing run) and ``forge circuit`` (one loop's circuit)."""
+"""``forge status``: every change's circuit, verify breaker, spend and last event; nothing run."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import attrs
 
-from .._circuit import CircuitState, cooldown_remaining
+from .._circuit import cooldown_remaining
 from .._durations import format_duration
 from .._errors import EXIT_OK
 from .._spend import read_spend
 from .._state import ChangePaths, list_changes, read_timeline
 from .._supervise import resolve_loops
-from .._supervise._circuit_store import load_circuit, reset_circuit
+from .._supervise._circuit_store import load_circuit
 from .._verify import read_breaker
 from ._common import policy_from, project_from
 from ._console import Output
@@ -54,39 +54,6 @@ def status(args: argparse.Namespace, out: Output) -> int:
         )
         out.line(f"  last:     {row['last_event'] or '-'}")
     return EXIT_OK
-
-
-def circuit(args: argparse.Namespace, out: Output) -> int:
-    project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
-    if args.reset:
-        before = reset_circuit(paths)
-        line = (
-            f'Circuit: reset for change "{paths.name}" — was {before.state}, opened '
-            f"{before.opens} time(s), {before.iterations_used} iteration(s) used."
-        )
-        out.line(line)
-        if out.json_mode:
-            out.document({"change": paths.name, "message": line, "was": attrs.asdict(before)})
-        return EXIT_OK
-    state = load_circuit(paths)
-    if out.json_mode:
-        out.document({"change": paths.name, "circuit": attrs.asdict(state)})
-    else:
-        out.line(f'change "{paths.name}": circuit {_describe(state)}')
-    return EXIT_OK
-
-
-def _describe(state: CircuitState) -> str:
-    text = state.state
-    if state.reason:
-        text += f" ({state.reason})"
-    left = cooldown_remaining(state, time.time())
-    if left:
-        text += f", {format_duration(round(left))} of cooldown left"
-    if state.escalated:
-        text += ", escalated"
-    return text
 
 
 def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
