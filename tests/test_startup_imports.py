@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestra._cli._console import _PlainWriter
+from orchestra._cli._main import is_brief, parse_args
 from orchestra._cli._styled import console, print_line
 
 from .support import Repo, failing_policy, forge_env
@@ -30,16 +31,18 @@ import atexit, os, sys
 report = sys.argv.pop(1)
 real_exit = os._exit
 
-def record():
+def record(how):
+    import gc
+    lines = [f"exit: {how}", f"gc: {gc.isenabled()}", *sorted(sys.modules)]
     with open(report, "w") as handle:
-        handle.write("\\n".join(sorted(sys.modules)))
+        handle.write("\\n".join(lines))
 
 def exit_now(code):
-    record()
+    record("os._exit")
     real_exit(code)
 
 os._exit = exit_now
-atexit.register(record)
+atexit.register(record, "atexit")
 sys.argv[0] = "forge"
 from orchestra._cli._entry import entry
 entry()
@@ -137,12 +140,28 @@ def test_read_only_commands_leave_the_heavy_machinery_unimported(
         assert not _under(modules, package), f"forge {' '.join(args)} imported {package}"
     # Output to a pipe is plain text, written without rich.
     assert not _under(modules, "rich")
+    # A brief command: no collector, no interpreter teardown.
+    assert "exit: os._exit" in modules
+    assert "gc: False" in modules
 
 
 def test_the_driver_runs_forge_as_the_console_script_does(recorded: Repo) -> None:
     for args in READ_ONLY:
         _, out, _ = loaded_modules(recorded, args)
         assert out == recorded.forge(*args).out
+
+
+def test_other_commands_keep_the_collector_and_the_ordinary_exit(recorded: Repo) -> None:
+    code, _, modules = loaded_modules(recorded, ("verify",))
+    assert code == 0
+    assert "exit: atexit" in modules
+    assert "gc: True" in modules
+
+
+def test_following_a_timeline_is_not_brief() -> None:
+    assert is_brief(parse_args(["timeline", "demo"]))
+    assert not is_brief(parse_args(["timeline", "demo", "--follow"]))
+    assert not is_brief(parse_args(["run", "--cmd", "true"]))
 
 
 def test_commands_that_need_no_policy_do_not_load_it(recorded: Repo) -> None:
