@@ -226,3 +226,20 @@ def test_forge_main_still_returns_the_exit_code(recorded: Repo) -> None:
     )
     assert done.returncode == 10
     assert 'change "demo"' in done.stdout
+
+
+def test_a_loop_table_leaves_the_policy_hooks_cached() -> None:
+    # In a fresh interpreter: the first mapping type cattrs meets is what matters.
+    script = """
+from orchestra._policy import Policy
+from orchestra._policy._converter import POLICY_CONVERTER
+from orchestra._policy._schema import structure_file
+from orchestra._supervise._loops import LoopTable
+hook = POLICY_CONVERTER.get_structure_hook(Policy)
+structure_file({"change": "c", "verify": {"command": "true"}}, LoopTable, "loop[0]")
+print(POLICY_CONVERTER.get_structure_hook(Policy) is hook)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "True"
