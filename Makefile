@@ -45,6 +45,7 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/supervisor_overhead.py
 	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/secscan_engine.py
 	$(BIN)/python bench/secscan_compare.py
 	$(BIN)/python bench/memory.py

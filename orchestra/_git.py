@@ -24,7 +24,6 @@ from functools import partial
 from pathlib import Path
 
 import attrs
-import trio
 
 GIT_TIMEOUT = 120.0
 """Seconds any git command may take unless its caller has a reason to allow more."""
@@ -135,4 +134,6 @@ async def run_git_async(
     for a person to repair.
     """
     call = partial(run_git, cwd, *args, input=input, timeout=timeout)
+    import trio  # here: the read-only commands that find a project never need it
+
     return await trio.to_thread.run_sync(call)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -83,6 +82,8 @@ def tree_state_from(status: TreeStatus) -> TreeState:
     unchanged. Only the files the status lists are read, so a caller holding a
     fresh status gets the same value :func:`tree_state` would compute.
     """
+    import hashlib  # here: finding the project (every command) must not pay for it
+
     if not status.work_tree:
         return TreeState(commit=None, fingerprint=None)
     digest = hashlib.sha256((status.head or "unborn").encode())
@@ -128,11 +129,15 @@ def _object_name(
     entry: PathStatus, head: str | None, chunks: Iterable[bytes], size: int | None = None
 ) -> str:
     """git's name for a blob of this content, in the repository's hash (SHA-1 or SHA-256)."""
+    import hashlib
+
     known = entry.head_oid or head or ""
     if size is None:
         chunks = list(chunks)
         size = sum(len(chunk) for chunk in chunks)
-    name = hashlib.new("sha256" if len(known) == 64 else "sha1", usedforsecurity=False)
+    name: hashlib._Hash = hashlib.new(
+        "sha256" if len(known) == 64 else "sha1", usedforsecurity=False
+    )
     name.update(b"blob %d\0" % size)
     for chunk in chunks:
         name.update(chunk)

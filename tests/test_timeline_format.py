@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from orchestra._errors import StateError
@@ -281,3 +282,32 @@ def test_read_timeline_of_a_missing_file_is_empty(tmp_path: Path) -> None:
 def test_read_timeline_of_a_folder_raises_state_error(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="cannot read"):
         read_timeline(tmp_path)
+
+
+# --- typed events --------------------------------------------------------------------
+
+
+def test_every_written_kind_decodes_to_its_class_and_back() -> None:
+    from orchestra._state import (
+        BreakerClosed,
+        IterationFinished,
+        OtherEvent,
+        decode_event,
+        event_record,
+    )
+
+    closed = BreakerClosed(run_id="r", reason="the probe made progress", cooldown=None)
+    raw = event_record(attrs.evolve(closed, ts="2026-12-01T00:00:00.000Z", seq=3, change="c"))
+    assert decode_event(raw) == attrs.evolve(closed, ts=raw["ts"], seq=3, change="c")
+    # JSON's one number: an int stands for a float; a bool or a string does not.
+    finished = decode_event(
+        {"event": "iteration.finished", "run_id": "r", "iteration": 1, "duration": 2}
+    )
+    assert isinstance(finished, IterationFinished)
+    assert finished.duration == 2.0
+    for bad in ({"duration": True}, {"duration": "2"}, {"iteration": None}):
+        damaged = {"event": "iteration.finished", "run_id": "r", "iteration": 1, **bad}
+        assert isinstance(decode_event(damaged), OtherEvent), bad
+    # A key this release does not know is kept, and written back as it was.
+    newer = decode_event({"event": "iteration.finished", "run_id": "r", "iteration": 1, "x": [1]})
+    assert event_record(newer)["x"] == [1]

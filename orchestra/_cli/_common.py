@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import UsageError
-from .._policy import Layer, LoadedPolicy, load_policy
 from .._workspace import Project, find_project
+
+if TYPE_CHECKING:
+    from .._policy import Layer, LoadedPolicy
 
 
 def project_from(args: argparse.Namespace) -> Project:
@@ -25,6 +26,9 @@ def policy_from(
     overlays: Sequence[Path] = (),
 ) -> LoadedPolicy:
     """The effective policy: files, overlays, the command's own flags, then every ``--set``."""
+    # Imported here: the policy loader (cattrs) is not for the commands that only read state.
+    from .._policy import load_policy
+
     settings = [set_layer(text) for text in getattr(args, "set", None) or []]
     return load_policy(
         project.config, root=project.root, flags=[*flags, *settings], overlays=overlays
@@ -40,6 +44,8 @@ def set_layer(text: str) -> Layer:
     Raises:
         UsageError: when the text is not ``table.key=value``.
     """
+    import tomllib  # here: commands without --set need no TOML parser
+
     dotted, sep, raw = text.partition("=")
     dotted = dotted.strip()
     if not sep or "." not in dotted or not all(dotted.split(".")):
@@ -55,6 +61,8 @@ def set_layer(text: str) -> Layer:
 
 def flag_layer(flag: str, dotted: str, value: object) -> Layer:
     """A command-line flag as a policy layer: ``--max-failures 5`` sets verify.max_failures."""
+    from .._policy import Layer
+
     *tables, key = dotted.split(".")
     data: dict[str, Any] = {key: value}
     for table in reversed(tables):

@@ -3,6 +3,10 @@
 Output is plain, with no control codes, when stdout is not a terminal, when
 ``NO_COLOR`` is set, or with ``--plain``. Lines are never wrapped: the contract
 lines (``Verdict: PASS``, ``Breaker: …``) must reach scripts whole.
+
+Plain lines are written here directly, byte for byte what rich would write,
+so that a command whose output goes to a pipe or a file does not import rich;
+rich is imported for a terminal's styles and live views only.
 """
 
 from __future__ import annotations
@@ -10,10 +14,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# The characters rich's Text drops (bell, backspace, vertical tab, form feed,
+# carriage return): a plain line must not differ from a styled one in its text.
+_STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
+
+Parts = Sequence[tuple[str, str | None]]
 
 
 class Output:
@@ -24,30 +35,27 @@ class Output:
         no_style = plain or bool(os.environ.get("NO_COLOR"))
         # Live displays only on a real terminal; elsewhere, one plain line per event.
         self.live = not plain and _isatty(sys.stdout)
-        self._out = _console(sys.stdout, no_style=no_style)
-        self._err = _console(sys.stderr, no_style=no_style)
+        self._out = _writer(sys.stdout, no_style=no_style)
+        self._err = _writer(sys.stderr, no_style=no_style)
 
     @property
     def console(self) -> Console:
         """The rich console of stdout, for commands that render tables or live views."""
-        return self._out
+        return self._out.console
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """A line of the human report (nothing in JSON mode)."""
         if not self.json_mode:
-            self._out.print(Text(text, style=style or ""))
+            self._out.write(((text, style),))
 
     def styled(self, *parts: tuple[str, str | None]) -> None:
         """A line assembled from differently styled parts."""
         if not self.json_mode:
-            text = Text()
-            for part, style in parts:
-                text.append(part, style=style or "")
-            self._out.print(text)
+            self._out.write(parts)
 
     def note(self, text: str, style: str | None = "yellow") -> None:
         """A remark for the person at the terminal, on stderr in every mode."""
-        self._err.print(Text(text, style=style or ""))
+        self._err.write(((text, style),))
 
     def document(self, data: Any) -> None:
         """The one JSON document of ``--json`` mode."""
@@ -55,38 +63,71 @@ class Output:
             sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            to_devnull(sys.stdout)
 
 
-class _QuietConsole(Console):
-    """A console that survives a reader going away (``forge verify | head -1``).
+class _PlainWriter:
+    """Lines without styles, written and flushed one at a time, as rich writes them."""
 
-    rich exits the program on a broken pipe; Forge must finish recording what
-    it did and return its own exit code, so further output goes to /dev/null.
-    """
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._console: Console | None = None
 
-    def on_broken_pipe(self) -> None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self.file.fileno())
-        os.close(devnull)
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = _rich_console(self._stream, plain=True)
+        return self._console
+
+    def write(self, parts: Parts) -> None:
+        text = "".join(part for part, _ in parts)
+        if "\t" in text:
+            # rich expands tabs by display width (wide characters count twice):
+            # leave that to rich rather than imitate it.
+            _print(self.console, parts)
+            return
+        try:
+            self._stream.write(text.translate(_STRIPPED) + "\n")
+            self._stream.flush()
+        except BrokenPipeError:
+            to_devnull(self._stream)
 
 
-def _console(stream: Any, *, no_style: bool) -> Console:
+class _StyledWriter:
+    """Lines through rich, for a terminal."""
+
+    def __init__(self, stream: Any) -> None:
+        self.console = _rich_console(stream, plain=False)
+
+    def write(self, parts: Parts) -> None:
+        _print(self.console, parts)
+
+
+def _writer(stream: Any, *, no_style: bool) -> _PlainWriter | _StyledWriter:
     # Styles only on a terminal: FORCE_COLOR must not put escape codes into the
     # contract lines that scripts grep.
-    plain = no_style or not _isatty(stream)
-    return _QuietConsole(
-        file=stream,
-        force_terminal=False if plain else None,
-        no_color=plain,
-        color_system=None if plain else "auto",
-        highlight=False,
-        markup=False,
-        emoji=False,
-        soft_wrap=True,
-    )
+    if no_style or not _isatty(stream):
+        return _PlainWriter(stream)
+    return _StyledWriter(stream)
+
+
+def _rich_console(stream: Any, *, plain: bool) -> Console:
+    from ._styled import console
+
+    return console(stream, plain=plain)
+
+
+def _print(console: Console, parts: Parts) -> None:
+    from ._styled import print_line
+
+    print_line(console, parts)
+
+
+def to_devnull(stream: Any) -> None:
+    """Send the rest of a stream's output to /dev/null: its reader has gone."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 def _isatty(stream: Any) -> bool:

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
 from .._names import check_change_name
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # What add_subparsers returns; named in annotations only.
+    _Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 _EPILOG = """exit codes:
   0    clean: done, PASS, nothing to do (bare `forge verify` is always 0)
@@ -36,7 +44,14 @@ def _integer(value: str) -> int:
     return number
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``forge``; with ``command``, of that command only.
+
+    A command's parser does not depend on its siblings', so a command line
+    that names one is parsed by a parser built for it alone: building all of
+    them (argparse looks up translations for each) is a large part of a quick
+    command's start.
+    """
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--config", metavar="FILE", help="policy file (default: nearest forge.toml)"
@@ -49,7 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TABLE.KEY=VALUE",
         help="set one policy value (highest layer; repeatable), e.g. --set verify.max_failures=5",
     )
-
     parser = argparse.ArgumentParser(
         prog="forge",
         description="Forge keeps autonomous coding agents on a leash.",
@@ -57,7 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, add in _COMMANDS.items():
+        if command is None or name == command:
+            add(commands, common)
+    return parser
 
+
+def _add_verify(commands: _Commands, common: argparse.ArgumentParser) -> None:
     verify = commands.add_parser(
         "verify",
         parents=[common],
@@ -80,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.set_defaults(handler="_verify_cmd:run")
 
+
+def _add_run(commands: _Commands, common: argparse.ArgumentParser) -> None:
     run = commands.add_parser(
         "run",
         parents=[common],
@@ -109,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--yes", action="store_true", help="execute (without it: a dry run)")
     run.set_defaults(handler="_run_cmd:run")
 
+
+def _add_supervise(commands: _Commands, common: argparse.ArgumentParser) -> None:
     supervise = commands.add_parser(
         "supervise",
         parents=[common],
@@ -124,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     supervise.add_argument("--dry-run", action="store_true", help="print each loop's plan")
     supervise.set_defaults(handler="_supervise_cmd:run")
 
+
+def _add_guard(commands: _Commands, common: argparse.ArgumentParser) -> None:
     guard = commands.add_parser(
         "guard",
         parents=[common],
@@ -139,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     guard.add_argument("words", nargs=argparse.REMAINDER, help="-- then the command")
     guard.set_defaults(handler="_hook_cmd:guard")
 
+
+def _add_hook(commands: _Commands, common: argparse.ArgumentParser) -> None:
     hook = commands.add_parser("hook", help="Claude Code hooks: pre-tool-use, stop")
     hook_commands = hook.add_subparsers(dest="hook_command", metavar="EVENT", required=True)
     pre_tool_use = hook_commands.add_parser(
@@ -160,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--change", type=_change_name, help="the change (default: FORGE_CHANGE)")
     stop.set_defaults(handler="_hook_cmd:stop")
 
+
+def _add_secscan(commands: _Commands, common: argparse.ArgumentParser) -> None:
     secscan = commands.add_parser(
         "secscan",
         parents=[common],
@@ -181,10 +211,15 @@ def build_parser() -> argparse.ArgumentParser:
     waive.add_argument("--who", help="who decides (default: git user.name)")
     waive.set_defaults(handler="_secscan_cmd:waive")
 
+
+def _add_status(commands: _Commands, common: argparse.ArgumentParser) -> None:
     status = commands.add_parser(
         "status", parents=[common], help="every change's circuit, verify streak, spend"
     )
     status.set_defaults(handler="_status_cmd:status")
+
+
+def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
     circuit = commands.add_parser(
         "circuit", parents=[common], help="a supervised loop's circuit, and resetting it"
     )
@@ -194,8 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="close the circuit and count the loop's iterations afresh (a human reviewed it)",
     )
-    circuit.set_defaults(handler="_status_cmd:circuit")
+    circuit.set_defaults(handler="_circuit_cmd:run")
 
+
+def _add_loop(commands: _Commands, common: argparse.ArgumentParser) -> None:
     loop = commands.add_parser("loop", help="the loop contract: goal, rubric, budget")
     loop_commands = loop.add_subparsers(dest="loop_command", metavar="ACTION", required=True)
     loop_start = loop_commands.add_parser(
@@ -221,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     loop_start.add_argument("--max-goal-steps", type=_integer, metavar="N")
     loop_start.set_defaults(handler="_contract_cmd:loop_start")
 
+
+def _add_checkpoint(commands: _Commands, common: argparse.ArgumentParser) -> None:
     checkpoint = commands.add_parser(
         "checkpoint", parents=[common], help="update the loop contract at a stage"
     )
@@ -244,12 +283,16 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint.add_argument("--residual-risk", action="append", help="a residual risk")
     checkpoint.set_defaults(handler="_contract_cmd:checkpoint")
 
+
+def _add_event(commands: _Commands, common: argparse.ArgumentParser) -> None:
     event = commands.add_parser("event", parents=[common], help="record a loop event")
     event.add_argument("--change", type=_change_name, required=True)
     event.add_argument("name", help="forge.loop.started, forge.iteration.started, ...")
     event.add_argument("--detail", help="a short detail")
     event.set_defaults(handler="_contract_cmd:event")
 
+
+def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
     resume = commands.add_parser(
         "resume", parents=[common], help="reconstruct a loop contract from its files"
     )
@@ -257,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("--events", type=_integer, default=5, metavar="N", help="last events shown")
     resume.set_defaults(handler="_contract_cmd:resume")
 
+
+def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
     policy = commands.add_parser("policy", help="show, check or dump the effective policy")
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
     show = policy_commands.add_parser(
@@ -285,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--policy", metavar="FILE", help="replay under this policy file instead")
     simulate.set_defaults(handler="_simulate_cmd:run")
 
+
+def _add_spend(commands: _Commands, common: argparse.ArgumentParser) -> None:
     spend = commands.add_parser(
         "spend", parents=[common], help="what a change has spent against its budget"
     )
@@ -294,17 +341,65 @@ def build_parser() -> argparse.ArgumentParser:
     )
     spend.set_defaults(handler="_spend_cmd:run")
 
+
+def _add_timeline(commands: _Commands, common: argparse.ArgumentParser) -> None:
     timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
     timeline.add_argument("change", type=_change_name)
     timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     timeline.set_defaults(handler="_timeline_cmd:run")
-    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``forge`` and return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+_COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
+    "verify": _add_verify,
+    "run": _add_run,
+    "supervise": _add_supervise,
+    "guard": _add_guard,
+    "hook": _add_hook,
+    "secscan": _add_secscan,
+    "status": _add_status,
+    "circuit": _add_circuit,
+    "loop": _add_loop,
+    "checkpoint": _add_checkpoint,
+    "event": _add_event,
+    "resume": _add_resume,
+    "policy": _add_policy,
+    "spend": _add_spend,
+    "timeline": _add_timeline,
+}
+
+
+# Commands that read a few files, print and exit. The console script runs them
+# with the garbage collector off (reference counting frees their garbage; what
+# cycles they leave go with the process) and ends them without the
+# interpreter's teardown; see _entry.
+_BRIEF = frozenset(
+    {
+        "_circuit_cmd:run",
+        "_policy_cmd:check",
+        "_policy_cmd:dump",
+        "_policy_cmd:show",
+        "_spend_cmd:run",
+        "_status_cmd:status",
+        "_timeline_cmd:run",
+    }
+)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line (default: ``sys.argv[1:]``); exits 2 on a usage error."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    # Help, a mistyped command or none: the whole parser, which lists them all.
+    parser = build_parser(words[0] if words and words[0] in _COMMANDS else None)
+    return parser.parse_args(words)
+
+
+def is_brief(args: argparse.Namespace) -> bool:
+    """Whether the command reads a few files, prints and exits (status, spend, policy ...)."""
+    return args.handler in _BRIEF and not getattr(args, "follow", False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command and return its exit code."""
     module_name, _, function_name = args.handler.partition(":")
     from ._console import Output
 
@@ -321,3 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_USAGE
     return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``forge`` and return its exit code."""
+    return run(parse_args(argv))

@@ -1,4 +1,4 @@
-"""``forge status`` (every change, nothing run) and ``forge circuit`` (one loop's circuit)."""
+"""``forge status``: every change's circuit, verify breaker, spend and last event; nothing run."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 
 import attrs
 
-from .._circuit import CircuitState, cooldown_remaining, load_circuit, reset_circuit
+from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
 from .._spend import read_spend
-from .._state import ChangePaths, list_changes, read_timeline
+from .._state import ChangePaths, IterationFinished, event_name, list_changes, read_timeline
 from .._supervise import resolve_loops
 from .._verify import read_breaker
 from ._common import policy_from, project_from
@@ -55,47 +55,14 @@ def status(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def circuit(args: argparse.Namespace, out: Output) -> int:
-    project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
-    if args.reset:
-        before = reset_circuit(paths)
-        line = (
-            f'Circuit: reset for change "{paths.name}" — was {before.state}, opened '
-            f"{before.opens} time(s), {before.iterations_used} iteration(s) used."
-        )
-        out.line(line)
-        if out.json_mode:
-            out.document({"change": paths.name, "message": line, "was": attrs.asdict(before)})
-        return EXIT_OK
-    state = load_circuit(paths)
-    if out.json_mode:
-        out.document({"change": paths.name, "circuit": attrs.asdict(state)})
-    else:
-        out.line(f'change "{paths.name}": circuit {_describe(state)}')
-    return EXIT_OK
-
-
-def _describe(state: CircuitState) -> str:
-    text = state.state
-    if state.reason:
-        text += f" ({state.reason})"
-    left = cooldown_remaining(state, time.time())
-    if left:
-        text += f", {format_duration(round(left))} of cooldown left"
-    if state.escalated:
-        text += ", escalated"
-    return text
-
-
 def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
     circuit_state = load_circuit(paths)
     verify = read_breaker(paths).after
     spend = read_spend(paths).totals
-    events = read_timeline(paths.timeline).events
+    events = read_timeline(paths.timeline).typed()
     last = events[-1] if events else None
     scored = next(
-        (e for e in reversed(events) if e.get("event") == "iteration.finished" and "score" in e),
+        (e for e in reversed(events) if isinstance(e, IterationFinished) and e.score is not None),
         None,
     )
     where = "" if paths.root == root else str(paths.root)
@@ -119,11 +86,11 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         "cooldown_remaining": 0.0
         if circuit_state.escalated
         else cooldown_remaining(circuit_state, time.time()),
-        "score": scored.get("score") if scored else None,
-        "risk": scored.get("risk") if scored else None,
+        "score": scored.score if scored else None,
+        "risk": scored.risk if scored else None,
         "iterations_used": circuit_state.iterations_used,
         "verify": verify_text,
         "verify_state": attrs.asdict(verify),
         "spend": attrs.asdict(spend),
-        "last_event": f"{last.get('event')} at {last.get('ts')}" if last else None,
+        "last_event": f"{event_name(last)} at {last.ts}" if last else None,
     }

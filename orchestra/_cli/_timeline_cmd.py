@@ -7,13 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from .._errors import EXIT_OK, StateError
-from .._state import ChangePaths, parse_timeline
+from .._state import ChangePaths, decode_event, event_record, parse_timeline
 from ._common import project_from
 from ._console import Output
-from ._trio_run import run_interruptible
 
 FOLLOW_POLL_SECONDS = 0.2
 _SHOWN_FIRST = ("ts", "seq", "event", "change")
@@ -30,15 +27,17 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.document(
             {
                 "change": paths.name,
-                "events": list(read.events),
+                "events": [event_record(decode_event(raw)) for raw in read.events],
                 "torn_last_line": read.torn_last_line is not None,
                 "bad_lines": list(read.bad_lines),
             }
         )
         return EXIT_OK
-    for event in read.events:
-        _print_event(event, out)
+    for raw in read.events:
+        _print_event(event_record(decode_event(raw)), out)
     if args.follow:
+        from ._trio_run import run_interruptible
+
         # Follow from the end of the last whole line read: nothing appended since is lost.
         run_interruptible(_follow, paths, out, data.rfind(b"\n") + 1)
     elif not read.events:
@@ -48,6 +47,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 async def _follow(paths: ChangePaths, out: Output, offset: int) -> None:
     """Print events appended after ``offset``, until interrupted."""
+    import trio  # only here: reading a timeline once does not need trio
+
     pending = b""
     while True:
         await trio.sleep(FOLLOW_POLL_SECONDS)
@@ -65,8 +66,8 @@ async def _follow(paths: ChangePaths, out: Output, offset: int) -> None:
         offset = size
         # Only whole lines are printed: a line being written is not torn yet.
         complete, _, pending = (pending + chunk).rpartition(b"\n")
-        for event in parse_timeline(complete + b"\n").events if complete else ():
-            _print_event(event, out)
+        for raw in parse_timeline(complete + b"\n").events if complete else ():
+            _print_event(event_record(decode_event(raw)), out)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -1,15 +1,40 @@
 """Executors: agent CLIs run as subprocesses, and what their output means."""
 
-from ._definition import OUTPUT_FORMATS as OUTPUT_FORMATS
-from ._definition import Executor as Executor
-from ._definition import ExecutorSpec as ExecutorSpec
-from ._definition import load_executor as load_executor
-from ._definition import shell_command as shell_command
-from ._iteration import IterationContext as IterationContext
-from ._iteration import IterationOutcome as IterationOutcome
-from ._iteration import run_iteration as run_iteration
-from ._observation import Observation as Observation
-from ._observation import RateLimitEvent as RateLimitEvent
-from ._parsers import make_parser as make_parser
-from ._report import ExecutorReport as ExecutorReport
-from ._report import read_report as read_report
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._definition import OUTPUT_FORMATS as OUTPUT_FORMATS
+    from ._definition import Executor as Executor
+    from ._definition import ExecutorSpec as ExecutorSpec
+    from ._definition import load_executor as load_executor
+    from ._definition import shell_command as shell_command
+    from ._iteration import IterationContext as IterationContext
+    from ._iteration import IterationOutcome as IterationOutcome
+    from ._iteration import run_iteration as run_iteration
+    from ._observation import Observation as Observation
+    from ._observation import RateLimitEvent as RateLimitEvent
+    from ._parsers import make_parser as make_parser
+    from ._report import ExecutorReport as ExecutorReport
+    from ._report import read_report as read_report
+
+# Hidden from type checkers, which read the imports above and must not take
+# every misspelt name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "._definition": (
+                "OUTPUT_FORMATS",
+                "Executor",
+                "ExecutorSpec",
+                "load_executor",
+                "shell_command",
+            ),
+            "._iteration": ("IterationContext", "IterationOutcome", "run_iteration"),
+            "._observation": ("Observation", "RateLimitEvent"),
+            "._parsers": ("make_parser",),
+            "._report": ("ExecutorReport", "read_report"),
+        },
+    )

@@ -7,7 +7,6 @@ not fit are reported with their dotted key and what was expected.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -48,6 +47,8 @@ def unknown_keys(
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if key not in allowed:
+            import difflib  # only for a mistake: a valid policy loads without it
+
             suggestion = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
             where = f"[{prefix[:-1]}]" if prefix else "the top level"
             known = ", ".join(sorted(allowed))

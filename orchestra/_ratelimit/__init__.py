@@ -4,17 +4,41 @@ Pure arithmetic in :mod:`._window`, the stores of the log in :mod:`._backends`,
 the async limiter the loops call in :mod:`._limiter`.
 """
 
-from ._backends import SCHEMA_VERSION as SCHEMA_VERSION
-from ._backends import BackendReading as BackendReading
-from ._backends import MemoryBackend as MemoryBackend
-from ._backends import RateLimitBackend as RateLimitBackend
-from ._backends import RateLimitStoreError as RateLimitStoreError
-from ._backends import SqliteBackend as SqliteBackend
-from ._limiter import EventHandler as EventHandler
-from ._limiter import LimiterStatistics as LimiterStatistics
-from ._limiter import RateLimiter as RateLimiter
-from ._limiter import open_limiter as open_limiter
-from ._window import Decision as Decision
-from ._window import LimitTooLarge as LimitTooLarge
-from ._window import SlidingWindow as SlidingWindow
-from ._window import warn_threshold as warn_threshold
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._backends import SCHEMA_VERSION as SCHEMA_VERSION
+    from ._backends import BackendReading as BackendReading
+    from ._backends import MemoryBackend as MemoryBackend
+    from ._backends import RateLimitBackend as RateLimitBackend
+    from ._backends import RateLimitStoreError as RateLimitStoreError
+    from ._backends import SqliteBackend as SqliteBackend
+    from ._limiter import EventHandler as EventHandler
+    from ._limiter import LimiterStatistics as LimiterStatistics
+    from ._limiter import RateLimiter as RateLimiter
+    from ._limiter import open_limiter as open_limiter
+    from ._window import Decision as Decision
+    from ._window import LimitTooLarge as LimitTooLarge
+    from ._window import SlidingWindow as SlidingWindow
+    from ._window import warn_threshold as warn_threshold
+
+# Hidden from type checkers, which read the imports above and must not take
+# every misspelt name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "._backends": (
+                "SCHEMA_VERSION",
+                "BackendReading",
+                "MemoryBackend",
+                "RateLimitBackend",
+                "RateLimitStoreError",
+                "SqliteBackend",
+            ),
+            "._limiter": ("EventHandler", "LimiterStatistics", "RateLimiter", "open_limiter"),
+            "._window": ("Decision", "LimitTooLarge", "SlidingWindow", "warn_threshold"),
+        },
+    )

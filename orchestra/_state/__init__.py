@@ -1,50 +1,124 @@
 """Durable state under ``.forge/``: change folders, atomic files, the timeline."""
 
-from .._names import check_change_name as check_change_name
-from ._change import STATE_DIR as STATE_DIR
-from ._change import ChangePaths as ChangePaths
-from ._change import list_changes as list_changes
-from ._events import BLOCKED as BLOCKED
-from ._events import CHECKPOINT as CHECKPOINT
-from ._events import CONTRACT_PREFIX as CONTRACT_PREFIX
-from ._events import ITERATION_BEGUN as ITERATION_BEGUN
-from ._events import LOOP_CIRCUIT as LOOP_CIRCUIT
-from ._events import LOOP_STARTED as LOOP_STARTED
-from ._events import SHIP_READY as SHIP_READY
-from ._events import STRATEGY_CHANGED as STRATEGY_CHANGED
-from ._events import VERIFY_BREAKER as VERIFY_BREAKER
-from ._events import BreakerClosed as BreakerClosed
-from ._events import BreakerHalfOpen as BreakerHalfOpen
-from ._events import BreakerOpened as BreakerOpened
-from ._events import BreakerReset as BreakerReset
-from ._events import ContractEvent as ContractEvent
-from ._events import Event as Event
-from ._events import IterationFinished as IterationFinished
-from ._events import IterationStarted as IterationStarted
-from ._events import OtherEvent as OtherEvent
-from ._events import ProtectViolation as ProtectViolation
-from ._events import RunStarted as RunStarted
-from ._events import RunStopped as RunStopped
-from ._events import SpendReset as SpendReset
-from ._events import StateCorrupt as StateCorrupt
-from ._events import StateRebuilt as StateRebuilt
-from ._events import VerifyRecorded as VerifyRecorded
-from ._events import decode_event as decode_event
-from ._events import encode_event as encode_event
-from ._events import event_name as event_name
-from ._files import FORGE_WRITES as FORGE_WRITES
-from ._files import atomic_write as atomic_write
-from ._files import exclusive_lock as exclusive_lock
-from ._files import move_aside as move_aside
-from ._files import read_state_bytes as read_state_bytes
-from ._files import utc_now_iso as utc_now_iso
-from ._guarded import load_or_block as load_or_block
-from ._timeline import TimelineRead as TimelineRead
-from ._timeline import append_event as append_event
-from ._timeline import append_events as append_events
-from ._timeline import parse_timeline as parse_timeline
-from ._timeline import read_timeline as read_timeline
-from ._yamlstate import STATE_CONVERTER as STATE_CONVERTER
-from ._yamlstate import load_state as load_state
-from ._yamlstate import save_state as save_state
-from ._yamlstate import save_states as save_states
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .._names import check_change_name as check_change_name
+    from ._change import STATE_DIR as STATE_DIR
+    from ._change import ChangePaths as ChangePaths
+    from ._change import list_changes as list_changes
+    from ._events import BLOCKED as BLOCKED
+    from ._events import CHECKPOINT as CHECKPOINT
+    from ._events import CONTRACT_PREFIX as CONTRACT_PREFIX
+    from ._events import ITERATION_BEGUN as ITERATION_BEGUN
+    from ._events import LOOP_CIRCUIT as LOOP_CIRCUIT
+    from ._events import LOOP_STARTED as LOOP_STARTED
+    from ._events import SHIP_READY as SHIP_READY
+    from ._events import STRATEGY_CHANGED as STRATEGY_CHANGED
+    from ._events import VERIFY_BREAKER as VERIFY_BREAKER
+    from ._events import BreakerClosed as BreakerClosed
+    from ._events import BreakerHalfOpen as BreakerHalfOpen
+    from ._events import BreakerOpened as BreakerOpened
+    from ._events import BreakerReset as BreakerReset
+    from ._events import ContractEvent as ContractEvent
+    from ._events import Event as Event
+    from ._events import IterationFinished as IterationFinished
+    from ._events import IterationStarted as IterationStarted
+    from ._events import OtherEvent as OtherEvent
+    from ._events import ProtectViolation as ProtectViolation
+    from ._events import RunStarted as RunStarted
+    from ._events import RunStopped as RunStopped
+    from ._events import SpendReset as SpendReset
+    from ._events import StateCorrupt as StateCorrupt
+    from ._events import StateRebuilt as StateRebuilt
+    from ._events import VerifyRecorded as VerifyRecorded
+    from ._events import decode_event as decode_event
+    from ._events import encode_event as encode_event
+    from ._events import event_name as event_name
+    from ._events import event_record as event_record
+    from ._files import FORGE_WRITES as FORGE_WRITES
+    from ._files import atomic_write as atomic_write
+    from ._files import exclusive_lock as exclusive_lock
+    from ._files import move_aside as move_aside
+    from ._files import read_state_bytes as read_state_bytes
+    from ._files import utc_now_iso as utc_now_iso
+    from ._guarded import load_or_block as load_or_block
+    from ._timeline import TimelineRead as TimelineRead
+    from ._timeline import append_event as append_event
+    from ._timeline import append_events as append_events
+    from ._timeline import parse_timeline as parse_timeline
+    from ._timeline import read_timeline as read_timeline
+    from ._yamlstate import STATE_CONVERTER as STATE_CONVERTER
+    from ._yamlstate import load_state as load_state
+    from ._yamlstate import save_state as save_state
+    from ._yamlstate import save_states as save_states
+
+# Hidden from type checkers, which read the imports above and must not take
+# every misspelt name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".._names": ("check_change_name",),
+            "._change": (
+                "ChangePaths",
+                "STATE_DIR",
+                "list_changes",
+            ),
+            "._events": (
+                "BLOCKED",
+                "BreakerClosed",
+                "BreakerHalfOpen",
+                "BreakerOpened",
+                "BreakerReset",
+                "CHECKPOINT",
+                "CONTRACT_PREFIX",
+                "ContractEvent",
+                "Event",
+                "ITERATION_BEGUN",
+                "IterationFinished",
+                "IterationStarted",
+                "LOOP_CIRCUIT",
+                "LOOP_STARTED",
+                "OtherEvent",
+                "ProtectViolation",
+                "RunStarted",
+                "RunStopped",
+                "SHIP_READY",
+                "STRATEGY_CHANGED",
+                "SpendReset",
+                "StateCorrupt",
+                "StateRebuilt",
+                "VERIFY_BREAKER",
+                "VerifyRecorded",
+                "decode_event",
+                "encode_event",
+                "event_name",
+                "event_record",
+            ),
+            "._files": (
+                "FORGE_WRITES",
+                "atomic_write",
+                "exclusive_lock",
+                "move_aside",
+                "read_state_bytes",
+                "utc_now_iso",
+            ),
+            "._guarded": ("load_or_block",),
+            "._timeline": (
+                "TimelineRead",
+                "append_event",
+                "append_events",
+                "parse_timeline",
+                "read_timeline",
+            ),
+            "._yamlstate": (
+                "STATE_CONVERTER",
+                "load_state",
+                "save_state",
+                "save_states",
+            ),
+        },
+    )

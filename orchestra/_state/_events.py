@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
-import cattrs
 
 # The loop contract's event names, the only ones a person may also write by hand.
 LOOP_STARTED = "forge.loop.started"
@@ -258,39 +257,26 @@ KINDS: dict[str, type[Event]] = {
 _HEADER = ("ts", "seq", "change")
 
 
-def _strict_converter() -> cattrs.Converter:
-    converter = cattrs.Converter(forbid_extra_keys=True)
+def _fits(value: Any, annotation: str) -> bool:
+    """Whether a JSON value fits a field's annotation (``str | None``, ``dict[str, Any]`` ...).
 
-    # JSON has one number type for both: an integral float is an int, and an
-    # int stands for a float. A bool is neither.
-    def number(value: Any, _type: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise TypeError(f"expected a number, got {value!r}")
-        return float(value)
-
-    def integer(value: Any, _type: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"expected an integer, got {value!r}")
-        return value
-
-    def text(value: Any, _type: Any) -> str:
-        if not isinstance(value, str):
-            raise TypeError(f"expected a string, got {value!r}")
-        return value
-
-    def flag(value: Any, _type: Any) -> bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"expected true or false, got {value!r}")
-        return value
-
-    converter.register_structure_hook(float, number)
-    converter.register_structure_hook(int, integer)
-    converter.register_structure_hook(str, text)
-    converter.register_structure_hook(bool, flag)
-    return converter
-
-
-_CONVERTER = _strict_converter()
+    JSON has one number type: an int stands for a float; a bool is neither.
+    Checked by hand rather than by a converter: ``forge timeline`` reads every
+    event and must start fast.
+    """
+    for option in (part.strip() for part in annotation.split("|")):
+        base = option.split("[", 1)[0]
+        if (
+            (base == "None" and value is None)
+            or (base == "str" and isinstance(value, str))
+            or (base == "bool" and isinstance(value, bool))
+            or (base == "int" and isinstance(value, int) and not isinstance(value, bool))
+            or (base == "float" and isinstance(value, int | float) and not isinstance(value, bool))
+            or (base == "dict" and isinstance(value, dict))
+            or (base == "list" and isinstance(value, list))
+        ):
+            return True
+    return False
 
 
 def event_name(event: Event) -> str:
@@ -298,6 +284,14 @@ def event_name(event: Event) -> str:
     if isinstance(event, ContractEvent | OtherEvent):
         return event.name
     return event.kind
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """The whole event as its timeline line holds it: the header, then its fields."""
+    record: dict[str, Any] = {"ts": event.ts, "seq": event.seq, "event": event_name(event)}
+    record["change"] = event.change
+    record.update(encode_event(event))
+    return record
 
 
 def encode_event(event: Event) -> dict[str, Any]:
@@ -329,9 +323,17 @@ def decode_event(raw: Mapping[str, Any]) -> Event:
     declared = {f.name for f in attrs.fields(cls)} - {*_HEADER, "extra"}
     known = {k: v for k, v in body.items() if k in declared}
     extra = {k: v for k, v in body.items() if k not in declared}
+    fields = {f.name: f for f in attrs.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in known.items():
+        if not _fits(value, str(fields[key].type)):
+            return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
+        numeric = isinstance(value, int) and not isinstance(value, bool)
+        wants_float = str(fields[key].type).startswith("float")
+        values[key] = float(value) if numeric and wants_float else value
     try:
-        event = _CONVERTER.structure(known, cls)
-    except (cattrs.BaseValidationError, TypeError, ValueError):
+        event = cls(**values)
+    except TypeError:  # a required field is missing
         return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
     return attrs.evolve(event, ts=ts, seq=seq, change=change, extra=extra)
 

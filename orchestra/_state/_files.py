@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +30,8 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False) -> None:
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
     """
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -64,6 +64,8 @@ def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False)
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
     """
+    import tempfile  # here, like atomic_write's: read-only commands never write
+
     if not files:
         return
     written: list[tuple[str, Path]] = []
@@ -106,6 +108,10 @@ FORGE_WRITES = ".forge-writes"
 
 def note_forge_write(path: Path, data: bytes) -> None:
     """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
+    # Imported here, like tempfile in atomic_write: commands that only read state
+    # (forge status) do not need them.
+    import hashlib
+
     digest = hashlib.blake2b(data, digest_size=20).hexdigest()
     try:
         fd = os.open(path.parent / FORGE_WRITES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

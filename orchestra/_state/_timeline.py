@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from .._errors import StateError
-from ._events import Event, decode_event, encode_event, event_name
+from ._events import Event, decode_event, event_record
 from ._files import utc_now_iso
 
 _TAIL_BYTES = 64 * 1024
@@ -78,13 +78,7 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
     for event in events:
         seq += 1
         stamped = attrs.evolve(event, ts=ts, seq=seq, change=change)
-        record: dict[str, Any] = {
-            "ts": ts,
-            "seq": seq,
-            "event": event_name(event),
-            "change": change,
-        }
-        record.update(encode_event(stamped))
+        record = event_record(stamped)
         lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str))
         written.append(stamped)
     if not lines:

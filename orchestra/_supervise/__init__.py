@@ -1,11 +1,40 @@
 """forge supervise: many bounded loops at once, sharing one rate limiter and a dashboard."""
 
-from .._engine import LoopProgress as LoopProgress
-from ._dashboard import Dashboard as Dashboard
-from ._dashboard import limiter_line as limiter_line
-from ._loop_tables import LoopSetup as LoopSetup
-from ._loop_tables import resolve_loops as resolve_loops
-from ._supervisor import LoopRun as LoopRun
-from ._supervisor import interrupted_results as interrupted_results
-from ._supervisor import prepare as prepare
-from ._supervisor import supervise as supervise
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .._engine import LoopProgress as LoopProgress
+    from ._dashboard import Dashboard as Dashboard
+    from ._dashboard import limiter_line as limiter_line
+    from ._loop_tables import LoopSetup as LoopSetup
+    from ._loop_tables import resolve_loops as resolve_loops
+    from ._supervisor import LoopRun as LoopRun
+    from ._supervisor import interrupted_results as interrupted_results
+    from ._supervisor import prepare as prepare
+    from ._supervisor import supervise as supervise
+
+# Hidden from type checkers, which read the imports above and must not take
+# every misspelt name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            ".._engine": ("LoopProgress",),
+            "._dashboard": (
+                "Dashboard",
+                "limiter_line",
+            ),
+            "._loop_tables": (
+                "LoopSetup",
+                "resolve_loops",
+            ),
+            "._supervisor": (
+                "LoopRun",
+                "interrupted_results",
+                "prepare",
+                "supervise",
+            ),
+        },
+    )

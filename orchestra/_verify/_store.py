@@ -7,6 +7,8 @@ the timeline: the gate stays shut until a human runs ``--reset-breaker``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from .._errors import CorruptStateError
@@ -25,7 +27,11 @@ from .._state import (
 )
 from .._workspace import TreeState
 from ._breaker import NEW, VerifyAttempts, fold_timeline, record_verdict, reset
-from ._report import VerifyReport
+
+if TYPE_CHECKING:
+    # Only named in annotations: the report's module imports trio, which
+    # reading the breaker (forge status) does not need.
+    from ._report import VerifyReport
 
 
 @attrs.frozen
