@@ -12,7 +12,6 @@ from ._errors import CorruptStateError
 from ._policy import BudgetPolicy
 from ._state import (
     ChangePaths,
-    SpendReset,
     append_event,
     exclusive_lock,
     load_or_block,
@@ -66,6 +65,8 @@ def read_spend(paths: ChangePaths) -> SpendReading:
 
 def reset_spend(paths: ChangePaths) -> SpendReading:
     """Start the totals again from zero after a human decided to grant more budget."""
+    from ._state import SpendReset  # building an event: only when one is written
+
     with exclusive_lock(paths.lock):
         before, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
         save_state(paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()), journal=False)

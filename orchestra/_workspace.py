@@ -8,13 +8,15 @@ import stat
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ._errors import ConfigError
-from ._git import git_output
 from ._project_root import find_root
-from ._treestatus import PathStatus, TreeStatus, read_status
+
+if TYPE_CHECKING:
+    from ._treestatus import PathStatus, TreeStatus
 
 _CHUNK = 1 << 20
 
@@ -66,6 +68,9 @@ def tree_state(root: Path) -> TreeState:
     Two git commands (where ``root`` sits in its repository, and one
     ``git status``) plus reading the files that differ from the commit.
     """
+    # Here, not at the top: finding the project (every command) never runs git.
+    from ._treestatus import read_status
+
     status = read_status(root)
     if status is None:
         # Half a fingerprint would call a changed tree unchanged: better none at all.
@@ -150,6 +155,8 @@ def default_change(root: Path) -> str:
     ``feature/Add-Billing`` becomes ``feature-add-billing``; outside git, or on a
     detached HEAD, it is ``default``.
     """
+    from ._git import git_output
+
     branch = git_output(root, "rev-parse", "--abbrev-ref", "HEAD")
     name = branch.decode().strip() if branch else ""
     if not name or name == "HEAD":

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from .._state import (
-    LOOP_CIRCUIT,
-    BreakerReset,
     ChangePaths,
     append_event,
     exclusive_lock,
@@ -41,6 +39,8 @@ def save_circuit(paths: ChangePaths, circuit: CircuitState) -> None:
 
 def reset_circuit(paths: ChangePaths) -> CircuitState:
     """Close the circuit after a human reviewed the loop; returns what it was."""
+    from .._state import LOOP_CIRCUIT, BreakerReset  # building an event: only on a reset
+
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
         # Closed, its iterations counted afresh; a human's write, so not journalled.

@@ -9,7 +9,6 @@ import attrs
 
 from .._errors import CorruptStateError
 from ._change import ChangePaths
-from ._events import StateCorrupt
 from ._timeline import append_event
 from ._yamlstate import load_state, save_state
 
@@ -32,6 +31,8 @@ def load_or_block(
         moved = Path(exc.moved_to).name
         blocked: Any = attrs.evolve(fresh, blocked=f"moved aside to {moved}")  # type: ignore[misc]  # every guarded state class has a blocked field
         save_state(path, blocked)
+        from ._events import StateCorrupt  # only when a file was corrupt
+
         append_event(
             paths.timeline,
             paths.name,

@@ -13,13 +13,15 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._errors import StateError
-from ._events import Event, decode_event, event_record
 from ._files import utc_now_iso
+
+if TYPE_CHECKING:
+    from ._events import Event
 
 _TAIL_BYTES = 64 * 1024
 
@@ -40,6 +42,8 @@ class TimelineRead:
 
     def typed(self) -> list[Event]:
         """The events decoded into their classes (see ``_events``)."""
+        from ._events import decode_event  # here: reading state files never builds events
+
         return [decode_event(raw) for raw in self.events]
 
     def problems(self, path: Path) -> list[str]:
@@ -71,6 +75,8 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
     Raises:
         StateError: when the timeline cannot be written.
     """
+    from ._events import event_record
+
     ts = utc_now_iso()
     seq = _last_seq(path)
     written: list[Event] = []

@@ -7,17 +7,12 @@ into the state; the shell around it reads and writes ``verify-attempts.yaml``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from .._state import (
-    VERIFY_BREAKER,
-    BreakerReset,
-    Event,
-    OtherEvent,
-    StateCorrupt,
-    VerifyRecorded,
-)
+if TYPE_CHECKING:
+    from .._state import Event
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -102,6 +97,8 @@ def fold_timeline(events: Iterable[Event]) -> VerifyAttempts | None:
     Raises:
         ValueError: when a verify event is damaged (its fields did not fit).
     """
+    from .._state import VERIFY_BREAKER, BreakerReset, OtherEvent, StateCorrupt, VerifyRecorded
+
     state: VerifyAttempts | None = None
     for event in events:
         if isinstance(event, VerifyRecorded):

@@ -13,11 +13,7 @@ import attrs
 
 from .._errors import CorruptStateError
 from .._state import (
-    VERIFY_BREAKER,
-    BreakerReset,
     ChangePaths,
-    StateRebuilt,
-    VerifyRecorded,
     append_event,
     exclusive_lock,
     load_or_block,
@@ -31,6 +27,7 @@ from ._breaker import NEW, VerifyAttempts, fold_timeline, record_verdict, reset
 if TYPE_CHECKING:
     # Only named in annotations: the report's module imports trio, which
     # reading the breaker (forge status) does not need.
+    from .._state import VerifyRecorded
     from ._report import VerifyReport
 
 
@@ -71,6 +68,8 @@ def read_breaker(paths: ChangePaths) -> BreakerUpdate:
 
 def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
     """Clear the breaker: the explicit "a human intervened" signal."""
+    from .._state import VERIFY_BREAKER, BreakerReset  # only when one is written
+
     with exclusive_lock(paths.lock):
         before, corrupt = load_verify_locked(paths)
         after = reset(before, now=utc_now_iso())
@@ -101,6 +100,8 @@ def load_verify_locked(paths: ChangePaths) -> tuple[VerifyAttempts, CorruptState
 
 def _rebuild(paths: ChangePaths) -> VerifyAttempts:
     """A missing state file: the timeline's verify events say what it held, if anything."""
+    from .._state import StateRebuilt  # only when one is written
+
     timeline = read_timeline(paths.timeline)
     try:
         state = fold_timeline(timeline.typed())
@@ -130,6 +131,8 @@ def verify_event(
     iteration: int | None = None,
 ) -> VerifyRecorded:
     """The timeline's record of one verdict and the breaker after it."""
+    from .._state import VerifyRecorded
+
     return VerifyRecorded(
         verdict=report.verdict,
         consecutive_failures=state.consecutive_failures,
