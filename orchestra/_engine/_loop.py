@@ -265,6 +265,7 @@ class _Loop:
     async def _iterate(
         self, state: LoopState, number: int
     ) -> tuple[LoopState, Verdict, GateReading]:
+        """One iteration, in three hops off the event loop around the executor and verify."""
         probing = state.circuit.state == HALF_OPEN
         limiter = self.settings.limiter
         if limiter is not None:
@@ -272,12 +273,25 @@ class _Loop:
             await limiter.acquire(self.plan.paths.name)
         self.progress.status = "probing" if probing else "running"
         self.progress.iteration = number
-        started = IterationStarted(run_id=self.plan.run_id, iteration=number)
-        # Counted as used when it starts: an interrupted iteration was spent too,
-        # and a rerun goes on after it rather than running it twice.
-        await _in_thread(self.store.begin, started)
-        outcome, integrity = await guarded_iteration(self.plan, number)
+        label = f"{self.plan.run_id}-{number}"
+        await _in_thread(self._before_executor, number)
+        try:
+            outcome = await run_iteration(
+                self.plan.executor,
+                self.plan.context(number),
+                time_limit=self.plan.time_limit,
+                grace=self.plan.grace,
+                done_marker=self.plan.done_marker,
+                redact=self.plan.redact,
+            )
+        except BaseException:
+            if self.plan.integrity is not None:
+                # Interrupted: the executor tree is stopped; whatever it harmed is
+                # put back before the interruption goes on (synchronously: unwinding).
+                _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
+            raise
         self.last = outcome
+        integrity, after = await _in_thread(self._after_executor, number, label)
         record = iteration_record(
             self.plan.run_id,
             outcome,
@@ -285,63 +299,88 @@ class _Loop:
             templated=self.plan.executor.templated,
             integrity=integrity,
         )
-        if not (record.provider_refused and not record.is_harmful) and not record.cannot_start:
-            record = await self._measure(record, outcome)
-        else:
-            await _in_thread(self._read_status)
-        secscan = await _in_thread(self.settings.secscan.check, self.status)
-        record = attrs.evolve(record, secscan=secscan)
-        # The clock is read here, on the event loop (a test's clock lives there).
-        judge = partial(self._judge, record, self.settings.wall_clock(), utc_now_iso())
-        state, verdict = await _in_thread(self.store.commit, record, judge)
-        self.progress.completed += 1
-        self._show_iteration(outcome, record, state, verdict)
-        return state, verdict, secscan
-
-    async def _measure(self, record: IterationRecord, outcome: IterationOutcome) -> IterationRecord:
-        """What the iteration changed, and the verify's verdict on it."""
-        probe, before = self.probe, self.before
-        if probe is None or before is None:
-            await _in_thread(self._read_status)
-            after = None
-        else:
-            # The agent's work is what changed before the verify ran: files the
-            # verify writes (reports, caches) are not the agent's progress.
-            after = await _in_thread(probe.take)
-            self.status = after.status
+        judged = not (record.provider_refused and not record.is_harmful)
+        measured = judged and not record.cannot_start
         report = None
         tree = None
-        if self.rules.run_verify and not record.is_harmful:
+        if measured and self.rules.run_verify and not record.is_harmful:
             # After harm to a protected path the loop stops: verifying the
             # restored tree would only add a verdict nobody asked for.
             self.progress.status = "verifying"
-            status = self.status
-            if status is not None:
-                tree = tree_state_from(status)
+            if self.status is not None:
+                tree = tree_state_from(self.status)
             else:
                 tree = await _in_thread(tree_state, self.plan.workdir)
             report = await run_verify(
                 self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
             )
-        signals = None
-        if probe is not None and before is not None and after is not None:
-            measure = partial(probe.measure, before, outcome, report, after=after)
-            signals = await _in_thread(measure)
-            # The next "before": the tree after the verify (its own writes are
-            # not the next iteration's work), or simply the one just taken.
-            fresh = await _in_thread(probe.take) if report is not None else after
-            self.before = probe.mark_seen(fresh)
-            self.status = fresh.status
-        return attrs.evolve(
+        record = attrs.evolve(
             record,
             verify=report.verdict if report is not None else None,
             verify_report=report,
             tree=tree,
-            signals=signals,
         )
+        # The clock is read here, on the event loop (a test's clock lives there).
+        judge = partial(self._judge, self.settings.wall_clock(), utc_now_iso())
+        conclude = partial(self._conclude, record, outcome, after, measured, judge)
+        state, verdict, record, secscan = await _in_thread(conclude)
+        self.progress.completed += 1
+        self._show_iteration(outcome, record, state, verdict)
+        return state, verdict, secscan
+
+    # -- blocking steps, each run in one worker thread ------------------------
+
+    def _before_executor(self, number: int) -> None:
+        """Record the start (counted as used: a rerun goes on after it) and arm the check."""
+        self.store.begin(IterationStarted(run_id=self.plan.run_id, iteration=number))
+        if self.plan.integrity is not None:
+            self.plan.integrity.arm()
+
+    def _after_executor(
+        self, number: int, label: str
+    ) -> tuple[IntegrityReport | None, Snapshot | None]:
+        """Restore and record any harm, then read the tree once."""
+        check = self.plan.integrity
+        report = _inspect(self.plan, number, check, label) if check is not None else None
+        if self.probe is None:
+            if self.prefix is not None:
+                self.status = read_status(self.plan.workdir, self.prefix)
+            return report, None
+        # The agent's work is what changed before the verify ran: files the
+        # verify writes (reports, caches) are not the agent's progress.
+        after = self.probe.take()
+        self.status = after.status
+        return report, after
+
+    def _conclude(
+        self,
+        record: IterationRecord,
+        outcome: IterationOutcome,
+        after: Snapshot | None,
+        measured: bool,
+        judge: Callable[[IterationRecord, LoopState], tuple[LoopState, Verdict, list[Event]]],
+    ) -> tuple[LoopState, Verdict, IterationRecord, GateReading]:
+        """Measure, scan, then judge and commit the iteration."""
+        probe, before = self.probe, self.before
+        fresh = after
+        if measured and probe is not None and before is not None and after is not None:
+            report = record.verify_report
+            signals = probe.measure(before, outcome, report, after=after)
+            record = attrs.evolve(record, signals=signals)
+            if report is not None:
+                # The next "before" is the tree after the verify: the files it
+                # writes (reports, caches) are not the next iteration's work.
+                fresh = probe.take()
+                self.status = fresh.status
+        if probe is not None and fresh is not None:
+            self.before = probe.mark_seen(fresh)
+        secscan = self.settings.secscan.check(self.status)
+        record = attrs.evolve(record, secscan=secscan)
+        state, verdict = self.store.commit(record, partial(judge, record))
+        return state, verdict, record, secscan
 
     def _judge(
-        self, record: IterationRecord, now: float, now_iso: str, state: LoopState
+        self, now: float, now_iso: str, record: IterationRecord, state: LoopState
     ) -> tuple[LoopState, Verdict, list[Event]]:
         """Runs inside the store's commit: decide, then the events that record it."""
         after, verdict = decide(state, record, self.policy, self.rules, now=now, now_iso=now_iso)
@@ -403,16 +442,8 @@ class _Loop:
             self.status = self.before.status
         else:
             self.prefix = work_tree_prefix(self.plan.workdir)
-            self._read_status()
-
-    def _read_status(self) -> None:
-        """The tree's status now (blocking): one git command, none outside git."""
-        if self.probe is not None:
-            snapshot = self.probe.take()
-            self.before = self.probe.mark_seen(snapshot)
-            self.status = snapshot.status
-        elif self.prefix is not None:
-            self.status = read_status(self.plan.workdir, self.prefix)
+            if self.prefix is not None:
+                self.status = read_status(self.plan.workdir, self.prefix)
 
     # -- records and words ---------------------------------------------------
 
@@ -534,39 +565,6 @@ class _Loop:
         self.progress.last_event = text
         if self.on_event is not None:
             self.on_event(kind, self.plan.paths.name, text)
-
-
-async def guarded_iteration(
-    plan: LoopPlan, number: int
-) -> tuple[IterationOutcome, IntegrityReport | None]:
-    """Run one iteration between an integrity manifest and its check.
-
-    Harmed protected paths are restored and recorded (``protect.violation``)
-    before anything else happens, an interrupted iteration included.
-    """
-    iteration = partial(
-        run_iteration,
-        plan.executor,
-        plan.context(number),
-        time_limit=plan.time_limit,
-        grace=plan.grace,
-        done_marker=plan.done_marker,
-        redact=plan.redact,
-    )
-    check = plan.integrity
-    if check is None:
-        return await iteration(), None
-    await _in_thread(check.arm)
-    label = f"{plan.run_id}-{number}"
-    try:
-        outcome = await iteration()
-    except BaseException:
-        # Interrupted: the executor tree is stopped; whatever it harmed is put
-        # back before the interruption goes on (synchronously: we are unwinding).
-        _repair_while_unwinding(plan, number, check, label)
-        raise
-    report = await _in_thread(_inspect, plan, number, check, label)
-    return outcome, report
 
 
 def _inspect(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> IntegrityReport:
