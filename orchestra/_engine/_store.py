@@ -109,11 +109,11 @@ class ChangeStore:
         return self._state
 
     def begin(self, event: IterationStarted) -> LoopState:
-        """An iteration starts: record it, and count it as used (a rerun goes on after it).
+        """An iteration starts: count it as used (a rerun goes on after it), then record it.
 
-        Only the timeline is written here; ``breaker.yaml`` takes the count with
-        the iteration's commit, and a loop loaded after a crash in between
-        counts the started iteration from the timeline.
+        The circuit's file is written before the event, as every state file is:
+        a crash in between leaves the file a step ahead of the timeline, never
+        behind it.
         """
         with exclusive_lock(self.paths.lock):
             state = self._fresh()
@@ -122,6 +122,7 @@ class ChangeStore:
                     state.circuit, iterations_used=event.iteration, finished=None
                 )
                 state = attrs.evolve(state, circuit=circuit)
+                self._write_circuit(circuit)
             self._state = state
             append_events(self.paths.timeline, self.paths.name, [event])
         return self._state

@@ -40,6 +40,14 @@ def agent_cmd(folder: Path, name: str, *steps: dict[str, Any]) -> str:
     return shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
 
 
+# forge run takes a permit from the shared limiter for every executor start:
+# hundreds of trials in one repository must never wait for the default window.
+RUN_POLICY = """
+[rate_limit]
+calls = 100000
+window = "1s"
+"""
+
 # Fast loops: quick cooldowns, a limiter that never makes them wait but is
 # written on every start (sqlite), one loop whose verify passes and one that trips.
 SUPERVISE_POLICY = """

@@ -22,6 +22,7 @@ import pytest
 from ..support import Repo, failing_policy
 from .harness import (
     KILLED,
+    RUN_POLICY,
     SUPERVISE_POLICY,
     Tracker,
     agent_cmd,
@@ -107,6 +108,7 @@ def _run_args(repo: Repo) -> tuple[str, ...]:
 
 @pytest.mark.reliability
 def test_a_crash_at_every_state_write_of_run_loses_nothing(repo: Repo) -> None:
+    repo.write("forge.toml", RUN_POLICY)
     args = _run_args(repo)
     assert_clean_exit(repo.forge(*args), 1)  # iterations exhausted: state worth protecting
     tracker = Tracker(repo)

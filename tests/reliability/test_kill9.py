@@ -21,6 +21,7 @@ import pytest
 
 from ..support import FORGE, Repo, failing_policy, forge_env
 from .harness import (
+    RUN_POLICY,
     SUPERVISE_POLICY,
     Tracker,
     agent_cmd,
@@ -75,6 +76,7 @@ def _run_args(repo: Repo, iterations: int) -> tuple[str, ...]:
 @pytest.mark.parametrize("seed", range(3))
 def test_kill9_during_run(repo: Repo, seed: int) -> None:
     rng = random.Random(100 + seed)
+    repo.write("forge.toml", RUN_POLICY)
     tracker = Tracker(repo)
     args = _run_args(repo, 8)
     done, span = timed(repo, *args)
