@@ -163,6 +163,8 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
         out.line("  budget:   no ceiling configured — the spend budget gate stays closed")
     out.line(f"  secscan:  {secscan_summary(policy)}")
     out.line(f"  protect:  {protect_summary(policy)}")
+    out.line(f"  circuit:  {circuit_summary()}")
+    out.line(f"  limit:    {limit_summary(policy)}")
 
 
 def secscan_summary(policy: Policy) -> str:
@@ -172,6 +174,20 @@ def secscan_summary(policy: Policy) -> str:
     return (
         f'rules "{secscan.rules}", before and after every iteration; unwaived findings at '
         f"or above {secscan.fail_on} open the gate"
+    )
+
+
+def circuit_summary() -> str:
+    return "refuses to start while the change's loop circuit is open or escalated"
+
+
+def limit_summary(policy: Policy) -> str:
+    limit = policy.rate_limit
+    shared = "this process only" if limit.backend == "memory" else "shared by every loop"
+    return (
+        f"every executor start takes a permit: {limit.calls} per {limit.window} "
+        f"({limit.backend}, {shared}); a provider's limit is waited out up to "
+        f"{policy.run.max_limit_wait}"
     )
 
 
