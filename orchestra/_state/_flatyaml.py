@@ -30,7 +30,7 @@ _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+(?:e[-+][0-9]+)?")
 # A plain word starting with a letter: no YAML 1.1 resolver but the boolean
 # and null ones (checked below) applies to it, and none of these characters
 # comments a plain scalar; ": " (which would end it) is refused separately.
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./:()+, -]*[A-Za-z0-9_./()+)-]|[A-Za-z_]")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./:()+, -]*[A-Za-z0-9_./()+-]|[A-Za-z_]")
 # A word starting with a digit (a commit hash): letters and digits only, so no
 # number or date resolver matches it unless it is 0b... or 0x... (excluded).
 _DIGIT_WORD = re.compile(r"[1-9][0-9a-z]*|0[0-9ac-wyz][0-9a-z]*")
