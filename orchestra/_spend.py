@@ -6,10 +6,11 @@ reaches its ceiling; with no ceiling configured it is closed and cannot open.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from ._errors import CorruptStateError
-from ._policy import BudgetPolicy
 from ._state import (
     ChangePaths,
     append_event,
@@ -18,6 +19,9 @@ from ._state import (
     save_state,
     utc_now_iso,
 )
+
+if TYPE_CHECKING:
+    from ._policy import BudgetPolicy  # only named in annotations
 
 
 @attrs.frozen

@@ -243,3 +243,26 @@ print(POLICY_CONVERTER.get_structure_hook(Policy) is hook)
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "True"
+
+
+def test_status_reads_state_without_yaml_cattrs_or_the_policy_loader(recorded: Repo) -> None:
+    recorded.write("other/.keep", "")
+    policy = (recorded.root / "forge.toml").read_text()
+    recorded.write("forge.toml", policy + '\n[[loop]]\nchange = "far"\ndir = "other"\n')
+    far = recorded.root / "other" / ".forge" / "changes" / "far"
+    far.mkdir(parents=True)
+    (far / "spend.yaml").write_text("tokens: 7\ntool_calls: 1\ncost_usd: 0.5\niterations: 1\n")
+    code, out, modules = loaded_modules(recorded, ("status",))
+    assert code == 0
+    assert "far" in out
+    assert "7 tokens, 1 tool calls, $0.5000" in out
+    for package in ("yaml", "cattrs", "orchestra._policy._load", "orchestra._policy._model"):
+        assert not _under(modules, package), f"forge status imported {package}"
+
+
+def test_status_still_reports_a_loop_table_it_cannot_read(recorded: Repo) -> None:
+    policy = (recorded.root / "forge.toml").read_text()
+    recorded.write("forge.toml", policy + '\n[[loop]]\nchange = "Not A Name"\n')
+    done = recorded.forge("status")
+    assert done.code != 0
+    assert "loop[0].change" in done.err

@@ -119,9 +119,11 @@ WRITER = r"""
 import sys
 from pathlib import Path
 from orchestra._state import ChangePaths, exclusive_lock, save_state
+from orchestra._state._yamlstate import render_state
 from orchestra._verify import NEW, record_verdict
 paths = ChangePaths(Path(sys.argv[1]), "crash")
 state = NEW
+render_state(state)  # the writer (PyYAML, the converter) loaded: the kills land mid-write
 print("ready", flush=True)
 while True:
     with exclusive_lock(paths.lock):

@@ -10,11 +10,13 @@ trio's monotonic clock, so a clock jump during the wait changes nothing.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._policy import BreakerPolicy
+if TYPE_CHECKING:
+    # Only named in annotations: reading a circuit (forge status) needs no policy model.
+    from .._policy import BreakerPolicy
 
 CLOSED = "closed"
 OPEN = "open"

@@ -12,19 +12,26 @@ import attrs
 from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
+from .._names import CHANGE_NAME
 from .._spend import read_spend
-from .._state import ChangePaths, IterationFinished, event_name, list_changes, read_timeline
-from .._supervise import resolve_loops
+from .._state import (
+    ChangePaths,
+    Event,
+    IterationFinished,
+    decode_event,
+    event_name,
+    list_changes,
+    read_timeline,
+)
 from .._verify import read_breaker
+from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
 
 
 def status(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    loaded = policy_from(project, args=args)
-    roots = {project.root}
-    roots.update(setup.root for setup in resolve_loops(loaded, project.root))
+    roots = _roots(project, args)
     changes = [ChangePaths(root, name) for root in sorted(roots) for name in list_changes(root)]
     rows = [_row(paths, project.root) for paths in changes]
     if out.json_mode:
@@ -55,16 +62,72 @@ def status(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _roots(project: Project, args: argparse.Namespace) -> set[Path]:
+    """The folders whose changes are listed: the project's and every ``[[loop]]``'s."""
+    declared = None if getattr(args, "set", None) else _declared_roots(project)
+    if declared is not None:
+        return {project.root, *declared}
+    from .._supervise import resolve_loops
+
+    loaded = policy_from(project, args=args)
+    return {project.root, *(setup.root for setup in resolve_loops(loaded, project.root))}
+
+
+def _declared_roots(project: Project) -> list[Path] | None:
+    """The loops' folders, read straight from the policy file; None to load the policy.
+
+    Status shows state, not the policy: it needs of each ``[[loop]]`` table only
+    its ``change`` and ``dir``, resolved as the supervisor resolves them, and
+    is spared the policy loader. A file it cannot read that simply (not TOML,
+    an ``extends`` chain, a loop table out of the ordinary) goes the full way,
+    which reports every problem.
+    """
+    if project.config is None:
+        return []
+    import tomllib  # here: only status reads the file this way
+
+    try:
+        data = tomllib.loads(project.config.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # TOMLDecodeError, UnicodeDecodeError
+        return None
+    tables = data.get("loop", [])
+    if "extends" in data or not isinstance(tables, list):
+        return None
+    folder = project.config.resolve().parent
+    roots: list[Path] = []
+    seen: set[tuple[Path, str]] = set()
+    for table in tables:
+        change = table.get("change") if isinstance(table, dict) else None
+        where = table.get("dir", "") if isinstance(table, dict) else None
+        if not isinstance(change, str) or not CHANGE_NAME.fullmatch(change):
+            return None
+        if not isinstance(where, str):
+            return None
+        root = (folder / where).resolve() if where else project.root
+        if not root.is_dir() or (root, change) in seen:
+            return None
+        seen.add((root, change))
+        roots.append(root)
+    return roots
+
+
+def _last_events(paths: ChangePaths) -> tuple[Event | None, IterationFinished | None]:
+    """The timeline's last event and its last scored iteration; only those are decoded."""
+    records = read_timeline(paths.timeline).events
+    last = decode_event(records[-1]) if records else None
+    for record in reversed(records):
+        if record.get("event") == IterationFinished.kind:
+            event = decode_event(record)
+            if isinstance(event, IterationFinished) and event.score is not None:
+                return last, event
+    return last, None
+
+
 def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
     circuit_state = load_circuit(paths)
     verify = read_breaker(paths).after
     spend = read_spend(paths).totals
-    events = read_timeline(paths.timeline).typed()
-    last = events[-1] if events else None
-    scored = next(
-        (e for e in reversed(events) if isinstance(e, IterationFinished) and e.score is not None),
-        None,
-    )
+    last, scored = _last_events(paths)
     where = "" if paths.root == root else str(paths.root)
     if verify.blocked:
         verify_text = f"BLOCKED ({verify.blocked})"

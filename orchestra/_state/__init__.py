@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ._change import STATE_DIR as STATE_DIR
     from ._change import ChangePaths as ChangePaths
     from ._change import list_changes as list_changes
+    from ._converter import STATE_CONVERTER as STATE_CONVERTER
     from ._events import BLOCKED as BLOCKED
     from ._events import CHECKPOINT as CHECKPOINT
     from ._events import CONTRACT_PREFIX as CONTRACT_PREFIX
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from ._timeline import append_events as append_events
     from ._timeline import parse_timeline as parse_timeline
     from ._timeline import read_timeline as read_timeline
-    from ._yamlstate import STATE_CONVERTER as STATE_CONVERTER
     from ._yamlstate import load_state as load_state
     from ._yamlstate import save_state as save_state
     from ._yamlstate import save_states as save_states
@@ -114,8 +114,8 @@ if not TYPE_CHECKING:
                 "parse_timeline",
                 "read_timeline",
             ),
+            "._converter": ("STATE_CONVERTER",),
             "._yamlstate": (
-                "STATE_CONVERTER",
                 "load_state",
                 "save_state",
                 "save_states",

@@ -1,27 +1,20 @@
-"""YAML state files: read strictly, written atomically, moved aside when corrupt."""
+"""YAML state files: read strictly, written atomically, moved aside when corrupt.
+
+PyYAML and the state converter are imported when a file is written, or read
+in a form other than the flat one forge writes (see ``_flatyaml``): the
+commands that only read state (``forge status``) start without them.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-from cattrs.errors import BaseValidationError
-from cattrs.preconf.pyyaml import make_converter
-
-from .._convert import make_strict
 from .._errors import CorruptStateError
 from ._files import atomic_write, atomic_write_many, move_aside, read_state_bytes
-
-# Unknown keys are tolerated (a newer forge may have written them); known keys
-# must have exactly their type, and a required key that is missing is corruption.
-STATE_CONVERTER = make_strict(make_converter(forbid_extra_keys=False))
+from ._flatyaml import parse_flat, structure_flat
 
 _T = TypeVar("_T")
-# libyaml's safe loader and dumper when PyYAML was built with it: the same
-# documents, several times faster on a path every iteration takes.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def load_state(path: Path, cls: type[_T]) -> _T | None:
@@ -38,7 +31,22 @@ def load_state(path: Path, cls: type[_T]) -> _T | None:
     if raw is None:
         return None
     try:
-        data: Any = yaml.load(raw.decode("utf-8"), Loader=_LOADER)  # a safe loader, libyaml
+        flat = parse_flat(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        flat = None
+    if flat is not None:
+        state = structure_flat(flat, cls)
+        if state is not None:
+            return state
+    # Anything else, and every problem a corrupt file has, the full way.
+    import yaml
+    from cattrs.errors import BaseValidationError
+
+    from ._converter import STATE_CONVERTER
+
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when built with it
+        data: Any = yaml.load(raw.decode("utf-8"), Loader=loader)  # a safe loader
         if not isinstance(data, dict):
             raise ValueError(f"expected a mapping, found {type(data).__name__}")
         return STATE_CONVERTER.structure(data, cls)
@@ -74,14 +82,23 @@ def save_states(states: list[tuple[Path, object]]) -> None:
 
 def render_state(state: object) -> bytes:
     """A state file's bytes: YAML, keys in the order the class declares them."""
+    import yaml
+
+    from ._converter import STATE_CONVERTER
+
     data = STATE_CONVERTER.unstructure(state)
+    # libyaml's dumper when PyYAML was built with it: the same documents,
+    # several times faster on a path every iteration takes.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     text = yaml.dump(
-        data, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False
+        data, Dumper=dumper, sort_keys=False, allow_unicode=True, default_flow_style=False
     )
     return text.encode("utf-8")
 
 
 def _describe(exc: BaseException) -> str:
+    from cattrs.errors import BaseValidationError
+
     if isinstance(exc, BaseValidationError):
         leaves = [str(sub) for sub in exc.exceptions]
         return "; ".join(leaves)[:200] or str(exc)
