@@ -11,7 +11,7 @@ import sqlite3
 import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import attrs
 import pytest
@@ -793,38 +793,3 @@ def test_the_exported_names() -> None:
         "open_limiter",
         "warn_threshold",
     }
-
-
-def test_the_log_keeps_one_connection_across_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Closing the last connection to a write-ahead log checkpoints it (fsyncs):
-    # a connection per call made every acquire cost a disk flush.
-    backend = SqliteBackend.open(tmp_path / "log.sqlite3", clock=FakeWallClock())
-    opened: list[str] = []
-    real_connect = sqlite3.connect
-
-    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        opened.append(str(args[0]))
-        return cast(sqlite3.Connection, real_connect(*args, **kwargs))
-
-    monkeypatch.setattr(sqlite3, "connect", connect)
-    rule = SlidingWindow(calls=10, window=60)
-    for _ in range(5):
-        assert backend.try_acquire(rule, 1, "a").granted
-    assert backend.count_rows() == 5
-    assert opened == []
-
-
-def test_a_log_replaced_while_in_use_is_opened_again(tmp_path: Path) -> None:
-    path = tmp_path / "ratelimit.sqlite3"
-    backend = SqliteBackend.open(path, clock=FakeWallClock())
-    rule = SlidingWindow(calls=5, window=60)
-    assert backend.try_acquire(rule, 2, "a").granted
-    path.rename(tmp_path / "aside.sqlite3")
-    other = SqliteBackend.open(path, clock=FakeWallClock())
-    assert other.try_acquire(rule, 1, "b").granted
-    # The kept connection still had the old file open: it must count the new one.
-    assert backend.count_rows() == 1
-    assert backend.try_acquire(rule, 4, "a").granted
-    assert not backend.try_acquire(rule, 1, "a").granted

@@ -11,9 +11,7 @@ for several machines, implements the same :class:`RateLimitBackend`.
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,8 +23,6 @@ from .._errors import StateError
 from ._window import Decision, SlidingWindow
 
 SCHEMA_VERSION = 1
-_HEADER_BYTES = 100  # sqlite's database header
-_Identity = tuple[int, int, bytes]
 
 # The whole schema; `user_version` marks a file as a Forge rate-limit log so that
 # any other sqlite database at the configured path is refused rather than altered.
@@ -176,16 +172,9 @@ class SqliteBackend:
 
     Grant times are wall-clock epochs, so a restarted supervisor still counts the
     calls made before it. Every call is one short ``BEGIN IMMEDIATE`` transaction
-    (the limiter runs it in a worker thread), which also prunes the permits that
-    have left the window. Sqlite's busy timeout makes concurrent processes queue
-    for the write lock instead of failing.
-
-    The connection is kept open between calls: closing the last connection to a
-    write-ahead log checkpoints it (fsyncs included), which made every acquire
-    cost as much as a disk flush. It is opened again whenever the file is not
-    the one it was opened on or was changed outside the log (moved, deleted,
-    replaced, overwritten: seen by its stat), so such a file is still refused,
-    never silently recreated.
+    on a connection of its own (the limiter runs it in a worker thread), which
+    also prunes the permits that have left the window. Sqlite's busy timeout
+    makes concurrent processes queue for the write lock instead of failing.
 
     A wall clock that goes back is harmless (see :meth:`SlidingWindow.settle`).
     One that jumps forward makes every permit look older than it is, and they
@@ -210,20 +199,6 @@ class SqliteBackend:
         self.path = path
         self._clock = clock
         self._busy_timeout = busy_timeout
-        # One connection for every worker thread, used by one at a time.
-        self._lock = threading.Lock()
-        self._connection: sqlite3.Connection | None = None
-        # The file as the connection last left it, read through a descriptor of
-        # our own that stays open as long as the connection does: closing any
-        # descriptor of the file would drop the locks sqlite holds on it (POSIX
-        # locks belong to the process), so it is never opened and closed per call.
-        self._fd: int | None = None
-        self._file: _Identity | None = None
-
-    def close(self) -> None:
-        """Close the kept connection (the next call opens one again)."""
-        with self._lock:
-            self._disconnect()
 
     @classmethod
     def open(
@@ -347,83 +322,42 @@ class SqliteBackend:
         return float(row[0]), str(row[1])
 
     def _use_wal(self) -> None:
-        with self._lock:
+        uri = f"{self.path.absolute().as_uri()}?mode=rw"
+        try:
+            connection = sqlite3.connect(
+                uri, uri=True, timeout=self._busy_timeout, isolation_level=None
+            )
             try:
-                self._connect(create=False).execute("PRAGMA journal_mode=WAL")
-                self._file = self._look()
-            except sqlite3.Error as exc:
-                self._disconnect()
-                raise self._store_error(exc) from exc
+                connection.execute("PRAGMA journal_mode=WAL")
+            finally:
+                connection.close()
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
 
     @contextlib.contextmanager
     def _transaction(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, committed unless the body raises."""
-        with self._lock:
-            try:
-                connection = self._connect(create=create)
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    yield connection
-                    connection.execute("COMMIT")
-                    # Copy the commit into the main file now (cheap: a page or two),
-                    # as closing the last connection used to: the file stays whole
-                    # on its own, and closing a connection whose file was damaged
-                    # meanwhile has nothing left to write into it.
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        connection.execute("ROLLBACK")
-                    raise
-                # The main file changes only when a checkpoint writes it: ours is
-                # remembered, anyone else's is seen before the next transaction.
-                self._file = self._look()
-            except sqlite3.Error as exc:
-                self._disconnect()
-                raise self._store_error(exc) from exc
-            except BaseException:
-                self._disconnect()
-                raise
-
-    def _connect(self, *, create: bool) -> sqlite3.Connection:
-        """The kept connection, opened again when the file is not as it left it."""
-        connection = self._connection
-        if connection is not None and (self._file is None or self._look() != self._file):
-            self._disconnect()
-            connection = None
-        if connection is None:
-            # mode=rw: once the log exists, a deleted file is an error, not a fresh log.
-            uri = f"{self.path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        # mode=rw: once the log exists, a deleted file is an error, not a fresh log.
+        uri = f"{self.path.absolute().as_uri()}?mode={'rwc' if create else 'rw'}"
+        try:
             connection = sqlite3.connect(
-                uri,
-                uri=True,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,  # worker threads take turns under self._lock
+                uri, uri=True, timeout=self._busy_timeout, isolation_level=None
             )
-            self._connection = connection
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
+        try:
             # The write-ahead log (set when the file is created) with NORMAL
             # syncing: a commit costs no fsync, and a crash loses no committed
             # grant; a power cut may forget the last few, never tear the file.
             connection.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError as exc:
-                raise sqlite3.OperationalError(f"unable to open database file: {exc}") from exc
-            self._file = self._look()
-        return connection
-
-    def _look(self) -> _Identity | None:
-        return None if self._fd is None else _identity(self.path, self._fd)
-
-    def _disconnect(self) -> None:
-        connection, self._connection, self._file = self._connection, None, None
-        if connection is not None:
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
-        # Only after the connection: its locks are gone, nothing left to drop.
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+            connection.execute("BEGIN IMMEDIATE")
+            yield connection
+            connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
+        finally:
+            # Closing without COMMIT rolls the transaction back.
+            connection.close()
 
     def _store_error(self, exc: sqlite3.Error) -> RateLimitStoreError:
         code = getattr(exc, "sqlite_errorname", "") or ""
@@ -440,21 +374,3 @@ class SqliteBackend:
                 hint="another process holds it; check for a stuck forge process",
             )
         return RateLimitStoreError(f"cannot use the rate-limit log: {exc}", path=self.path)
-
-
-def _identity(path: Path, fd: int) -> _Identity | None:
-    """The file at ``path`` as a stat and the header read through ``fd`` see it.
-
-    None when ``path`` is gone or is no longer the file ``fd`` has open. The
-    header is read too: the kernel's timestamps are coarse, and a file
-    overwritten in the same tick keeps its stat.
-    """
-    try:
-        info = os.stat(path)
-        held = os.fstat(fd)
-        header = os.pread(fd, _HEADER_BYTES, 0)
-    except OSError:
-        return None  # unknown: the connection is opened again, and that reports why
-    if (info.st_dev, info.st_ino) != (held.st_dev, held.st_ino):
-        return None
-    return (info.st_size, info.st_mtime_ns, header)
