@@ -281,3 +281,22 @@ def test_content_read_by_inspect_is_not_read_again_by_the_next_arm(
     monkeypatch.setattr(restore_module, "read_digest", refused)
     check.arm()
     assert check.store.in_memory(content_digest(b"edited during the iteration\n")) is not None
+
+
+def test_large_snapshots_no_longer_needed_are_dropped_at_the_next_arm(project: Path) -> None:
+    first = b"a" * (SMALL_FILE + 1)
+    (project / "policies" / "big.bin").write_bytes(first)
+    leftover = project / ".forge/changes/c/protect/snapshots" / "left-by-another-run"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("not this check's to drop before the loop ends\n")
+    check = _check(project)
+    check.arm()
+    assert not check.inspect("i1").harmed
+    (project / "policies" / "big.bin").unlink()  # a human's edit between iterations
+    second = b"b" * (SMALL_FILE + 1)
+    (project / "policies" / "big.bin").write_bytes(second)
+    check.arm()
+    assert _snapshots(project) == sorted([content_digest(second), leftover.name])
+    assert not check.inspect("i2").harmed
+    check.finish()
+    assert _snapshots(project) == [content_digest(second)]

@@ -65,8 +65,8 @@ class SnapshotStore:
     folder: Path
     memory_budget: int = MEMORY_BUDGET
     _memory: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
-    # Whether blobs were written to the folder since it was last pruned.
-    _written: bool = attrs.field(default=False, init=False, repr=False)
+    # Blobs this store wrote to the folder and has not dropped since.
+    _written: set[str] = attrs.field(factory=set, init=False, repr=False)
 
     def blob(self, digest: str) -> Path:
         return self.folder / digest
@@ -104,8 +104,14 @@ class SnapshotStore:
             else:
                 self._keep_on_disk(path, digest, content)
         self._memory = memory
+        # Large content of earlier manifests goes now, not at the end of the
+        # loop; only blobs written here: what else is in the folder is prune's.
         if self._written:
-            self.prune(manifest)
+            wanted = {n.digest for n in manifest.nodes.values() if n.digest is not None}
+            for digest in self._written - wanted:
+                with contextlib.suppress(OSError):
+                    self.blob(digest).unlink()
+            self._written &= wanted
 
     def _keep_on_disk(self, path: str, digest: str, content: bytes | None) -> None:
         blob = self.blob(digest)
@@ -121,14 +127,13 @@ class SnapshotStore:
             # The file may have changed since it was hashed: keep only a true copy.
             if file_digest(str(tmp)) == digest:
                 os.replace(tmp, blob)
-                self._written = True
+                self._written.add(digest)
         finally:
             with contextlib.suppress(OSError):
                 tmp.unlink()
 
     def prune(self, keep: Manifest) -> None:
         """Drop blobs on disk that ``keep`` no longer refers to."""
-        self._written = False
         wanted = {n.digest for n in keep.nodes.values() if n.digest is not None}
         if not self.folder.is_dir():
             return
