@@ -9,7 +9,7 @@ import pytest
 
 from orchestra._policy import Policy, ProtectPolicy
 from orchestra._protect._check import IntegrityCheck, integrity_check
-from orchestra._protect._manifest import Scope, take_manifest
+from orchestra._protect._manifest import SMALL_FILE, Scope, content_digest, take_manifest
 from orchestra._protect._spec import ProtectSpec
 
 
@@ -146,13 +146,13 @@ def test_unchanged_files_are_not_rehashed(project: Path, monkeypatch: pytest.Mon
     reads: list[str] = []
     import orchestra._protect._manifest as manifest_module
 
-    real = manifest_module.file_digest
+    real = manifest_module.read_digest
 
-    def counted(path: str) -> str:
+    def counted(path: str) -> tuple[str, bytes | None]:
         reads.append(path)
         return real(path)
 
-    monkeypatch.setattr(manifest_module, "file_digest", counted)
+    monkeypatch.setattr(manifest_module, "read_digest", counted)
     (project / "specs" / "README.md").write_text("edited\n")
     second = take_manifest([scope], first)
     assert reads == [str(project / "specs" / "README.md")]
@@ -169,3 +169,134 @@ def test_an_edit_racing_the_manifest_is_still_seen(project: Path) -> None:
     second = take_manifest([scope], first)
     path = str(project / "forge.toml")
     assert second.nodes[path].digest != first.nodes[path].digest
+
+
+def _snapshots(project: Path) -> list[str]:
+    folder = project / ".forge/changes/c/protect/snapshots"
+    return sorted(os.listdir(folder)) if folder.is_dir() else []
+
+
+def test_small_files_are_snapshotted_in_memory_where_the_agent_cannot_reach(
+    project: Path,
+) -> None:
+    check = _check(project)
+    check.arm()
+    assert _snapshots(project) == []
+    # Nothing on disk to tamper with; the copy in memory restores the file.
+    (project / "policies" / "nightly.toml").write_text("[run]\nmax_iterations = 999\n")
+    report = check.inspect("i1")
+    assert [r.action for r in report.repairs] == ["restored"]
+    assert (project / "policies" / "nightly.toml").read_text() == "[run]\n"
+
+
+def test_a_large_file_is_snapshotted_on_disk_and_restored_from_there(project: Path) -> None:
+    big = os.urandom(SMALL_FILE) + b"one byte over"
+    (project / "policies" / "big.bin").write_bytes(big)
+    check = _check(project)
+    check.arm()
+    assert len(_snapshots(project)) == 1
+    (project / "policies" / "big.bin").write_bytes(b"small now")
+    report = check.inspect("i1")
+    assert [r.action for r in report.repairs] == ["restored"]
+    assert (project / "policies" / "big.bin").read_bytes() == big
+
+
+def test_an_altered_snapshot_on_disk_is_not_restored(project: Path) -> None:
+    (project / "policies" / "big.bin").write_bytes(b"x" * (SMALL_FILE + 1))
+    check = _check(project)
+    check.arm()
+    [blob] = _snapshots(project)
+    (project / ".forge/changes/c/protect/snapshots" / blob).write_bytes(b"y" * (SMALL_FILE + 1))
+    (project / "policies" / "big.bin").unlink()
+    report = check.inspect("i1")
+    assert [r.action for r in report.repairs] == ["not restored: its snapshot was altered"]
+    assert not (project / "policies" / "big.bin").exists()
+
+
+def test_past_the_memory_budget_snapshots_go_to_disk(project: Path) -> None:
+    check = _check(project)
+    check.store.memory_budget = 6  # room for one six-byte file, no more
+    manifest = check.arm()
+    digests = {n.digest for n in manifest.nodes.values() if n.digest is not None}
+    held = {d for d in digests if check.store.in_memory(d) is not None}
+    assert sum(len(check.store.in_memory(d) or b"") for d in held) <= 6
+    assert len(held) == 1
+    assert set(_snapshots(project)) == digests - held
+    (project / "policies" / "nightly.toml").write_text("edited\n")
+    (project / "forge.toml").write_text("edited\n")
+    report = check.inspect("i1")
+    assert [r.action for r in report.repairs] == ["restored", "restored"]
+    assert (project / "policies" / "nightly.toml").read_text() == "[run]\n"
+    assert (project / "forge.toml").read_text() == "[verify]\n"
+
+
+def test_arming_again_reads_only_what_changed_and_keeps_only_the_newest_content(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = 1_000_000_000  # long before the manifest: not a racy timestamp
+    for path in project.rglob("*"):
+        os.utime(path, ns=(old, old), follow_symlinks=False)
+    check = _check(project)
+    check.arm()
+    assert not check.inspect("i1").harmed
+    reads: list[str] = []
+    import orchestra._protect._manifest as manifest_module
+    import orchestra._protect._restore as restore_module
+
+    real = manifest_module.read_digest
+
+    def counted(path: str) -> tuple[str, bytes | None]:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(manifest_module, "read_digest", counted)
+    monkeypatch.setattr(restore_module, "read_digest", counted)
+    (project / "AGENTS.md").write_text("edited: an exist path\n")
+    check.arm()
+    # One read of the edited file serves both its hash and its snapshot.
+    assert reads == [str(project / "AGENTS.md")]
+    assert check.store.in_memory(content_digest(b"edited: an exist path\n")) is not None
+    assert check.store.in_memory(content_digest(b"agents\n")) is None
+    assert check.store.in_memory(content_digest(b"[verify]\n")) is not None
+    assert _snapshots(project) == []
+
+
+def test_content_read_by_inspect_is_not_read_again_by_the_next_arm(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check = _check(project)
+    check.arm()
+    (project / "AGENTS.md").write_text("edited during the iteration\n")
+    old = 1_000_000_000
+    for path in project.rglob("*"):
+        os.utime(path, ns=(old, old), follow_symlinks=False)
+    assert not check.inspect("i1").harmed
+    import orchestra._protect._manifest as manifest_module
+    import orchestra._protect._restore as restore_module
+
+    def refused(path: str) -> tuple[str, bytes | None]:
+        raise AssertionError(f"{path} read again")
+
+    monkeypatch.setattr(manifest_module, "read_digest", refused)
+    monkeypatch.setattr(restore_module, "read_digest", refused)
+    check.arm()
+    assert check.store.in_memory(content_digest(b"edited during the iteration\n")) is not None
+
+
+def test_large_snapshots_no_longer_needed_are_dropped_at_the_next_arm(project: Path) -> None:
+    first = b"a" * (SMALL_FILE + 1)
+    (project / "policies" / "big.bin").write_bytes(first)
+    leftover = project / ".forge/changes/c/protect/snapshots" / "left-by-another-run"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_text("not this check's to drop before the loop ends\n")
+    check = _check(project)
+    check.arm()
+    assert not check.inspect("i1").harmed
+    (project / "policies" / "big.bin").unlink()  # a human's edit between iterations
+    second = b"b" * (SMALL_FILE + 1)
+    (project / "policies" / "big.bin").write_bytes(second)
+    check.arm()
+    assert _snapshots(project) == sorted([content_digest(second), leftover.name])
+    assert not check.inspect("i2").harmed
+    check.finish()
+    assert _snapshots(project) == [content_digest(second)]

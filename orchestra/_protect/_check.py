@@ -3,6 +3,10 @@
 ``arm`` before the iteration records the manifest and keeps a snapshot of the
 protected content; ``inspect`` after it compares, puts every harmed path back
 and reports what it found and did. The loop then stops and escalates.
+
+Per iteration, what did not change since the previous manifest costs a stat:
+its hash and its snapshot are reused. What changed (Forge's own state, written
+between iterations) is read once, for its hash and its snapshot together.
 """
 
 from __future__ import annotations
@@ -61,29 +65,35 @@ class IntegrityCheck:
     before: Manifest | None = None
     # Where each forge-writes journal stood when the manifest was taken.
     journals: dict[str, int] = attrs.field(factory=dict)
+    # Small files' content read by the last inspect, by hash: the next arm's
+    # snapshot takes what it reuses from there instead of reading it again.
+    _seen: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
 
     def arm(self) -> Manifest:
         """Record the protected paths as they are now (before an iteration)."""
-        manifest = take_manifest(self.scopes, self.before)
+        contents, self._seen = self._seen, {}
+        manifest = take_manifest(self.scopes, self.before, contents)
         # Journal positions before the (possibly slow) snapshot copy: a write
         # forge makes meanwhile (a waiver, another run's spend) counts as after.
         self.journals = {
             folder: _size(os.path.join(folder, FORGE_WRITES))
             for folder in {os.path.dirname(p) for p in manifest.nodes}
         }
-        self.store.keep(manifest)
+        self.store.keep(manifest, contents)
         self.before = manifest
         return manifest
 
     def inspect(self, label: str) -> IntegrityReport:
         """Compare with the armed manifest; restore whatever was harmed."""
         before = self.before if self.before is not None else self.arm()
-        after = take_manifest(self.scopes, before)
+        seen: dict[str, bytes] = {}
+        after = take_manifest(self.scopes, before, seen)
         found: Sequence[Violation] = [
             v for v in violations(before, after) if not self._forge_wrote(v, after)
         ]
         if not found:
             self.before = after
+            self._seen = seen
             return IntegrityReport(checked=len(after.nodes))
         repairs = repair(found, before, self.store, self.quarantine / label)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
@@ -107,7 +117,7 @@ class IntegrityCheck:
         return node.digest in written
 
     def finish(self) -> None:
-        """Drop snapshots the last manifest no longer needs."""
+        """Drop snapshots on disk the last manifest no longer needs."""
         if self.before is not None:
             self.store.prune(self.before)
 

@@ -5,7 +5,9 @@ Taken before an iteration and again after it. Symlinks are recorded as links
 repository. A file whose stat is unchanged since the previous manifest keeps
 its recorded hash: when nothing changed, a check costs stats, not reads. A
 file modified within a second of the previous manifest is hashed anyway (the
-"racy git" case: a filesystem clock coarser than the edit).
+"racy git" case: a filesystem clock coarser than the edit). The content of a
+small file read for its hash can be handed over with the hash, so that the
+snapshot of it costs no second read.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ OTHER = "other"
 # Edits this close to the previous manifest may share its timestamp: rehash them.
 _RACY_NS = 1_000_000_000
 _CHUNK = 1 << 20
+# Files up to this size are read whole for their hash, and their snapshot may be
+# kept in memory; larger ones are streamed, and snapshotted on disk.
+SMALL_FILE = 256 * 1024
 
 
 @attrs.frozen
@@ -74,15 +79,36 @@ class Manifest:
 
 
 def file_digest(path: str) -> str:
-    digest = hashlib.blake2b(digest_size=20)
+    return read_digest(path)[0]
+
+
+def content_digest(content: bytes) -> str:
+    """The hash of ``content``, as :func:`file_digest` gives it for a file holding it."""
+    return hashlib.blake2b(content, digest_size=20).hexdigest()
+
+
+def read_digest(path: str) -> tuple[str, bytes | None]:
+    """A file's content hash and, when it is no larger than ``SMALL_FILE``, its content."""
     with open(path, "rb") as handle:
+        head = handle.read(SMALL_FILE + 1)
+        if len(head) <= SMALL_FILE:
+            return content_digest(head), head
+        digest = hashlib.blake2b(head, digest_size=20)
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+    return digest.hexdigest(), None
 
 
-def take_manifest(scopes: Iterable[Scope], previous: Manifest | None = None) -> Manifest:
-    """Record every path the scopes protect, reusing unchanged hashes from ``previous``."""
+def take_manifest(
+    scopes: Iterable[Scope],
+    previous: Manifest | None = None,
+    contents: dict[str, bytes] | None = None,
+) -> Manifest:
+    """Record every path the scopes protect, reusing unchanged hashes from ``previous``.
+
+    When ``contents`` is given, the content of every small file read for its
+    hash is added to it, by hash: exactly the bytes that were hashed.
+    """
     started = time.time_ns()
     nodes: dict[str, Node] = {}
     protection: dict[str, str] = {}
@@ -92,7 +118,7 @@ def take_manifest(scopes: Iterable[Scope], previous: Manifest | None = None) -> 
             mode = scope.spec.mode_of(relative)
             if mode is None or path in nodes:
                 continue
-            node = _node(path, previous)
+            node = _node(path, previous, contents)
             if node is None:
                 continue
             nodes[path] = node
@@ -101,45 +127,55 @@ def take_manifest(scopes: Iterable[Scope], previous: Manifest | None = None) -> 
     return Manifest(taken_at_ns=started, nodes=nodes, protection=protection, names=names)
 
 
-def _node(path: str, previous: Manifest | None) -> Node | None:
+def _node(path: str, previous: Manifest | None, contents: dict[str, bytes] | None) -> Node | None:
     try:
         info = os.lstat(path)
     except OSError:
         return None
     kind = _kind(info.st_mode)
-    node = Node(
+    if kind == LINK:
+        try:
+            return _node_of(info, kind, target=os.readlink(path))
+        except OSError:
+            return _node_of(info, kind)
+    if kind != FILE:
+        return _node_of(info, kind)
+    earlier = previous.nodes.get(path) if previous is not None else None
+    if earlier is not None and previous is not None and _unchanged(earlier, info, previous):
+        return _node_of(info, kind, digest=earlier.digest)
+    try:
+        digest, content = read_digest(path)
+    except OSError:
+        # Unreadable (permissions): record it without content; a later change of
+        # its stat still shows, and a restore has nothing to restore from.
+        return _node_of(info, kind)
+    if content is not None and contents is not None:
+        contents[digest] = content
+    return _node_of(info, kind, digest=digest)
+
+
+def _node_of(
+    info: os.stat_result, kind: str, digest: str | None = None, target: str | None = None
+) -> Node:
+    return Node(
         kind=kind,
         permissions=stat.S_IMODE(info.st_mode),
         size=info.st_size,
         mtime_ns=info.st_mtime_ns,
         ctime_ns=info.st_ctime_ns,
         inode=info.st_ino,
+        digest=digest,
+        target=target,
     )
-    if kind == LINK:
-        try:
-            return attrs.evolve(node, target=os.readlink(path))
-        except OSError:
-            return node
-    if kind != FILE:
-        return node
-    earlier = previous.nodes.get(path) if previous is not None else None
-    if earlier is not None and previous is not None and _unchanged(earlier, node, previous):
-        return attrs.evolve(node, digest=earlier.digest)
-    try:
-        return attrs.evolve(node, digest=file_digest(path))
-    except OSError:
-        # Unreadable (permissions): record it without content; a later change of
-        # its stat still shows, and a restore has nothing to restore from.
-        return node
 
 
-def _unchanged(earlier: Node, node: Node, previous: Manifest) -> bool:
+def _unchanged(earlier: Node, info: os.stat_result, previous: Manifest) -> bool:
     return (
         earlier.kind == FILE
         and earlier.digest is not None
         and (earlier.size, earlier.mtime_ns, earlier.ctime_ns, earlier.inode)
-        == (node.size, node.mtime_ns, node.ctime_ns, node.inode)
-        and node.mtime_ns < previous.taken_at_ns - _RACY_NS
+        == (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        and info.st_mtime_ns < previous.taken_at_ns - _RACY_NS
     )
 
 

@@ -1,7 +1,11 @@
 """Snapshots of protected content, and putting harmed paths back.
 
-Content is kept by hash (``blobs/<digest>``), so a file that did not change
-between iterations is copied once, not once per iteration. A restore never
+Content is kept by hash, so a file that did not change between iterations is
+kept once, not once per iteration. Small files are kept in memory (the bytes
+the manifest hashed, handed over without a second read), where no agent can
+reach them; larger ones, and whatever exceeds the memory budget, are copied
+to a folder (``<digest>``). Either way only what the newest manifest refers to
+is kept. A restore never
 deletes what the agent made: whatever stands in a harmed path's way (a file
 where a directory was, a file added to a frozen directory) is moved to a
 quarantine folder first.
@@ -13,13 +17,28 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import attrs
 
 from ._diff import ADDED, Violation
-from ._manifest import DIRECTORY, FILE, LINK, Manifest, Node, file_digest
+from ._manifest import (
+    DIRECTORY,
+    FILE,
+    LINK,
+    SMALL_FILE,
+    Manifest,
+    Node,
+    content_digest,
+    file_digest,
+    read_digest,
+)
+
+# At most this much protected content is held in memory; the rest goes to disk.
+MEMORY_BUDGET = 64 * 1024 * 1024
 
 
 @attrs.frozen
@@ -39,36 +58,82 @@ class Repair:
         return f"{self.violation.describe()} — {self.action}{where}"
 
 
-@attrs.frozen
+@attrs.define
 class SnapshotStore:
-    """Content-addressed copies of protected files under one folder."""
+    """Content-addressed copies of protected files: small ones in memory, the rest on disk."""
 
     folder: Path
+    memory_budget: int = MEMORY_BUDGET
+    _memory: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
+    # Blobs this store wrote to the folder and has not dropped since.
+    _written: set[str] = attrs.field(factory=set, init=False, repr=False)
 
     def blob(self, digest: str) -> Path:
         return self.folder / digest
 
-    def keep(self, manifest: Manifest) -> None:
-        """Copy every protected file whose content is not stored yet."""
+    def in_memory(self, digest: str) -> bytes | None:
+        """The content kept in memory for ``digest``, if it is kept there."""
+        return self._memory.get(digest)
+
+    def keep(self, manifest: Manifest, contents: Mapping[str, bytes] | None = None) -> None:
+        """Hold the content of every protected file of ``manifest``, and only that.
+
+        ``contents`` is content already read, by hash (see ``take_manifest``):
+        it is taken as it is, not read again. Content kept for an earlier
+        manifest is reused; what ``manifest`` no longer refers to is dropped.
+        """
+        given = contents or {}
+        memory: dict[str, bytes] = {}
+        used = 0
         for path, node in manifest.nodes.items():
-            if node.kind != FILE or node.digest is None:
+            digest = node.digest
+            if node.kind != FILE or digest is None or digest in memory:
                 continue
-            blob = self.blob(node.digest)
-            if blob.exists():
-                continue
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp = blob.with_name(f".{blob.name}.tmp")
-            try:
-                shutil.copyfile(path, tmp)
-                # The file may have changed since it was hashed: keep only a true copy.
-                if file_digest(str(tmp)) == node.digest:
-                    os.replace(tmp, blob)
-            finally:
+            content = self._memory.get(digest)
+            if content is None:
+                content = given.get(digest)
+            if (
+                content is None
+                and node.size <= SMALL_FILE
+                and used + node.size <= self.memory_budget
+            ):
+                content = _read_small(path, digest)
+            if content is not None and used + len(content) <= self.memory_budget:
+                memory[digest] = content
+                used += len(content)
+            else:
+                self._keep_on_disk(path, digest, content)
+        self._memory = memory
+        # Large content of earlier manifests goes now, not at the end of the
+        # loop; only blobs written here: what else is in the folder is prune's.
+        if self._written:
+            wanted = {n.digest for n in manifest.nodes.values() if n.digest is not None}
+            for digest in self._written - wanted:
                 with contextlib.suppress(OSError):
-                    tmp.unlink()
+                    self.blob(digest).unlink()
+            self._written &= wanted
+
+    def _keep_on_disk(self, path: str, digest: str, content: bytes | None) -> None:
+        blob = self.blob(digest)
+        if blob.exists():
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = blob.with_name(f".{blob.name}.tmp")
+        try:
+            if content is not None:
+                tmp.write_bytes(content)
+            else:
+                shutil.copyfile(path, tmp)
+            # The file may have changed since it was hashed: keep only a true copy.
+            if file_digest(str(tmp)) == digest:
+                os.replace(tmp, blob)
+                self._written.add(digest)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def prune(self, keep: Manifest) -> None:
-        """Drop blobs that ``keep`` no longer refers to."""
+        """Drop blobs on disk that ``keep`` no longer refers to."""
         wanted = {n.digest for n in keep.nodes.values() if n.digest is not None}
         if not self.folder.is_dir():
             return
@@ -76,6 +141,15 @@ class SnapshotStore:
             if blob.name not in wanted:
                 with contextlib.suppress(OSError):
                     blob.unlink()
+
+
+def _read_small(path: str, digest: str) -> bytes | None:
+    """The file's content if it is still small and still hashes to ``digest``."""
+    try:
+        found, content = read_digest(path)
+    except OSError:
+        return None
+    return content if found == digest else None
 
 
 def repair(
@@ -116,12 +190,18 @@ def _restore(violation: Violation, node: Node, store: SnapshotStore, quarantine:
         elif node.kind == LINK and node.target is not None:
             os.symlink(node.target, path)
         elif node.kind == FILE and node.digest is not None:
-            blob = store.blob(node.digest)
-            if not blob.is_file():
-                return Repair(violation, "not restored: its snapshot is missing", moved)
-            if file_digest(str(blob)) != node.digest:
-                return Repair(violation, "not restored: its snapshot was altered", moved)
-            _put_back(blob, path, node.permissions)
+            content = store.in_memory(node.digest)
+            if content is not None:
+                if content_digest(content) != node.digest:
+                    return Repair(violation, "not restored: its snapshot was altered", moved)
+                _put_back(path, node.permissions, lambda out: out.write(content))
+            else:
+                blob = store.blob(node.digest)
+                if not blob.is_file():
+                    return Repair(violation, "not restored: its snapshot is missing", moved)
+                if file_digest(str(blob)) != node.digest:
+                    return Repair(violation, "not restored: its snapshot was altered", moved)
+                _put_back(path, node.permissions, partial(_copy_from, blob))
         else:
             return Repair(violation, "not restored: nothing to restore it from", moved)
     except OSError as exc:
@@ -129,13 +209,18 @@ def _restore(violation: Violation, node: Node, store: SnapshotStore, quarantine:
     return Repair(violation, "restored", quarantined=moved)
 
 
-def _put_back(blob: Path, path: str, permissions: int) -> None:
-    """Copy ``blob`` to ``path`` through a fresh temporary file (never an existing name,
-    which could be a symlink planted to redirect the write), then rename it in place."""
+def _copy_from(blob: Path, out: BinaryIO) -> None:
+    with open(blob, "rb") as source:
+        shutil.copyfileobj(source, out)
+
+
+def _put_back(path: str, permissions: int, write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` through a fresh temporary file (never an existing name, which
+    could be a symlink planted to redirect the write), then rename it in place."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".forge-restore-")
     try:
-        with os.fdopen(fd, "wb") as out, open(blob, "rb") as source:
-            shutil.copyfileobj(source, out)
+        with os.fdopen(fd, "wb") as out:
+            write(out)
             os.fchmod(out.fileno(), permissions)
         os.replace(tmp, path)
     except BaseException:

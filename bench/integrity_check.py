@@ -1,0 +1,84 @@
+"""The integrity check's cost per iteration: ``arm()`` then ``inspect()``.
+
+A small repository protected by the default ``[protect]`` lists (AGENTS.md,
+specs/, forge.toml, ...) plus one change's Forge state (spend.yaml,
+breaker.yaml, verify-attempts.yaml), which Forge rewrites between iterations
+as a loop does. Each iteration: rewrite the state files (Forge's own writes,
+before the manifest; not timed), then ``arm()`` and ``inspect()``. Printed: microseconds of wall
+and CPU time per iteration, and the files left in the snapshot folder.
+
+    .venv/bin/python bench/integrity_check.py [--iterations 2000] [--specs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from orchestra._policy import Policy
+from orchestra._protect import integrity_check
+
+
+def _tree(root: Path, specs: int) -> None:
+    files = {
+        "AGENTS.md": "# Agents\n",
+        "IMPLEMENTATION_PLAN.md": "- [ ] nothing\n",
+        "forge.toml": '[verify]\ncommand = "true"\n',
+        "src/app.py": "print('hello')\n" * 20,
+    }
+    files.update({f"specs/spec-{n}.md": f"# Spec {n}\n" * 40 for n in range(specs)})
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    # A checkout's files are older than a second: their hashes are reused.
+    old = time.time_ns() - 3600 * 10**9
+    for path in root.rglob("*"):
+        os.utime(path, ns=(old, old))
+
+
+def _forge_writes(state: Path, n: int) -> None:
+    (state / "spend.yaml").write_text(f"tokens: {n * 100}\ncost: {n}\n")
+    (state / "breaker.yaml").write_text(f"state: closed\nfailures: 0\nseen: {n}\n")
+    (state / "verify-attempts.yaml").write_text(f"consecutive_failures: 0\nlast: {n}\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--specs", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        _tree(root, args.specs)
+        state = root / ".forge" / "changes" / "c"
+        state.mkdir(parents=True)
+        check = integrity_check(Policy(), workdir=root, root=root, change="c", state_folder=state)
+        _forge_writes(state, 0)
+        check.arm()
+        check.inspect("warm")
+        wall = cpu = 0.0
+        for n in range(args.iterations):
+            _forge_writes(state, n + 1)
+            started, started_cpu = time.perf_counter(), time.process_time()
+            check.arm()
+            report = check.inspect(f"i{n}")
+            wall += time.perf_counter() - started
+            cpu += time.process_time() - started_cpu
+            if report.harmed:
+                raise SystemExit(f"unexpected harm: {report.detail()}")
+        snapshots = state / "protect" / "snapshots"
+        kept = len(os.listdir(snapshots)) if snapshots.is_dir() else 0
+        check.finish()
+        per = 1e6 / args.iterations
+        print(
+            f"{args.iterations} iterations, {report.checked} protected paths: "
+            f"{wall * per:.0f} us wall, {cpu * per:.0f} us CPU per arm()+inspect(); "
+            f"{kept} files in the snapshot folder before finish()"
+        )
+
+
+if __name__ == "__main__":
+    main()
