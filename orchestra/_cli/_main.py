@@ -324,9 +324,24 @@ def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
     simulate = policy_commands.add_parser(
         "simulate",
         parents=[common],
-        help="replay a change's recorded iterations under a policy: where would it trip?",
+        help="replay recorded iterations under a policy: where would each loop trip?",
     )
-    simulate.add_argument("--change", type=_change_name, required=True)
+    simulate.add_argument("--change", type=_change_name, help="one change, iteration by iteration")
+    simulate.add_argument(
+        "--run",
+        metavar="RUN-ID",
+        nargs="?",
+        const="latest",
+        help="every change of a supervised run, one row each (the default: the latest run)",
+    )
+    simulate.add_argument(
+        "--all", action="store_true", help="every change with history, its whole history"
+    )
+    simulate.add_argument(
+        "--sweep",
+        metavar="TABLE.KEY=V1,V2,...",
+        help="replay the batch once per value of one key and compare",
+    )
     simulate.add_argument("--policy", metavar="FILE", help="replay under this policy file instead")
     simulate.set_defaults(handler="_simulate_cmd:run")
 

@@ -22,6 +22,12 @@ _COLUMNS = "  #  files  tasks  tests+  lint-  error  out-lines  denied  score  w
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.change is None:
+        from ._whatif_cmd import run as run_batch  # a whole batch: --run, --all, --sweep
+
+        return run_batch(args, out)
+    if args.sweep or args.all or args.run is not None:
+        raise UsageError("--change replays one change; --run, --all and --sweep a whole batch")
     project = project_from(args)
     paths = ChangePaths(project.root, args.change)
     settings = [set_layer(text) for text in args.set or []]
@@ -37,7 +43,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         policy = load_policy(file, root=project.root, flags=settings).policy
         described = str(args.policy)
     else:
-        policy = _with_settings(loop.policy if loop else loaded.policy, settings)
+        policy = with_settings(loop.policy if loop else loaded.policy, settings)
         if loop is not None:
             described = f"the loop's own ({loop.source})"
         else:
@@ -121,7 +127,7 @@ def _row(step: ReplayStep) -> dict[str, Any]:
     }
 
 
-def _with_settings(policy: Policy, settings: list[Layer]) -> Policy:
+def with_settings(policy: Policy, settings: list[Layer]) -> Policy:
     if not settings:
         return policy
     base = _without_none(policy_as_dict(policy))

@@ -52,3 +52,5 @@ from ._replay import Replay as Replay
 from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay
 from ._store import ChangeStore as ChangeStore
+from ._whatif import WhatIf as WhatIf
+from ._whatif import what_if as what_if

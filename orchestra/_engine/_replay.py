@@ -46,6 +46,8 @@ class ReplayStep:
         evidence: The figures behind a stagnation trip.
         live_trip: Why the live loop opened its circuit here, as recorded.
         ending: How the replayed loop would end here, if it would.
+        ran: False when the replayed loop would have stopped before this
+            iteration (its ending then applies before it, not after).
     """
 
     record: IterationRecord
@@ -57,6 +59,7 @@ class ReplayStep:
     evidence: dict[str, object]
     live_trip: str | None
     ending: Ending | None
+    ran: bool = True
 
 
 @attrs.frozen
@@ -64,15 +67,19 @@ class Replay:
     """A whole replay: each recorded iteration's step, and what was left out.
 
     Attributes:
-        steps: The iterations the replayed loops would have run.
-        not_run: Recorded iterations the candidate policy would not have run
-            (its loop had already ended), per run.
+        steps: The recorded iterations up to each replayed loop's ending.
+        unreached: Recorded iterations the candidate policy would not have
+            run (its loop had ended before them).
         skipped: Records that could not be read (damaged signals).
     """
 
     steps: tuple[ReplayStep, ...]
-    not_run: int = 0
+    unreached: tuple[IterationRecord, ...] = ()
     skipped: int = 0
+
+    @property
+    def not_run(self) -> int:
+        return len(self.unreached)
 
 
 def replay(events: Iterable[Event], policy: Policy) -> Replay:
@@ -82,7 +89,8 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     rules = supervised_rules(policy)
     secscan: GateReading | None = None
     ended = False
-    not_run = skipped = 0
+    unreached: list[IterationRecord] = []
+    skipped = 0
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
@@ -91,21 +99,21 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
             continue
-        if ended:
-            not_run += 1
-            continue
         try:
             record = record_from_event(event)
         except ValueError:
             skipped += 1
             continue
+        if ended:
+            unreached.append(record)
+            continue
         now = _epoch(event.ts)
         state, ending = _admit(state, policy, rules, now, secscan)
         if ending is not None:
             # The candidate would have stopped before this iteration ran.
-            steps.append(_step(record, event, None, None, ending))
+            steps.append(attrs.evolve(_step(record, event, None, None, ending), ran=False))
+            unreached.append(record)
             ended = True
-            not_run += 1
             continue
         state, verdict = decide(state, record, policy, rules, now=now, now_iso=event.ts or "")
         secscan = record.secscan
@@ -115,7 +123,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
         steps.append(attrs.evolve(step, judged=verdict.judged))
         ended = verdict.ending is not None
-    return Replay(steps=tuple(steps), not_run=not_run, skipped=skipped)
+    return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)
 
 
 def _admit(

@@ -1,0 +1,154 @@
+"""What a candidate policy would have done to a whole batch: one row per change.
+
+For each change, its timeline is replayed (:func:`replay`) under the
+candidate, and the iterations of one run (or of its whole history) are
+compared with what was recorded: how the loop ended then and would end now,
+where it first tripped, and the iterations, tokens and cost the candidate
+would have saved (positive) or needed beyond the record. A loop the candidate
+would let run past its last recorded iteration cannot be judged further: its
+ending now is unknown, and the row says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from .._policy import Policy
+from .._state import Event, IterationFinished, RunStopped
+from ._record import IterationRecord
+from ._replay import Replay, replay
+
+
+@attrs.frozen
+class Moment:
+    """An ending or a trip, and the iteration it happened at."""
+
+    iteration: int
+    reason: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"iteration": self.iteration, "reason": self.reason}
+
+
+@attrs.frozen
+class WhatIf:
+    """One change under the candidate policy, against its record.
+
+    Attributes:
+        change: The change.
+        ending_then: How the recorded run ended (None: no ending recorded).
+        ending_now: How the candidate would end it (None: it would run past
+            the record, where nothing can be said).
+        trip_then: The first circuit opening recorded (a trip or a failed probe).
+        trip_now: The first the candidate would have.
+        iterations_then: Iterations recorded.
+        iterations_now: Iterations the candidate would run of those.
+        tokens_saved: Tokens of the recorded iterations the candidate would not run.
+        cost_saved: Their cost.
+        done_then: The recorded run ended done.
+    """
+
+    change: str
+    ending_then: Moment | None
+    ending_now: Moment | None
+    trip_then: Moment | None
+    trip_now: Moment | None
+    iterations_then: int
+    iterations_now: int
+    tokens_saved: int
+    cost_saved: float
+    done_then: bool
+
+    @property
+    def iterations_saved(self) -> int:
+        return self.iterations_then - self.iterations_now
+
+    @property
+    def moved(self) -> bool:
+        """The candidate changes how or when the loop ends, or where it first trips."""
+        return self.ending_now != self.ending_then or self.trip_now != self.trip_then
+
+    @property
+    def false_trip(self) -> bool:
+        """The loop finished in reality, but the candidate would stop it first."""
+        return self.done_then and self.ending_now is not None and self.ending_now.reason != "done"
+
+    def as_json(self) -> dict[str, object]:
+        def moment(value: Moment | None) -> dict[str, object] | None:
+            return value.as_json() if value is not None else None
+
+        return {
+            "change": self.change,
+            "ending_then": moment(self.ending_then),
+            "ending_now": moment(self.ending_now),
+            "first_trip_then": moment(self.trip_then),
+            "first_trip_now": moment(self.trip_now),
+            "iterations_then": self.iterations_then,
+            "iterations_now": self.iterations_now,
+            "iterations_saved": self.iterations_saved,
+            "tokens_saved": self.tokens_saved,
+            "cost_saved": round(self.cost_saved, 6),
+            "moved": self.moved,
+            "false_trip": self.false_trip,
+        }
+
+
+def what_if(
+    change: str, events: Sequence[Event], policy: Policy, *, run_id: str | None = None
+) -> WhatIf:
+    """Compare ``change``'s recorded run ``run_id`` (None: its whole history) with the candidate.
+
+    The whole timeline is replayed either way, so what earlier runs left (an
+    open circuit, spent budget) weighs on the run compared, as it did live.
+    """
+    result: Replay = replay(events, policy)
+
+    def in_run(record_run: str) -> bool:
+        return run_id is None or record_run == run_id
+
+    steps = [s for s in result.steps if in_run(s.record.run_id)]
+    unreached = [r for r in result.unreached if in_run(r.run_id)]
+    stopped = [e for e in events if isinstance(e, RunStopped) and in_run(e.run_id)]
+    recorded = [s.record for s in steps if s.ran] + unreached
+    last_stop = stopped[-1] if stopped else None
+    ending_then = (
+        Moment(_last_iteration(recorded, last_stop.iterations), last_stop.reason)
+        if last_stop is not None
+        else None
+    )
+    ended = next((s for s in steps if s.ending is not None), None)
+    ending_now = None
+    if ended is not None and ended.ending is not None:
+        # An ending before an iteration comes after the one before it.
+        at = ended.record.iteration if ended.ran else ended.record.iteration - 1
+        ending_now = Moment(at, ended.ending.reason)
+    trip_then = next(
+        (
+            Moment(e.iteration, e.trip)
+            for e in events
+            if isinstance(e, IterationFinished) and e.trip and in_run(e.run_id)
+        ),
+        None,
+    )
+    trip_now = next(
+        (Moment(s.record.iteration, s.would_open) for s in steps if s.ran and s.would_open),
+        None,
+    )
+    return WhatIf(
+        change=change,
+        ending_then=ending_then,
+        ending_now=ending_now,
+        trip_then=trip_then,
+        trip_now=trip_now,
+        iterations_then=len(recorded),
+        iterations_now=sum(1 for s in steps if s.ran),
+        tokens_saved=sum(r.tokens for r in unreached),
+        cost_saved=sum(r.cost_usd for r in unreached),
+        done_then=last_stop is not None and last_stop.reason == "done",
+    )
+
+
+def _last_iteration(recorded: Sequence[IterationRecord], fallback: int) -> int:
+    return max((r.iteration for r in recorded), default=fallback)
