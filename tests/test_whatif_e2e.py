@@ -1,0 +1,169 @@
+"""What-if over a whole batch: a real supervised batch replayed under other policies.
+
+Four fake-agent loops run under ``forge supervise``: one finishes, one spins
+(no progress), one repeats the same error, one works slowly (progress every
+other iteration, then done). ``forge policy simulate --run`` then replays the
+batch through the loop's own decision function.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .support import Repo
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+
+
+def cmd(repo: Repo, name: str, steps: list[dict[str, Any]]) -> str:
+    script = repo.root.parent / f"{name}.json"
+    script.write_text(json.dumps({"steps": steps}))
+    return shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
+
+
+def write(n: int, name: str) -> dict[str, Any]:
+    return {"print": f"step {n}\n", "append": {f"{name}.py": f"# {n}\n"}}
+
+
+@pytest.fixture
+def batch(repo: Repo) -> dict[str, Any]:
+    loops = {
+        "finishes": [write(1, "f"), write(2, "f"), {"print": "FORGE_DONE\n"}],
+        "spins": [{"print": "thinking\n"}],
+        "errors": [{**write(1, "e"), "print": "boom: the same error\n", "exit": 1}],
+        "slow": [
+            {"print": "reading\n"},
+            {"print": "reading\n"},
+            write(3, "s"),
+            {"print": "reading\n"},
+            {**write(5, "s"), "print": "FORGE_DONE\n"},
+        ],
+    }
+    # Each loop in a folder of its own: loops sharing one tree would see each
+    # other's edits as their own progress.
+    for name in loops:
+        repo.write(f"{name}/README.md", f"{name}\n")
+    repo.commit("folders")
+    tables = "".join(
+        f'[[loop]]\nchange = "{name}"\ndir = "{name}"\n'
+        f"cmd = {json.dumps(cmd(repo, name, steps))}\n"
+        for name, steps in loops.items()
+    )
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n[run]\nmax_iterations = 6\n'
+        '[rate_limit]\nbackend = "memory"\n[breaker]\non_open = "escalate"\n'
+        "[stagnation]\nno_progress = 3\nidentical_errors = 3\n"
+        "[stagnation.weights]\nno_files_modified = 0\n" + tables,
+    )
+    live = repo.forge("supervise", "--json")
+    assert live.code == 1, live
+    summary = json.loads(live.out)
+    return {loop["change"]: loop for loop in summary["loops"]} | {"run_id": summary["run_id"]}
+
+
+def simulate(repo: Repo, *args: str) -> dict[str, Any]:
+    done = repo.forge("policy", "simulate", "--json", *args)
+    assert done.code == 0, done
+    data: dict[str, Any] = json.loads(done.out)
+    return data
+
+
+def by_change(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["change"]: row for row in result["changes"]}
+
+
+def test_the_same_policy_reproduces_every_outcome(repo: Repo, batch: dict[str, Any]) -> None:
+    assert {name: batch[name]["reason"] for name in ("finishes", "spins", "errors", "slow")} == {
+        "finishes": "done",
+        "spins": "circuit-open",
+        "errors": "circuit-open",
+        "slow": "done",
+    }
+    result = simulate(repo, "--run", batch["run_id"])
+    rows = by_change(result)
+    assert set(rows) == {"finishes", "spins", "errors", "slow"}
+    for name, row in rows.items():
+        assert row["moved"] is False, row
+        assert row["ending_now"] == row["ending_then"], row
+        assert row["ending_then"]["reason"] == batch[name]["reason"]
+        assert row["iterations_now"] == row["iterations_then"] == batch[name]["iterations"]
+    assert rows["spins"]["first_trip_then"] == {
+        "iteration": 3,
+        "reason": "stagnation: no-progress (3)",
+    }
+    assert rows["errors"]["first_trip_now"]["reason"].startswith("stagnation: identical-errors")
+    assert result["totals"]["iterations_saved"] == 0
+    # The latest run is the default.
+    assert simulate(repo)["run_id"] == batch["run_id"]
+
+
+def test_a_tighter_policy_moves_the_spinner_earlier_and_trips_the_slow_worker(
+    repo: Repo, batch: dict[str, Any]
+) -> None:
+    result = simulate(repo, "--set", "stagnation.no_progress=2")
+    rows = by_change(result)
+    assert rows["spins"]["ending_now"] == {"iteration": 2, "reason": "circuit-open"}
+    assert rows["spins"]["iterations_saved"] == 1
+    assert rows["slow"]["ending_now"] == {"iteration": 2, "reason": "circuit-open"}
+    assert rows["slow"]["false_trip"] is True  # done in reality, stopped by the candidate
+    assert rows["slow"]["iterations_saved"] == 3
+    assert rows["finishes"]["moved"] is False
+    assert rows["errors"]["moved"] is False
+    # The moved changes come first, then the totals add up.
+    assert [row["moved"] for row in result["changes"]] == [True, True, False, False]
+    assert result["totals"] == {
+        "changes": 4,
+        "moved": 2,
+        "false_trips": 1,
+        "iterations_then": 14,
+        "iterations_now": 10,
+        "iterations_saved": 4,
+        "tokens_saved": 0,
+        "cost_saved": 0.0,
+    }
+
+
+def test_a_looser_policy_lets_the_spinner_run_past_the_record(
+    repo: Repo, batch: dict[str, Any]
+) -> None:
+    rows = by_change(simulate(repo, "--set", "stagnation.no_progress=5"))
+    assert rows["spins"]["ending_now"] is None  # nothing recorded says how it would end
+    assert rows["spins"]["first_trip_now"] is None
+    assert rows["spins"]["moved"] is True
+    assert rows["errors"]["moved"] is False
+
+
+def test_a_sweep_gives_a_row_per_value(repo: Repo, batch: dict[str, Any]) -> None:
+    sweep = simulate(repo, "--sweep", "stagnation.no_progress=2,3,5")["sweep"]
+    assert sweep["key"] == "stagnation.no_progress"
+    rows = {row["value"]: row for row in sweep["values"]}
+    assert [rows[v]["trips"] for v in ("2", "3", "5")] == [3, 2, 1]
+    assert rows["2"]["false_trips"] == ["slow"]
+    assert rows["3"]["false_trips"] == []
+    assert rows["2"]["iterations_saved"] == 4
+    assert rows["3"]["stopped"] == ["errors", "spins"]
+    human = repo.forge("policy", "simulate", "--sweep", "stagnation.no_progress=2,3,5")
+    assert human.code == 0
+    assert human.lines[0].startswith("sweep: stagnation.no_progress over run ")
+    assert any(line.endswith("slow") and line.strip().startswith("2") for line in human.lines)
+
+
+def test_batch_flags_are_checked(repo: Repo, batch: dict[str, Any]) -> None:
+    assert repo.forge("policy", "simulate", "--run", "20990101T000000Z-0000").code == 2
+    assert repo.forge("policy", "simulate", "--sweep", "no_progress").code == 2
+    assert repo.forge("policy", "simulate", "--change", "spins", "--all").code == 2
+    everything = simulate(repo, "--all")
+    assert everything["run_id"] is None
+    assert {row["change"] for row in everything["changes"]} == {
+        "finishes",
+        "spins",
+        "errors",
+        "slow",
+    }
