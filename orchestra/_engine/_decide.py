@@ -254,6 +254,9 @@ def decide(
         verify=_fold_verify(state.verify, record, policy, now_iso),
     )
     if record.provider_refused and not record.is_harmful:
+        if record.iteration >= rules.max_iterations:
+            # No iteration left to wait for: the cap ends the loop.
+            return state, Verdict(judged=False, ending=exhausted(rules.max_iterations))
         return state, _provider_limit(record, rules, now)
     if record.cannot_start:
         # Not a failed iteration to judge: the executor cannot run at all.
@@ -266,6 +269,22 @@ def decide(
     if verdict.ending is None and record.iteration >= rules.max_iterations:
         verdict = attrs.evolve(verdict, ending=exhausted(rules.max_iterations))
     return state, verdict
+
+
+def opening_reason(verdict: Verdict, state: LoopState, rules: LoopRules) -> str | None:
+    """Why the loop tripped at this iteration, as the timeline records it (``trip``).
+
+    Supervised: the reason the circuit opened (a trip, or a failed probe).
+    First-trip: the reason it stopped, when that was a trip (a gate, the
+    executor); finishing, running out of iterations and a provider's limit
+    are endings, not trips.
+    """
+    if rules.supervised:
+        return state.circuit.reason if verdict.opened else None
+    ending = verdict.ending
+    if ending is not None and ending.reason in (GATE_OPEN, GATE_ERROR, EXECUTOR_FAILED):
+        return ending.detail or ending.reason
+    return None
 
 
 def exhausted(max_iterations: int) -> Ending:
@@ -322,8 +341,13 @@ def _decide_supervised(
         history = ()  # each opening starts the detectors afresh
     state = attrs.evolve(state, circuit=circuit, history=history)
     ending = None
+    leak = record.secscan if record.secscan is not None and record.secscan.open else None
     if opened and circuit.escalated:
         ending = _escalation(circuit, policy)
+    elif leak is not None:
+        # A secret the scan found (or a scan that failed) stops the loop now,
+        # a finishing iteration included: done with a leak is not done.
+        ending = _gate_ending(leak)
     elif finished:
         ending = Ending(DONE)
     verdict = Verdict(
@@ -504,7 +528,7 @@ def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopS
         verify = record_verdict(
             state.verify,
             passed=passed,
-            max_failures=event.max_failures or policy.verify.max_failures,
+            max_failures=policy.verify.max_failures,
             now=event.ts or "",
         )
         return attrs.evolve(state, verify=verify)

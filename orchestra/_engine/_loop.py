@@ -14,6 +14,7 @@ so many loops share one trio thread without stalling each other.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from functools import partial
@@ -48,7 +49,17 @@ from .._state import (
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import VerifyReport, run_verify, verify_event
 from .._workspace import tree_state, tree_state_from
-from ._decide import LoopRules, LoopState, Trip, Verdict, admit, cooled_down, decide, exhausted
+from ._decide import (
+    LoopRules,
+    LoopState,
+    Trip,
+    Verdict,
+    admit,
+    cooled_down,
+    decide,
+    exhausted,
+    opening_reason,
+)
 from ._endings import DONE, GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import (
     STATE_GATE,
@@ -151,16 +162,18 @@ async def run_loop(
         summary = await loop.run()
     except StateError as exc:
         # A state file that cannot be read or written mid-run: the loop stops
-        # like a gate that cannot be read, never as if all were well.
+        # like a gate that cannot be read, never as if all were well. The
+        # iteration whose record failed ran: it counts.
         summary = RunSummary(
             reason=GATE_ERROR, iterations=progress.iteration, gate=STATE_GATE, detail=exc.message
         )
     except BaseException:
         # Cancelled or interrupted: the executor tree is already stopped by the
-        # process runner; record it (unwinding: no thread to hop to) and go on.
+        # process runner. Record it (unwinding: no thread to hop to, so this one
+        # write runs here), but never let a failing record hide the interruption.
         done = progress.iteration if settings.rules.supervised else progress.completed
-        # Unwinding: no thread to hop to, so this one write runs here.
-        store.stop(RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=done))
+        with contextlib.suppress(StateError, OSError):
+            store.stop(RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=done))
         progress.finish(INTERRUPTED)
         raise
     finished = summary.reason if settings.rules.supervised else None
@@ -171,7 +184,12 @@ async def run_loop(
         gate=summary.gate,
         detail=summary.detail,
     )
-    await _in_thread(store.stop, stopped, finished=finished)
+    try:
+        await _in_thread(store.stop, stopped, finished=finished)
+    except StateError:
+        if summary.reason != GATE_ERROR:
+            raise
+        # The disk that failed mid-run fails again: the ending stands as it is.
     if plan.integrity is not None:
         await _in_thread(plan.integrity.finish)
     progress.finish(summary.reason)
@@ -287,8 +305,10 @@ class _Loop:
         except BaseException:
             if self.plan.integrity is not None:
                 # Interrupted: the executor tree is stopped; whatever it harmed is
-                # put back before the interruption goes on (synchronously: unwinding).
-                _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
+                # put back before the interruption goes on (synchronously: unwinding),
+                # and a repair that fails must not replace the interruption.
+                with contextlib.suppress(StateError, OSError):
+                    _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
             raise
         self.last = outcome
         integrity, after = await _in_thread(self._after_executor, number, label)
@@ -401,8 +421,7 @@ class _Loop:
                 record,
                 gates=gate_states(readings),
                 judged=verdict.judged,
-                # Why the circuit opened here: a trip, or a probe that failed.
-                trip=after.circuit.reason if verdict.opened else None,
+                trip=opening_reason(verdict, after, self.rules),
                 score=assessment.score if assessment else None,
                 window_score=assessment.window_score if assessment else None,
                 risk=assessment.risk if assessment else None,

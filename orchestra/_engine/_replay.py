@@ -27,6 +27,7 @@ from ._decide import (
     cooled_down,
     decide,
     first_trip_rules,
+    opening_reason,
     supervised_rules,
 )
 from ._endings import Ending
@@ -117,9 +118,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             continue
         state, verdict = decide(state, record, policy, rules, now=now, now_iso=event.ts or "")
         secscan = record.secscan
-        would_open = state.circuit.reason if verdict.opened else None
-        if not rules.supervised and verdict.ending is not None:
-            would_open = verdict.ending.detail
+        would_open = opening_reason(verdict, state, rules)
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
         steps.append(attrs.evolve(step, judged=verdict.judged))
         ended = verdict.ending is not None
