@@ -56,10 +56,12 @@ bench: $(STAMP)
 reliability: $(STAMP)
 	$(BIN)/pytest -q -n auto -m reliability tests/reliability
 
-# Regenerate what is generated from the policy model: policies/default.toml and
-# the key tables of docs/policy.md (tests fail while either is stale).
+# Regenerate what is generated from the policy model: policies/default.toml,
+# policies/forge.schema.json and the key tables of docs/policy.md (tests fail
+# while any is stale).
 docs: $(STAMP)
-	$(BIN)/forge policy dump --defaults -o policies/default.toml
+	$(BIN)/forge policy dump --defaults --schema ./forge.schema.json -o policies/default.toml
+	$(BIN)/forge policy schema -o policies/forge.schema.json
 	$(BIN)/python -m orchestra._policy docs/policy.md
 
 clean:

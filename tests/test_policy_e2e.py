@@ -207,8 +207,9 @@ def test_shipped_default_policy_is_generated_from_the_model() -> None:
     text = (ROOT / "policies" / "default.toml").read_text()
     from orchestra._cli._policy_cmd import DEFAULTS_HEADER
 
-    assert text == commented_toml(Policy(), DEFAULTS_HEADER), (
-        "policies/default.toml is stale: regenerate it with `forge policy dump --defaults`"
+    # The first line points TOML editors at the schema shipped beside it.
+    assert text == "#:schema ./forge.schema.json\n" + commented_toml(Policy(), DEFAULTS_HEADER), (
+        "policies/default.toml is stale: regenerate it with `make docs`"
     )
     assert load_policy(ROOT / "policies" / "default.toml", root=ROOT).policy == Policy()
     assert tomllib.loads(policy_as_toml(Policy())) == tomllib.loads(text)

@@ -70,6 +70,8 @@ READ_ONLY = (
     ("policy", "show"),
     ("policy", "check"),
     ("policy", "dump"),
+    ("policy", "schema"),
+    ("policy", "diff", "-", "default"),
 )
 
 

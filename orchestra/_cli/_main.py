@@ -302,7 +302,9 @@ def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
 
 
 def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
-    policy = commands.add_parser("policy", help="show, check or dump the effective policy")
+    policy = commands.add_parser(
+        "policy", help="show, check, dump, compare the effective policy; its JSON Schema"
+    )
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
     show = policy_commands.add_parser(
         "show", parents=[common], help="each effective value and where it came from"
@@ -320,7 +322,41 @@ def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
     dump.add_argument(
         "--defaults", action="store_true", help="the built-in defaults, each key commented"
     )
+    dump.add_argument(
+        "--schema",
+        metavar="PATH_OR_URL",
+        help="begin with a '#:schema PATH_OR_URL' line, which TOML editors validate against",
+    )
     dump.set_defaults(handler="_policy_cmd:dump")
+    schema = policy_commands.add_parser(
+        "schema",
+        help="the JSON Schema of forge.toml, for editors (always JSON)",
+        description="Print the JSON Schema (draft 2020-12) of forge.toml, generated from the "
+        "policy model: every table and key with its type, bounds, default and meaning; "
+        "unknown keys refused. Point Even Better TOML or Taplo at it.",
+    )
+    schema.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    schema.add_argument("--json", action="store_true", help="accepted; the output is JSON anyway")
+    schema.add_argument("--plain", action="store_true", help="plain text, no colour or styles")
+    schema.set_defaults(handler="_policy_cmd:schema")
+    diff = policy_commands.add_parser(
+        "diff",
+        parents=[common],
+        help="the keys whose effective values differ between two policies, and why",
+        description="Compare two effective policies key by key: each of A and B is a policy "
+        "file, the name of a shipped policy, or '-' for this project's policy (forge.toml). "
+        "Prints every key whose values differ, with both values and the layer each came "
+        "from; exit 0 whether or not they differ. --set applies to B, --set-a to A.",
+    )
+    diff.add_argument("a", metavar="A", help="a policy file, a shipped policy name, or -")
+    diff.add_argument("b", metavar="B", help="a policy file, a shipped policy name, or -")
+    diff.add_argument(
+        "--set-a",
+        action="append",
+        metavar="TABLE.KEY=VALUE",
+        help="set one value of A (repeatable), as --set does for B",
+    )
+    diff.set_defaults(handler="_policy_cmd:diff")
     simulate = policy_commands.add_parser(
         "simulate",
         parents=[common],
@@ -391,7 +427,9 @@ _BRIEF = frozenset(
     {
         "_circuit_cmd:run",
         "_policy_cmd:check",
+        "_policy_cmd:diff",
         "_policy_cmd:dump",
+        "_policy_cmd:schema",
         "_policy_cmd:show",
         "_spend_cmd:run",
         "_status_cmd:status",

@@ -1,4 +1,5 @@
-"""``forge policy show | check | dump``: the effective policy and where each value came from."""
+"""``forge policy show | check | dump | schema | diff``: the effective policy, where each value
+came from, its JSON Schema, and how two policies differ."""
 
 from __future__ import annotations
 
@@ -7,18 +8,24 @@ import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .._errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
 from .._policy import (
+    Layer,
+    LoadedPolicy,
     Policy,
     commented_toml,
     display_name,
     load_policy,
     policy_as_dict,
     policy_as_toml,
+    policy_differences,
+    policy_json_schema_text,
 )
+from .._shipped import shipped_dir, shipped_names
 from .._state import atomic_write
-from .._workspace import find_project
+from .._workspace import Project, find_project
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
@@ -122,17 +129,120 @@ def dump(args: argparse.Namespace, out: Output) -> int:
         text = commented_toml(Policy(), DEFAULTS_HEADER)
     else:
         text = policy_as_toml(policy_from(project_from(args), args=args).policy)
+    if args.schema:
+        # Taplo's header directive: editors validate the file against this schema.
+        text = f"#:schema {args.schema}\n{text}"
     if args.output:
-        target = Path(args.output)
-        if not target.parent.is_dir():
-            raise UsageError(f"-o {args.output}: the folder {target.parent} does not exist")
-        atomic_write(target, text.encode("utf-8"))
+        _write(args.output, text)
         out.note(f"wrote the effective policy to {args.output}", style=None)
     elif out.json_mode:
         out.document(tomllib.loads(text))
     else:
         print(text, end="")
     return EXIT_OK
+
+
+def schema(args: argparse.Namespace, out: Output) -> int:
+    """The JSON Schema of forge.toml: one JSON document, with or without ``--json``."""
+    text = policy_json_schema_text()
+    if args.output:
+        _write(args.output, text)
+        out.note(f"wrote the policy's JSON Schema to {args.output}", style=None)
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def diff(args: argparse.Namespace, out: Output) -> int:
+    """The keys whose effective values differ between two policies: a report, exit 0."""
+    project = project_from(args)
+    a = _load_side(args.a, project, [_renamed(set_layer(t), "--set-a") for t in args.set_a or []])
+    b = _load_side(args.b, project, [set_layer(text) for text in args.set or []])
+    differences = policy_differences(a, b)
+    sides = {
+        "a": _side(args.a, args.set_a, a, project.root),
+        "b": _side(args.b, args.set, b, project.root),
+    }
+    if out.json_mode:
+        out.document(
+            {
+                **sides,
+                "differences": [
+                    {
+                        "key": d.key,
+                        "a": d.a,
+                        "b": d.b,
+                        "a_source": d.a_source,
+                        "b_source": d.b_source,
+                    }
+                    for d in differences
+                ],
+            }
+        )
+        return EXIT_OK
+    for name, side in sides.items():
+        described = ", ".join(side["files"]) or "built-in defaults only"
+        settings = "".join(f" --set{'-a' if name == 'a' else ''} {s}" for s in side["set"])
+        out.line(f"{name}: {side['argument']} ({described}){settings}", style="dim")
+    if not differences:
+        out.line("no differences: every key has the same effective value")
+        return EXIT_OK
+    width = max(len(d.key) for d in differences)
+    for d in differences:
+        out.styled(
+            (f"{d.key.ljust(width)}  ", None),
+            (_shown(d.a), "cyan"),
+            (f" ({d.a_source})", "dim"),
+            ("  ->  ", None),
+            (_shown(d.b), "cyan"),
+            (f" ({d.b_source})", "dim"),
+        )
+    return EXIT_OK
+
+
+def _load_side(argument: str, project: Project, flags: list[Layer]) -> LoadedPolicy:
+    """One side of a diff: ``-`` (the project's policy), a policy file, or a shipped name."""
+    if argument == "-":
+        config = project.config
+    else:
+        path = Path(argument)
+        if path.is_file():
+            config = path.resolve()
+        elif argument in shipped_names("policies"):
+            config = (shipped_dir("policies") / f"{argument}.toml").resolve()
+        else:
+            known = ", ".join(shipped_names("policies")) or "none"
+            raise UsageError(
+                f"{argument!r} is neither a policy file nor a shipped policy",
+                hint=f"give a path, '-' for this project's policy, or a shipped name ({known})",
+            )
+    return load_policy(config, root=project.root, flags=flags)
+
+
+def _side(
+    argument: str, settings: list[str] | None, loaded: LoadedPolicy, root: Path
+) -> dict[str, Any]:
+    return {
+        "argument": argument,
+        "files": [display_name(path, root) for path in loaded.files],
+        "set": list(settings or []),
+    }
+
+
+def _renamed(layer: Layer, flag: str) -> Layer:
+    """A ``--set`` layer shown as set by ``flag``, so each side's provenance names its own flag."""
+    return Layer(layer.source.replace("--set", flag, 1), layer.data)
+
+
+def _shown(value: object) -> str:
+    return "(unset)" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _write(name: str, text: str) -> None:
+    target = Path(name)
+    if not target.parent.is_dir():
+        raise UsageError(f"-o {name}: the folder {target.parent} does not exist")
+    atomic_write(target, text.encode("utf-8"))
 
 
 def _lookup(values: dict[str, object], dotted: str) -> object:

@@ -6,10 +6,15 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._converter import POLICY_CONVERTER as POLICY_CONVERTER
+    from ._diff import Difference as Difference
+    from ._diff import policy_differences as policy_differences
     from ._dump import commented_toml as commented_toml
     from ._dump import policy_as_dict as policy_as_dict
     from ._dump import policy_as_toml as policy_as_toml
     from ._fields import FieldError as FieldError
+    from ._jsonschema import SCHEMA_FILE as SCHEMA_FILE
+    from ._jsonschema import policy_json_schema as policy_json_schema
+    from ._jsonschema import policy_json_schema_text as policy_json_schema_text
     from ._load import DeclaredLoops as DeclaredLoops
     from ._load import Layer as Layer
     from ._load import LoadedPolicy as LoadedPolicy
@@ -45,12 +50,21 @@ if not TYPE_CHECKING:
         __name__,
         {
             "._converter": ("POLICY_CONVERTER",),
+            "._diff": (
+                "Difference",
+                "policy_differences",
+            ),
             "._dump": (
                 "commented_toml",
                 "policy_as_dict",
                 "policy_as_toml",
             ),
             "._fields": ("FieldError",),
+            "._jsonschema": (
+                "SCHEMA_FILE",
+                "policy_json_schema",
+                "policy_json_schema_text",
+            ),
             "._load": (
                 "DeclaredLoops",
                 "Layer",
