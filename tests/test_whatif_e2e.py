@@ -51,8 +51,7 @@ def batch(repo: Repo) -> dict[str, Any]:
         repo.write(f"{name}/README.md", f"{name}\n")
     repo.commit("folders")
     tables = "".join(
-        f'[[loop]]\nchange = "{name}"\ndir = "{name}"\n'
-        f"cmd = {json.dumps(cmd(repo, name, steps))}\n"
+        f'[[loop]]\nchange = "{name}"\ndir = "{name}"\ncmd = {json.dumps(cmd(repo, name, steps))}\n'
         for name, steps in loops.items()
     )
     repo.write(
@@ -167,3 +166,24 @@ def test_batch_flags_are_checked(repo: Repo, batch: dict[str, Any]) -> None:
         "errors",
         "slow",
     }
+
+
+def test_a_forge_run_history_replays_with_its_hook_verdicts(repo: Repo) -> None:
+    # The agent's Stop hook runs the verify breaker during each iteration: the
+    # breaker opens at iteration 2 and forge run stops on it, as a gate.
+    from .support import FORGE
+
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "exit 1"\nspecs = []\nmax_failures = 2\n'
+        '[rate_limit]\nbackend = "memory"\n',
+    )
+    hook = {**write(1, "w"), "shell": f"{FORGE} verify --change c > /dev/null"}
+    done = repo.forge("run", "--yes", "--change", "c", "--cmd", cmd(repo, "hooked", [hook]))
+    assert "run: STOPPED after 2 iteration(s) — gate-open" in done.lines, done
+    same = by_change(simulate(repo, "--all"))["c"]
+    assert same["moved"] is False, same
+    assert same["ending_now"] == same["ending_then"] == {"iteration": 2, "reason": "gate-open"}
+    tighter = by_change(simulate(repo, "--all", "--set", "verify.max_failures=1"))["c"]
+    assert tighter["ending_now"] == {"iteration": 1, "reason": "gate-open"}
+    assert tighter["iterations_saved"] == 1

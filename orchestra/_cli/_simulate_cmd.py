@@ -55,10 +55,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for problem in timeline.problems(paths.timeline):
         out.note(problem)
     result = replay(timeline.typed(), policy)
-    rows = [_row(step) for step in result.steps if step.record.signals is not None]
+    rows = [_row(step) for step in result.steps if step.ran and step.record.signals is not None]
     first = next((r for r in rows if r["would_trip"]), None)
     live_first = next((r for r in rows if r["live_trip"]), None)
     ending = next((s for s in result.steps if s.ending is not None), None)
+    # An ending before an iteration (its admission refused) comes after the one before.
+    ending_at = 0 if ending is None else ending.record.iteration - (0 if ending.ran else 1)
     if out.json_mode:
         out.document(
             {
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "ending": None
                 if ending is None or ending.ending is None
                 else {
-                    "iteration": ending.record.iteration,
+                    "iteration": ending_at,
                     "reason": ending.ending.reason,
                     "detail": ending.ending.detail,
                 },
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line("live run:   no trip recorded")
     if ending is not None and ending.ending is not None:
         out.line(
-            f"ending:     iteration {ending.record.iteration} — {ending.ending.reason}"
+            f"ending:     iteration {ending_at} — {ending.ending.reason}"
             + (f" ({ending.ending.detail})" if ending.ending.detail else "")
         )
     if result.not_run:

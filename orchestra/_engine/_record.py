@@ -187,6 +187,20 @@ def finished_event(
     )
 
 
+def secscan_reading(gates: dict[str, Any]) -> GateReading | None:
+    """The secret scan's reading as an event's ``gates`` recorded it, if it did."""
+    secscan = gates.get(SECSCAN_GATE)
+    if not isinstance(secscan, dict) or not isinstance(secscan.get("state"), str):
+        return None
+    state = secscan["state"]
+    return GateReading(
+        SECSCAN_GATE,
+        open=state != "closed",
+        error=state == "error",
+        detail=str(secscan.get("detail", "")),
+    )
+
+
 def record_from_event(event: IterationFinished) -> IterationRecord:
     """The record an ``iteration.finished`` event holds, for a replay.
 
@@ -205,16 +219,7 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
             resets_at=float(resets) if isinstance(resets, int | float) else None,
             kind=kind if isinstance(kind, str) else None,
         )
-    secscan = event.gates.get(SECSCAN_GATE)
-    reading = None
-    if isinstance(secscan, dict) and isinstance(secscan.get("state"), str):
-        state = secscan["state"]
-        reading = GateReading(
-            SECSCAN_GATE,
-            open=state != "closed",
-            error=state == "error",
-            detail=str(secscan.get("detail", "")),
-        )
+    reading = secscan_reading(event.gates)
     return IterationRecord(
         run_id=event.run_id,
         iteration=event.iteration,

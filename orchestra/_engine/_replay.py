@@ -18,7 +18,7 @@ import attrs
 
 from .._policy import Policy
 from .._stagnation import Assessment
-from .._state import Event, IterationFinished, RunStarted
+from .._state import Event, IterationFinished, IterationStarted, RunStarted
 from ._decide import (
     LoopRules,
     LoopState,
@@ -32,7 +32,7 @@ from ._decide import (
 )
 from ._endings import Ending
 from ._gates import GateReading
-from ._record import IterationRecord, record_from_event
+from ._record import IterationRecord, record_from_event, secscan_reading
 
 
 @attrs.frozen
@@ -92,10 +92,21 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     ended = False
     unreached: list[IterationRecord] = []
     skipped = 0
+    # The admission of the next iteration, decided when it started (as live:
+    # whatever a hook wrote during the iteration comes after that decision).
+    admitted: Ending | None = None
+    started = False
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
             ended = False
+            # Each run's own pre-flight scan, not what the last run left.
+            secscan = secscan_reading(event.gates)
+            continue
+        if isinstance(event, IterationStarted):
+            if not ended:
+                state, admitted = _admit(state, policy, rules, _epoch(event.ts), secscan)
+                started = True
             continue
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
@@ -109,7 +120,9 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             unreached.append(record)
             continue
         now = _epoch(event.ts)
-        state, ending = _admit(state, policy, rules, now, secscan)
+        if not started:  # no start recorded for it: decide its admission now
+            state, admitted = _admit(state, policy, rules, now, secscan)
+        ending, admitted, started = admitted, None, False
         if ending is not None:
             # The candidate would have stopped before this iteration ran.
             steps.append(attrs.evolve(_step(record, event, None, None, ending), ran=False))

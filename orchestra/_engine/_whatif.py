@@ -118,7 +118,17 @@ def what_if(
         if last_stop is not None
         else None
     )
-    ended = next((s for s in steps if s.ending is not None), None)
+    # Endings are compared within one run: the one asked for, or (over a whole
+    # history) the last one, since every new run starts its loop again.
+    ending_run = run_id if run_id is not None else (last_stop.run_id if last_stop else None)
+    ended = next(
+        (
+            s
+            for s in steps
+            if s.ending is not None and (ending_run is None or s.record.run_id == ending_run)
+        ),
+        None,
+    )
     ending_now = None
     if ended is not None and ended.ending is not None:
         # An ending before an iteration comes after the one before it.
