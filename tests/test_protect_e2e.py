@@ -148,3 +148,24 @@ def test_harm_done_before_an_interruption_is_restored(project: Repo, sig: signal
     assert (project.root / "specs/api/login.md").read_text() == "# login\n"
     [violation] = _events(project, "c", "protect.violation")
     assert {h["path"] for h in violation["harmed"]} >= {"specs", "specs/cart.md"}
+
+
+def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
+    # change "victim": its verify breaker is open after 3 failures.
+    repo.write("forge.toml", '[verify]\ncommand = "exit 1"\nspecs = []\n')
+    for _ in range(3):
+        repo.forge("verify", "--change", "victim")
+    victim = repo.change_dir("victim")
+    kept = (victim / "verify-attempts.yaml").read_bytes()
+    attack = "rm -f .forge/changes/victim/verify-attempts.yaml; echo FORGE_DONE"
+    done = repo.forge("run", "--yes", "--change", "attacker", "--cmd", attack)
+    assert done.code == 1, done
+    assert "run: STOPPED after 1 iteration(s) — gate-open" in done.lines
+    assert "  gate:   integrity" in done.lines
+    assert (victim / "verify-attempts.yaml").read_bytes() == kept  # restored
+    # The victim stays blocked: its breaker still refuses to start a loop.
+    refused = repo.forge("run", "--yes", "--change", "victim", "--cmd", "echo FORGE_DONE")
+    assert refused.lines[:2] == [
+        "run: STOPPED after 0 iteration(s) — gate-open",
+        "  gate:   verify circuit-breaker",
+    ]

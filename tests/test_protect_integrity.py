@@ -31,9 +31,7 @@ def _check(root: Path) -> IntegrityCheck:
             exist=("AGENTS.md", "specs/", "memory/"), frozen=("forge.toml", "policies/")
         )
     )
-    return integrity_check(
-        policy, workdir=root, root=root, change="c", state_folder=root / ".forge/changes/c"
-    )
+    return integrity_check(policy, workdir=root, root=root, state_folder=root / ".forge/changes/c")
 
 
 @pytest.fixture

@@ -140,11 +140,9 @@ def iteration_time_limit(executor: Executor, policy: Policy, *, flag_set: bool =
 
 
 def loop_integrity(policy: Policy, plan: LoopPlan) -> IntegrityCheck:
-    """The integrity check of a plan's working tree and of its change's own state."""
+    """The integrity check of a plan's working tree and of every change's state."""
     paths = plan.paths
-    return integrity_check(
-        policy, workdir=plan.workdir, root=paths.root, change=paths.name, state_folder=paths.folder
-    )
+    return integrity_check(policy, workdir=plan.workdir, root=paths.root, state_folder=paths.folder)
 
 
 async def run_loop(

@@ -123,11 +123,15 @@ class IntegrityCheck:
 
 
 def integrity_check(
-    policy: Policy, *, workdir: Path, root: Path, change: str, state_folder: Path
+    policy: Policy, *, workdir: Path, root: Path, state_folder: Path
 ) -> IntegrityCheck:
-    """The check for one change's loop: the policy's paths and Forge's own state."""
+    """The check for one change's loop: the policy's paths and Forge's own state.
+
+    Every change's state is guarded, not only the running one's: an agent must
+    not clear another change's open breaker or spent budget either.
+    """
     protect = policy.protect
-    state = forge_state_entries(change, policy.secscan.waivers)
+    state = forge_state_entries("*", policy.secscan.waivers)
     same = _same_folder(workdir, root)
     scopes: list[Scope] = [
         Scope(
