@@ -16,6 +16,7 @@ from ._state import (
     append_event,
     exclusive_lock,
     load_or_block,
+    run_by_a_person,
     save_state,
     utc_now_iso,
 )
@@ -73,7 +74,9 @@ def reset_spend(paths: ChangePaths) -> SpendReading:
 
     with exclusive_lock(paths.lock):
         before, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
-        save_state(paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()), journal=False)
+        save_state(
+            paths.spend, attrs.evolve(NO_SPEND, updated_at=utc_now_iso()), journal=run_by_a_person()
+        )
         append_event(
             paths.timeline,
             paths.name,

@@ -169,3 +169,25 @@ def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
         "run: STOPPED after 0 iteration(s) — gate-open",
         "  gate:   verify circuit-breaker",
     ]
+
+
+def test_a_timeline_may_only_grow(repo: Repo) -> None:
+    # Some history first: the timeline the agent will attack.
+    repo.forge("run", "--yes", "--change", "self1", "--cmd", "echo working", "--max-iterations", "2")
+    timeline = repo.change_dir("self1") / "timeline.jsonl"
+    kept = timeline.read_bytes()
+    truncate = f"head -c 40 {timeline} > t.tmp && mv t.tmp {timeline}; echo FORGE_DONE"
+    done = repo.forge("run", "--yes", "--change", "self1", "--cmd", truncate)
+    assert "  gate:   integrity" in done.lines, done
+    after = timeline.read_bytes()
+    assert after.startswith(kept)  # the lost lines are back, the run's own after them
+    events = [json.loads(line) for line in after.splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["event"] == "run.stopped"
+    violation = next(e for e in events if e["event"] == "protect.violation")
+    assert "timeline.jsonl" in json.dumps(violation["harmed"])
+    # Deleting another change's timeline is harm too; appending is what forge does.
+    attack = "rm -f .forge/changes/self1/timeline.jsonl; echo FORGE_DONE"
+    other = repo.forge("run", "--yes", "--change", "other", "--cmd", attack)
+    assert "  gate:   integrity" in other.lines
+    assert timeline.read_bytes().startswith(kept)

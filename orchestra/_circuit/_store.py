@@ -7,6 +7,7 @@ from .._state import (
     append_event,
     exclusive_lock,
     load_or_block,
+    run_by_a_person,
     save_state,
 )
 from ._core import CLOSED_CIRCUIT, OPEN, CircuitState
@@ -44,7 +45,7 @@ def reset_circuit(paths: ChangePaths) -> CircuitState:
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.breaker, CircuitState, CLOSED_CIRCUIT)
         # Closed, its iterations counted afresh; a human's write, so not journalled.
-        save_state(paths.breaker, CLOSED_CIRCUIT, journal=False)
+        save_state(paths.breaker, CLOSED_CIRCUIT, journal=run_by_a_person())
         append_event(
             paths.timeline,
             paths.name,

@@ -11,6 +11,7 @@ between iterations) is read once, for its hash and its snapshot together.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,9 +21,9 @@ import attrs
 from .._policy import Policy
 from .._state import FORGE_WRITES
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import Manifest, Scope, take_manifest
+from ._manifest import Manifest, Scope, content_digest, take_manifest
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import ProtectSpec, forge_state_entries
+from ._spec import GROWS, TIMELINES, ProtectSpec, forge_state_entries
 
 INTEGRITY = "integrity"
 
@@ -89,13 +90,18 @@ class IntegrityCheck:
         seen: dict[str, bytes] = {}
         after = take_manifest(self.scopes, before, seen)
         found: Sequence[Violation] = [
-            v for v in violations(before, after) if not self._forge_wrote(v, after)
+            v
+            for v in violations(before, after)
+            if not self._forge_wrote(v, after) and not _appended(v, before)
         ]
         if not found:
             self.before = after
             self._seen = seen
             return IntegrityReport(checked=len(after.nodes))
         repairs = repair(found, before, self.store, self.quarantine / label)
+        for done in repairs:
+            if done.violation.protection == GROWS and done.restored and done.quarantined:
+                _keep_later_events(done.violation.path, done.quarantined)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
 
@@ -139,6 +145,7 @@ def integrity_check(
             ProtectSpec(
                 protect.exist,
                 protect.frozen + (state if same else ()),
+                grows=(TIMELINES,) if same else (),
                 fold=case_insensitive(workdir),
             ),
         )
@@ -147,7 +154,9 @@ def integrity_check(
         # A loop in a worktree may still reach the main checkout: what must
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
-        root_spec = ProtectSpec(protect.exist, state, fold=case_insensitive(root))
+        root_spec = ProtectSpec(
+            protect.exist, state, grows=(TIMELINES,), fold=case_insensitive(root)
+        )
         scopes.append(Scope(root, root_spec))
     folder = state_folder / "protect"
     return IntegrityCheck(
@@ -174,6 +183,51 @@ def protect_lists(
     frozen = protect.frozen + forge_state_entries("*", loaded.policy.secscan.waivers) + internals
     files = tuple(str(path) for path in loaded.files)
     return protect.exist, frozen, files, case_insensitive(Path(root))
+
+
+def _appended(violation: Violation, before: Manifest) -> bool:
+    """An append-only file that only grew: what it held is still its beginning."""
+    if violation.protection != GROWS or violation.harm != MODIFIED:
+        return False
+    node = before.nodes[violation.path]
+    if node.digest is None:
+        return False
+    try:
+        with open(violation.path, "rb") as handle:
+            head = handle.read(node.size)
+    except OSError:
+        return False
+    return len(head) == node.size and content_digest(head) == node.digest
+
+
+def _keep_later_events(path: str, harmed: str) -> None:
+    """After a timeline is restored, keep the events appended to it since (a hook's verify).
+
+    The harmed copy's lines that are whole events numbered past the restored
+    timeline's last one are appended again; an edited or removed earlier line
+    stays as the restored copy holds it.
+    """
+    try:
+        with open(path, "rb") as handle:
+            restored = handle.read()
+        with open(harmed, "rb") as handle:
+            lines = handle.read().split(b"\n")
+    except OSError:
+        return
+    last = max((_seq(line) or 0 for line in restored.split(b"\n")), default=0)
+    later = [line for line in lines if (_seq(line) or 0) > last]
+    if later:
+        with open(path, "ab") as handle:
+            handle.write(b"".join(line + b"\n" for line in later))
+
+
+def _seq(line: bytes) -> int | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    seq = value.get("seq") if isinstance(value, dict) else None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
 def _size(path: str) -> int:

@@ -2,8 +2,10 @@
 
 Pure: no I/O. An ``exist`` path must still exist (as the same kind of thing);
 a ``frozen`` path must be unchanged, and nothing may appear inside a frozen
-directory that existed. A protected path that did not exist before and
-appears is not a violation: creating ``AGENTS.md`` harms nothing.
+directory that existed. A ``grows`` file whose content changed is reported as
+modified here; the check then tells an append (allowed) from an edit. A
+protected path that did not exist before and appears is not a violation:
+creating ``AGENTS.md`` harms nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import os
 import attrs
 
 from ._manifest import DIRECTORY, Manifest
-from ._spec import FROZEN
+from ._spec import FROZEN, GROWS
 
 DELETED = "deleted"
 MODIFIED = "modified"
@@ -45,7 +47,7 @@ def violations(before: Manifest, after: Manifest) -> list[Violation]:
             found.append(Violation(path, name, protection, DELETED))
         elif now.kind != node.kind:
             found.append(Violation(path, name, protection, REPLACED))
-        elif protection == FROZEN and not node.same_content(now):
+        elif protection in (FROZEN, GROWS) and not node.same_content(now):
             # Content, link target or permissions; a folder's own times may move.
             found.append(Violation(path, name, protection, MODIFIED))
     for path, _node in after.nodes.items():

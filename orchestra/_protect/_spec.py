@@ -20,6 +20,10 @@ import re
 
 EXIST = "exist"
 FROZEN = "frozen"
+# Append-only: may grow at its end, never shrink, vanish or change what it held
+# (every change's timeline: the log of record).
+GROWS = "grows"
+TIMELINES = ".forge/changes/*/timeline.jsonl"
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
 # and spend that decide whether a loop may go on, and the human's waivers.
@@ -174,12 +178,19 @@ class ProtectSpec:
     __slots__ = ("entries", "fold")
 
     def __init__(
-        self, exist: tuple[str, ...] = (), frozen: tuple[str, ...] = (), *, fold: bool = False
+        self,
+        exist: tuple[str, ...] = (),
+        frozen: tuple[str, ...] = (),
+        *,
+        grows: tuple[str, ...] = (),
+        fold: bool = False,
     ) -> None:
         self.fold = fold
-        # Frozen first: it is the stricter mode and wins where both match.
-        self.entries = tuple(Entry(text, FROZEN, fold=fold) for text in frozen) + tuple(
-            Entry(text, EXIST, fold=fold) for text in exist
+        # Strictest first: it wins where several match.
+        self.entries = (
+            tuple(Entry(text, FROZEN, fold=fold) for text in frozen)
+            + tuple(Entry(text, GROWS, fold=fold) for text in grows)
+            + tuple(Entry(text, EXIST, fold=fold) for text in exist)
         )
 
     def _key(self, path: str) -> str | None:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ._files import exclusive_lock as exclusive_lock
     from ._files import move_aside as move_aside
     from ._files import read_state_bytes as read_state_bytes
+    from ._files import run_by_a_person as run_by_a_person
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
     from ._timeline import TimelineRead as TimelineRead
@@ -104,6 +105,7 @@ if not TYPE_CHECKING:
                 "exclusive_lock",
                 "move_aside",
                 "read_state_bytes",
+                "run_by_a_person",
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),

@@ -106,6 +106,19 @@ def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False)
 FORGE_WRITES = ".forge-writes"
 
 
+def run_by_a_person() -> bool:
+    """Whether this forge command was started by a person, not from inside an agent's iteration.
+
+    Every executor runs with ``FORGE_ITERATION`` set, and the commands an agent
+    starts inherit it. A reset a person makes from another terminal is then
+    journalled like forge's own writes, so no running loop undoes it; one an
+    agent makes mid-iteration is not, and the integrity check undoes it. A
+    seatbelt, like the guard: an agent that clears its environment on purpose
+    is caught only by the reviews that follow an escalation.
+    """
+    return "FORGE_ITERATION" not in os.environ
+
+
 def note_forge_write(path: Path, data: bytes) -> None:
     """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
     # Imported here, like tempfile in atomic_write: commands that only read state

@@ -70,7 +70,8 @@ def load_state(path: Path, cls: type[_T]) -> _T | None:
 def save_state(path: Path, state: object, *, journal: bool = True) -> None:
     """Write a state file atomically, keys in the order the class declares them.
 
-    ``journal=False`` for a human's reset (see ``atomic_write``).
+    ``journal=False`` for a reset made from inside an agent's iteration (see
+    ``atomic_write`` and ``run_by_a_person``).
     """
     atomic_write(path, render_state(state), journal=journal)
 

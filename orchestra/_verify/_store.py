@@ -18,6 +18,7 @@ from .._state import (
     exclusive_lock,
     load_or_block,
     read_timeline,
+    run_by_a_person,
     save_state,
     utc_now_iso,
 )
@@ -73,7 +74,7 @@ def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
     with exclusive_lock(paths.lock):
         before, corrupt = load_verify_locked(paths)
         after = reset(before, now=utc_now_iso())
-        save_state(paths.verify_attempts, after, journal=False)
+        save_state(paths.verify_attempts, after, journal=run_by_a_person())
         append_event(
             paths.timeline,
             paths.name,
