@@ -173,7 +173,9 @@ def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
 
 def test_a_timeline_may_only_grow(repo: Repo) -> None:
     # Some history first: the timeline the agent will attack.
-    repo.forge("run", "--yes", "--change", "self1", "--cmd", "echo working", "--max-iterations", "2")
+    repo.forge(
+        "run", "--yes", "--change", "self1", "--cmd", "echo working", "--max-iterations", "2"
+    )
     timeline = repo.change_dir("self1") / "timeline.jsonl"
     kept = timeline.read_bytes()
     truncate = f"head -c 40 {timeline} > t.tmp && mv t.tmp {timeline}; echo FORGE_DONE"

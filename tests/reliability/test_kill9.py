@@ -14,8 +14,12 @@ concurrent processes.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -155,3 +159,53 @@ def test_kill9_among_concurrent_verifies(repo: Repo, seed: int) -> None:
         assert after.total_attempts - before.total_attempts >= survivors
     assert_clean_exit(repo.forge(*VERIFY), 0)
     tracker.step(in_flight=0)
+
+
+def test_tampering_cut_short_by_kill9_leaves_the_victim_blocked(repo: Repo) -> None:
+    """An agent deletes another change's open breaker and forge dies before its check.
+
+    The in-memory snapshot dies with forge, so nothing restores the file; the
+    victim's breaker is rebuilt from its timeline, the log of record, and the
+    victim stays blocked.
+    """
+    repo.write("forge.toml", RUN_POLICY + '[verify]\ncommand = "exit 1"\nspecs = []\n')
+    for _ in range(3):
+        repo.forge(*("verify", "--change", "victim"))
+    breaker = repo.change_dir("victim") / "verify-attempts.yaml"
+    marker = repo.root.parent / "deleted"
+    attack = agent_cmd(
+        repo.root.parent,
+        "attacker",
+        {"delete": [str(breaker)], "shell": f"echo $PPID > {marker}", "sleep": 30},
+    )
+    process = subprocess.Popen(
+        [str(FORGE), "run", "--yes", "--change", "attacker", "--cmd", attack],
+        cwd=repo.root,
+        env=forge_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(3000):
+            if marker.exists():
+                break
+            time.sleep(0.01)  # waiting on a real process; there is no clock to mock
+        assert not breaker.exists()
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        # Forge died with its executor still running: stop that tree here.
+        if marker.exists() and marker.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(marker.read_text()), signal.SIGKILL)
+    refused = repo.forge("run", "--yes", "--change", "victim", "--cmd", "echo FORGE_DONE")
+    assert refused.lines[:2] == [
+        "run: STOPPED after 0 iteration(s) — gate-open",
+        "  gate:   verify circuit-breaker",
+    ], refused
+    rebuilt = (repo.change_dir("victim") / "timeline.jsonl").read_text()
+    assert '"event":"state.rebuilt"' in rebuilt
