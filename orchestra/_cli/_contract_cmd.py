@@ -237,7 +237,14 @@ def resume(args: argparse.Namespace, out: Output) -> int:
     ]
     last = events[-args.events :] if args.events else []
     if out.json_mode:
-        out.document({"change": paths.name, "checkpoint": _as_json(current), "last_events": last})
+        out.document(
+            {
+                "change": paths.name,
+                "checkpoint": _as_json(current),
+                "next_action": next_action_of(current),
+                "last_events": last,
+            }
+        )
         return EXIT_OK
     out.line(f'Resume: change "{paths.name}" — {current.goal}')
     where = f"current stage {current.current_stage}, mode {current.mode}"
@@ -259,7 +266,9 @@ def resume(args: argparse.Namespace, out: Output) -> int:
     if current.last_failure:
         out.line(f"  last failure: {current.last_failure}")
     if current.stop_condition:
-        out.line(f"  stop:        {current.stop_condition}{_STOP_NOTES[current.stop_condition]}")
+        out.line(
+            f"  stop:        {current.stop_condition}{_STOP_NOTES.get(current.stop_condition, '')}"
+        )
     out.line(f"  next action: {next_action_of(current) or '-'}")
     if last:
         out.line("  last events:")
@@ -270,7 +279,7 @@ def resume(args: argparse.Namespace, out: Output) -> int:
 
 
 _STOP_NOTES = {
-    "pass": " — every rubric item passes and the last verify passed on this tree",
+    "pass": " — every rubric item passed, with evidence and a passing verify",
     "blocked": " — resolve the blockers, or ask the owner with the options",
     "budget_exhausted": (
         " — no fix iteration left: ask the owner, downgrade the scope, or stop and reflect"
@@ -286,7 +295,7 @@ def _say_stop(checkpoint: Checkpoint, out: Output) -> None:
         "blocked": f"blocked: {'; '.join(checkpoint.blockers)}",
         "budget_exhausted": "no fix iteration left",
         "owner_decision_required": f"the owner decides: {checkpoint.owner_decision}",
-    }[checkpoint.stop_condition or ""]
+    }.get(checkpoint.stop_condition or "", "")
     out.line(f"  stop condition: {checkpoint.stop_condition} — {what}", style="red")
 
 
