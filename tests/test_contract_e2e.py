@@ -193,11 +193,12 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     assert checkpoint_of(repo)["budget"]["used_fix_iterations"] == 1
     same = repo.forge(*base, "--strategy-change", "split the task")
     assert same.code == 2
-    assert "repeats the previous one" in same.err
+    assert "repeats an earlier failed one" in same.err
     second = repo.forge(*base, "--strategy-change", "smaller steps")
     assert second.code == 0
     assert "stop condition: budget_exhausted" in second.out
     assert checkpoint_of(repo)["stop_condition"] == "budget_exhausted"
+    assert checkpoint_of(repo)["next_action"] == "ask"  # never iterate with no budget left
     third = repo.forge(*base, "--strategy-change", "something else")
     assert third.code == 1
     assert "stop condition budget_exhausted" in third.err
@@ -205,17 +206,29 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     assert events_of(repo).count("forge.iteration.started") >= 2
 
 
+def passing_verify(repo: Repo) -> None:
+    """A verify command that passes until a file named ``broken`` appears; committed."""
+    repo.write("forge.toml", '[verify]\ncommand = "test ! -f broken"\n')
+    repo.commit("verify policy")
+
+
 def test_ship_ready_only_when_every_item_passes_or_is_out_of_scope(repo: Repo) -> None:
+    passing_verify(repo)
     repo.forge(*START)
     base = ["checkpoint", "--change", "billing", "--stage", "ship-ready"]
     before_verify = repo.forge(*base, "--rubric", "R1=pass", "--rubric", "R2=pass")
     assert before_verify.code == 2
     to_verify(repo)
+    assert repo.forge("verify", "--change", "billing").code == 0
     early = repo.forge(*base, "--rubric", 'R1=pass:"pytest: 12 passed"')
     assert early.code == 2
     assert "not yet: R2" in early.err
     done = repo.forge(
-        *base, "--rubric", 'R1=pass:"pytest: 12 passed"', "--rubric", "R2=out-of-scope"
+        *base,
+        "--rubric",
+        'R1=pass:"pytest: 12 passed"',
+        "--rubric",
+        'R2=out-of-scope:"owner: docs ship separately"',
     )
     assert done.code == 0, done.err
     data = checkpoint_of(repo)
@@ -223,6 +236,201 @@ def test_ship_ready_only_when_every_item_passes_or_is_out_of_scope(repo: Repo) -
     assert data["stop_condition"] == "pass"
     assert (data["current_stage"], data["next_action"]) == ("ship", "ship")
     assert "forge.ship.ready" in events_of(repo)
+
+
+def test_ship_ready_needs_a_pass_on_the_current_tree_and_evidence_for_every_item(
+    repo: Repo,
+) -> None:
+    passing_verify(repo)
+    repo.forge(*START)
+    to_verify(repo)
+    ship = [
+        "checkpoint",
+        "--change",
+        "billing",
+        "--stage",
+        "ship-ready",
+        "--rubric",
+        'R1=pass:"pytest: 12 passed"',
+        "--rubric",
+        "R2=pass",
+    ]
+    never = repo.forge(*ship)
+    assert never.code == 2
+    assert "ship-ready refused; missing: evidence for R2; a forge verify" in never.err
+    assert "(none recorded)" in never.err
+    assert "forge verify --change billing" in never.err
+    repo.write("broken", "x\n")
+    assert repo.forge("verify", "--change", "billing").code == 0  # a FAIL, breaker still closed
+    failed = repo.forge(*ship, "--rubric", 'R2=pass:"README.md:12"')
+    assert failed.code == 2
+    assert "missing: a passing verify (the last one was FAIL)" in failed.err
+    assert "evidence" not in failed.err.split("missing:")[1]  # R2's evidence is not missing
+    (repo.root / "broken").unlink()
+    assert repo.forge("verify", "--change", "billing").code == 0  # a PASS
+    repo.write("billing.py", "TOTAL = 1\n")  # the tree moves on after the PASS
+    stale = repo.forge(*ship, "--rubric", 'R2=pass:"README.md:12"')
+    assert stale.code == 2
+    assert "a passing verify of the current tree" in stale.err
+    assert checkpoint_of(repo)["current_stage"] == "verify"  # every refusal changed nothing
+    assert "forge.ship.ready" not in events_of(repo)
+    assert repo.forge("verify", "--change", "billing").code == 0
+    shipped = repo.forge(*ship, "--rubric", 'R2=pass:"README.md:12"')
+    assert shipped.code == 0, shipped.err
+    assert checkpoint_of(repo)["stop_condition"] == "pass"
+    alone = repo.forge("event", "--change", "billing", "forge.ship.ready")
+    assert alone.code == 2
+    assert "recorded by forge checkpoint --stage ship-ready" in alone.err
+
+
+def test_budget_exhausted_stops_the_next_action_and_resume_agrees(repo: Repo) -> None:
+    repo.forge(*START)
+    to_verify(repo)
+    base = ["checkpoint", "--change", "billing", "--stage", "verify-failed"]
+    assert repo.forge(*base, "--failure", "R1", "--strategy-change", "one").code == 0
+    assert checkpoint_of(repo)["next_action"] == "iterate"
+    iterate = repo.forge(*base, "--strategy-change", "two", "--next-action", "iterate")
+    assert iterate.code == 2
+    assert "--next-action iterate contradicts the stop condition budget_exhausted" in iterate.err
+    assert repo.forge(*base, "--strategy-change", "two").code == 0
+    data = checkpoint_of(repo)
+    assert (data["stop_condition"], data["next_action"]) == ("budget_exhausted", "ask")
+    later = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-3", "--next-action", "iterate"
+    )
+    assert later.code == 2
+    downgrade = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-3", "--next-action", "downgrade"
+    )
+    assert downgrade.code == 0, downgrade.err
+    resumed = repo.forge("resume", "--change", "billing")
+    assert "  next action: downgrade" in resumed.lines
+    stop = next(i for i, line in enumerate(resumed.lines) if line.startswith("  stop:"))
+    assert "budget_exhausted — no fix iteration left" in resumed.lines[stop]
+    assert "iterate" not in resumed.out
+    # A checkpoint from an older Forge that said iterate beside budget_exhausted
+    # resumes as ask.
+    path = repo.change_dir("billing") / "checkpoint.json"
+    old = json.loads(path.read_text())
+    old["next_action"] = "iterate"
+    path.write_text(json.dumps(old))
+    assert "  next action: ask" in repo.forge("resume", "--change", "billing").lines
+
+
+def test_a_forge_blocked_event_blocks_the_contract(repo: Repo) -> None:
+    passing_verify(repo)
+    repo.forge(*START)
+    to_verify(repo)
+    bare = repo.forge("event", "--change", "billing", "forge.blocked")
+    assert bare.code == 2
+    assert "forge.blocked needs --detail" in bare.err
+    done = repo.forge(
+        "event", "--change", "billing", "forge.blocked", "--detail", "needs the tax table"
+    )
+    assert done.code == 0, done.err
+    data = checkpoint_of(repo)
+    assert data["blockers"] == ["needs the tax table"]
+    assert (data["stop_condition"], data["next_action"]) == ("blocked", "block")
+    resumed = repo.forge("resume", "--change", "billing")
+    assert "  blockers:    needs the tax table" in resumed.lines
+    assert "  next action: block" in resumed.lines
+    assert events_of(repo).count("forge.blocked") == 1
+    assert repo.forge("verify", "--change", "billing").code == 0
+    ship = ["checkpoint", "--change", "billing", "--stage", "ship-ready"]
+    ship += ["--rubric", 'R1=pass:"pytest ok"', "--rubric", 'R2=pass:"docs/x.md"']
+    blocked = repo.forge(*ship)
+    assert blocked.code == 2
+    assert "missing: no open blocker (blocked: needs the tax table)" in blocked.err
+    assert "--clear-blockers" in blocked.err
+    iterate = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-2", "--next-action", "iterate"
+    )
+    assert iterate.code == 2
+    assert "contradicts the stop condition blocked" in iterate.err
+    cleared = repo.forge(
+        "checkpoint", "--change", "billing", "--stage", "iteration-2", "--clear-blockers"
+    )
+    assert cleared.code == 0, cleared.err
+    data = checkpoint_of(repo)
+    assert (data["blockers"], data["stop_condition"], data["next_action"]) == ([], None, None)
+    assert repo.forge(*ship).code == 0
+
+
+def test_a_blocker_checkpoint_emits_forge_blocked(repo: Repo) -> None:
+    repo.forge(*START)
+    base = ["checkpoint", "--change", "billing", "--stage", "discovery-complete"]
+    lonely = repo.forge(*base, "--next-action", "block")
+    assert lonely.code == 2
+    assert "--next-action block needs a blocker" in lonely.err
+    contradiction = repo.forge(*base, "--blocker", "no API key", "--next-action", "iterate")
+    assert contradiction.code == 2
+    done = repo.forge(*base, "--blocker", "needs the tax table", "--next-action", "block")
+    assert done.code == 0, done.err
+    assert "stop condition: blocked — blocked: needs the tax table" in done.out
+    lines = (repo.change_dir("billing") / "timeline.jsonl").read_text().splitlines()
+    blocked = [json.loads(line) for line in lines if '"forge.blocked"' in line]
+    assert [e["detail"] for e in blocked] == ["needs the tax table"]
+    data = checkpoint_of(repo)
+    assert (data["stop_condition"], data["next_action"]) == ("blocked", "block")
+    # The same blocker again is not a new forge.blocked; a new one is.
+    repo.forge(*base, "--blocker", "needs the tax table", "--blocker", "no API key")
+    assert events_of(repo).count("forge.blocked") == 2
+    assert checkpoint_of(repo)["blockers"] == ["needs the tax table", "no API key"]
+
+
+def test_an_owner_decision_stops_the_loop_until_it_is_made(repo: Repo) -> None:
+    repo.forge(*START)
+    base = ["checkpoint", "--change", "billing", "--stage", "discovery-complete"]
+    none_pending = repo.forge(*base, "--decided", "yes")
+    assert none_pending.code == 2
+    assert "no owner decision is pending" in none_pending.err
+    asked = repo.forge(*base, "--owner-decision", "Drop the legacy invoice format?")
+    assert asked.code == 0, asked.err
+    assert "owner_decision_required" in asked.out
+    data = checkpoint_of(repo)
+    assert data["owner_decision"] == "Drop the legacy invoice format?"
+    assert (data["stop_condition"], data["next_action"]) == ("owner_decision_required", "ask")
+    resumed = repo.forge("resume", "--change", "billing")
+    assert "  owner decision: Drop the legacy invoice format?" in resumed.lines
+    assert "  next action: ask" in resumed.lines
+    assert "iterate" not in resumed.out
+    assert repo.forge(*base, "--next-action", "iterate").code == 2
+    second = repo.forge(*base, "--owner-decision", "Another?")
+    assert second.code == 2
+    assert "already pending" in second.err
+    decided = repo.forge(*base, "--decided", "keep it, read-only")
+    assert decided.code == 0, decided.err
+    data = checkpoint_of(repo)
+    assert (data["owner_decision"], data["stop_condition"], data["next_action"]) == (
+        None,
+        None,
+        None,
+    )
+    lines = (repo.change_dir("billing") / "timeline.jsonl").read_text().splitlines()
+    last = json.loads(lines[-1])
+    assert (last["decision"], last["decided"]) == (
+        "Drop the legacy invoice format?",
+        "keep it, read-only",
+    )
+
+
+def test_a_failed_strategy_never_comes_back_in_another_spelling(repo: Repo) -> None:
+    repo.forge(*START[:-1], "5")
+    to_verify(repo)
+    base = ["checkpoint", "--change", "billing", "--stage", "verify-failed", "--failure", "R1"]
+    assert repo.forge(*base, "--strategy-change", "Split totals").code == 0
+    for again in ("split totals.", "  SPLIT,   totals! ", "split_totals"):
+        refused = repo.forge(*base, "--strategy-change", again)
+        assert refused.code == 2, again
+        assert "repeats an earlier failed one ('Split totals')" in refused.err
+    assert repo.forge(*base, "--strategy-change", "smaller steps").code == 0
+    earlier = repo.forge(*base, "--strategy-change", "Split totals")
+    assert earlier.code == 2  # not only the last one: every earlier failed strategy
+    assert "failed strategies so far: Split totals; smaller steps" in earlier.err
+    assert repo.forge(*base, "--strategy-change", "...").code == 2  # no words, no strategy
+    data = checkpoint_of(repo)
+    assert data["tried_strategies"] == ["Split totals", "smaller steps"]
+    assert data["budget"]["used_fix_iterations"] == 2
 
 
 def test_events_known_and_unknown(repo: Repo) -> None:
@@ -250,19 +458,19 @@ def test_resume_rebuilds_the_contract_from_the_files(repo: Repo) -> None:
         "--blocker",
         "needs the tax table",
         "--next-action",
-        "iterate",
+        "block",
         "--rubric",
         "R2=pass",
     )
-    repo.forge("event", "--change", "billing", "forge.blocked", "--detail", "tax table")
+    repo.forge("event", "--change", "billing", "forge.blocked", "--detail", "no API key")
     human = repo.forge("resume", "--change", "billing")
     assert human.code == 0
     assert 'Resume: change "billing" — Add invoice billing' in human.lines
     assert "    [pending] R1: tests pass" in human.lines
     assert "    [pass] R2: docs updated" in human.lines
     assert "  budget:      1/2 fix iteration(s) used, 1 left" in human.lines
-    assert "  blockers:    needs the tax table" in human.lines
-    assert "  next action: iterate" in human.lines
+    assert "  blockers:    needs the tax table; no API key" in human.lines
+    assert "  next action: block" in human.lines
     data = json.loads(repo.forge("resume", "--change", "billing", "--json").out)
     assert data["checkpoint"] == checkpoint_of(repo)
     assert [e["event"] for e in data["last_events"]][-1] == "forge.blocked"

@@ -15,9 +15,12 @@ from .._contract import (
     ContractError,
     Discovery,
     Update,
+    VerifyStanding,
     add_trace,
     apply,
+    block,
     load_checkpoint,
+    next_action_of,
     parse_rubric_update,
     record,
     render,
@@ -26,6 +29,7 @@ from .._contract import (
 )
 from .._errors import EXIT_OK, UsageError
 from .._state import (
+    BLOCKED,
     CHECKPOINT,
     CONTRACT_PREFIX,
     ITERATION_BEGUN,
@@ -37,7 +41,7 @@ from .._state import (
     read_timeline,
     utc_now_iso,
 )
-from .._workspace import Project
+from .._workspace import Project, tree_state
 from ._common import policy_from, project_from
 from ._console import Output
 
@@ -110,22 +114,39 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         current_task=args.current_task,
         discovery=_discovery(args),
         blockers=tuple(args.blocker or []),
+        clear_blockers=args.clear_blockers,
         residual_risks=tuple(args.residual_risk or []),
+        owner_decision=args.owner_decision,
+        decided=args.decided,
     )
+    # Only shipping needs the verify standing (and its git status).
+    verify = _verify_standing(project, paths) if _ships(update) else None
     now = utc_now_iso()
     with exclusive_lock(paths.lock):
         before = _require(paths)
-        after = apply(before, update, now=now)
+        after = apply(before, update, now=now, verify=verify)
         save_checkpoint(paths, after)
-    record(
-        paths,
-        CHECKPOINT,
-        {
-            "stage": after.stage,
-            "current_stage": after.current_stage,
-            "next_action": after.next_action,
-        },
-    )
+    fields: dict[str, Any] = {
+        "stage": after.stage,
+        "current_stage": after.current_stage,
+        "next_action": after.next_action,
+    }
+    if after.stop_condition:
+        fields["stop_condition"] = after.stop_condition
+    if update.owner_decision is not None:
+        fields["owner_decision"] = after.owner_decision
+    if update.decided is not None:
+        fields["decided"] = update.decided.strip()
+        fields["decision"] = before.owner_decision
+    if update.clear_blockers and before.blockers:
+        fields["cleared_blockers"] = list(before.blockers)
+    record(paths, CHECKPOINT, fields)
+    # A blocker in the checkpoint is a forge.blocked event in the timeline, and
+    # forge event forge.blocked is a blocker in the checkpoint: never one alone.
+    kept = () if update.clear_blockers else before.blockers
+    for blocker in after.blockers:
+        if blocker not in kept:
+            record(paths, BLOCKED, {"detail": blocker})
     if update.stage == "verify-failed" or update.stage.startswith("iteration-"):
         if update.strategy_change:
             record(
@@ -150,14 +171,17 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         summary += f"; residual risks: {risks}"
     if after.stop_condition:
         summary += f"; stop: {after.stop_condition}"
+    if update.owner_decision is not None:
+        summary += f"; owner decision: {after.owner_decision}"
+    if update.decided is not None:
+        summary += f"; decided: {' '.join(update.decided.split())}"
     _trace(project, after, now, after.stage, summary, out)
     out.line(f'Checkpoint: {after.stage} on change "{paths.name}" — {summary}')
     budget = after.budget
     out.line(
         f"  budget: {budget.used_fix_iterations}/{budget.max_fix_iterations} fix iteration(s) used"
     )
-    if after.stop_condition == "budget_exhausted":
-        out.line("  stop condition: budget_exhausted — no fix iteration left", style="red")
+    _say_stop(after, out)
     if out.json_mode:
         out.document(_as_json(after))
     return EXIT_OK
@@ -169,8 +193,31 @@ def event(args: argparse.Namespace, out: Output) -> int:
     if args.name not in EVENTS:
         raise UsageError(f"unknown event {args.name!r}", hint=f"events: {', '.join(EVENTS)}")
     fields: dict[str, Any] = {"detail": args.detail} if args.detail else {}
+    if args.name == BLOCKED and not (args.detail or "").strip():
+        raise UsageError(
+            "forge.blocked needs --detail: what blocks the loop",
+            hint=f'forge event --change {paths.name} forge.blocked --detail "needs the tax table"',
+        )
+    if args.name == SHIP_READY:
+        # Shipping is a checkpoint with its checks: the event alone would say
+        # ship-ready of a loop that is not.
+        raise UsageError(
+            "forge.ship.ready is recorded by forge checkpoint --stage ship-ready",
+            hint="which checks the rubric, its evidence and the last verify first",
+        )
+    blocked = None
+    with exclusive_lock(paths.lock):
+        current = load_checkpoint(paths)
+        if args.name == BLOCKED and current is not None:
+            blocked = block(current, args.detail, now=utc_now_iso())
+            save_checkpoint(paths, blocked)
     record(paths, args.name, fields)
     out.line(f'Event: {args.name} recorded for change "{paths.name}"')
+    if blocked is not None:
+        out.line(
+            f"  blockers: {'; '.join(blocked.blockers)}; "
+            f"stop: {blocked.stop_condition}; next action: {blocked.next_action or '-'}"
+        )
     if out.json_mode:
         out.document({"change": paths.name, "event": args.name, **fields})
     return EXIT_OK
@@ -190,7 +237,14 @@ def resume(args: argparse.Namespace, out: Output) -> int:
     ]
     last = events[-args.events :] if args.events else []
     if out.json_mode:
-        out.document({"change": paths.name, "checkpoint": _as_json(current), "last_events": last})
+        out.document(
+            {
+                "change": paths.name,
+                "checkpoint": _as_json(current),
+                "next_action": next_action_of(current),
+                "last_events": last,
+            }
+        )
         return EXIT_OK
     out.line(f'Resume: change "{paths.name}" — {current.goal}')
     where = f"current stage {current.current_stage}, mode {current.mode}"
@@ -207,17 +261,62 @@ def resume(args: argparse.Namespace, out: Output) -> int:
         f"used, {budget.remaining_fix_iterations} left"
     )
     out.line(f"  blockers:    {'; '.join(current.blockers) or 'none'}")
-    out.line(f"  next action: {current.next_action or '-'}")
+    if current.owner_decision:
+        out.line(f"  owner decision: {current.owner_decision}")
     if current.last_failure:
         out.line(f"  last failure: {current.last_failure}")
     if current.stop_condition:
-        out.line(f"  stop:        {current.stop_condition}")
+        out.line(
+            f"  stop:        {current.stop_condition}{_STOP_NOTES.get(current.stop_condition, '')}"
+        )
+    out.line(f"  next action: {next_action_of(current) or '-'}")
     if last:
         out.line("  last events:")
         for recorded in last:
             detail = recorded.get("detail") or recorded.get("stage") or recorded.get("goal") or ""
             out.line(f"    {recorded.get('ts')}  {recorded.get('event')}  {detail}".rstrip())
     return EXIT_OK
+
+
+_STOP_NOTES = {
+    "pass": " — every rubric item passed, with evidence and a passing verify",
+    "blocked": " — resolve the blockers, or ask the owner with the options",
+    "budget_exhausted": (
+        " — no fix iteration left: ask the owner, downgrade the scope, or stop and reflect"
+    ),
+    "owner_decision_required": " — ask the owner this one decision before going on",
+}
+
+
+def _say_stop(checkpoint: Checkpoint, out: Output) -> None:
+    if checkpoint.stop_condition in (None, "pass"):
+        return
+    what = {
+        "blocked": f"blocked: {'; '.join(checkpoint.blockers)}",
+        "budget_exhausted": "no fix iteration left",
+        "owner_decision_required": f"the owner decides: {checkpoint.owner_decision}",
+    }.get(checkpoint.stop_condition or "", "")
+    out.line(f"  stop condition: {checkpoint.stop_condition} — {what}", style="red")
+
+
+def _ships(update: Update) -> bool:
+    return update.stage == "ship-ready" or update.current_stage == "ship"
+
+
+def _verify_standing(project: Project, paths: ChangePaths) -> VerifyStanding:
+    # Here, not at the top: only shipping reads the breaker.
+    from .._verify import read_breaker
+
+    last = read_breaker(paths).after
+    now = tree_state(project.root)
+    return VerifyStanding(
+        change=paths.name,
+        verdict=last.last_verdict,
+        commit=last.last_commit,
+        tree=last.last_tree,
+        current_commit=now.commit,
+        current_tree=now.fingerprint,
+    )
 
 
 def _discovery(args: argparse.Namespace) -> Discovery | None:

@@ -279,7 +279,20 @@ def _add_checkpoint(commands: _Commands, common: argparse.ArgumentParser) -> Non
     checkpoint.add_argument("--discovery-file", action="append", help="a file discovery read")
     checkpoint.add_argument("--impact", action="append", help="an impacted caller/contract/test")
     checkpoint.add_argument("--risk", help="discovery's risk: low, medium or high")
-    checkpoint.add_argument("--blocker", action="append", help="a blocker (repeatable)")
+    checkpoint.add_argument(
+        "--blocker", action="append", help="a blocker (repeatable): stop condition blocked"
+    )
+    checkpoint.add_argument(
+        "--clear-blockers", action="store_true", help="the blockers are resolved: clear them"
+    )
+    checkpoint.add_argument(
+        "--owner-decision",
+        metavar="TEXT",
+        help="the one decision only the owner may make: stop condition owner_decision_required",
+    )
+    checkpoint.add_argument(
+        "--decided", metavar="TEXT", help="the owner's decision on the pending question"
+    )
     checkpoint.add_argument("--residual-risk", action="append", help="a residual risk")
     checkpoint.set_defaults(handler="_contract_cmd:checkpoint")
 
@@ -288,7 +301,7 @@ def _add_event(commands: _Commands, common: argparse.ArgumentParser) -> None:
     event = commands.add_parser("event", parents=[common], help="record a loop event")
     event.add_argument("--change", type=_change_name, required=True)
     event.add_argument("name", help="forge.loop.started, forge.iteration.started, ...")
-    event.add_argument("--detail", help="a short detail")
+    event.add_argument("--detail", help="a short detail (forge.blocked: what blocks the loop)")
     event.set_defaults(handler="_contract_cmd:event")
 
 

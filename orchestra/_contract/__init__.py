@@ -13,8 +13,12 @@ if TYPE_CHECKING:
     from ._model import ContractError as ContractError
     from ._model import Discovery as Discovery
     from ._model import Update as Update
+    from ._model import VerifyStanding as VerifyStanding
     from ._model import apply as apply
+    from ._model import block as block
+    from ._model import next_action_of as next_action_of
     from ._model import parse_rubric_update as parse_rubric_update
+    from ._model import same_strategy as same_strategy
     from ._model import start as start
     from ._store import EVENTS as EVENTS
     from ._store import add_trace as add_trace
@@ -39,8 +43,12 @@ if not TYPE_CHECKING:
                 "RISKS",
                 "STATUSES",
                 "Update",
+                "VerifyStanding",
                 "apply",
+                "block",
+                "next_action_of",
                 "parse_rubric_update",
+                "same_strategy",
                 "start",
             ),
             "._store": (
