@@ -9,6 +9,7 @@ root, the folder above it and a sibling folder outside it.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "many").mkdir()
     for index in range(300):  # more than a glob is expanded to
         (root / "many" / f"f{index}").touch()
+    # A repository where nothing is tracked yet: git clean would remove all of it.
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     return root
 
 
@@ -150,6 +153,9 @@ TABLE: list[tuple[str, str, str | None]] = [
     ("", "chmod +x src/app.py", None),
     # git.
     ("", "git clean -fdx", "forge.toml"),
+    ("", "git clean -fd", ".forge/changes/demo/breaker.yaml"),  # nothing is tracked here
+    ("", "git rm --cached forge.toml; git clean -f", "forge.toml"),
+    ("", "git clean -f build", None),
     ("", "git clean -nd", None),
     ("", "git clean --dry-run -fd", None),
     ("src", "git clean -fdx", None),
@@ -347,10 +353,19 @@ def test_a_refusal_names_path_mode_and_reason(tree: Path) -> None:
     assert frozen.reason == 'the redirection > would change "forge.toml" (protected: frozen)'
 
 
-def test_a_recursive_delete_names_what_it_holds(tree: Path) -> None:
-    (refusal,) = run(tree, "src", "rm -rf ..")
-    assert refusal.path == "forge.toml"
-    assert refusal.reason == 'rm would delete "forge.toml" inside ".." (protected: frozen)'
+def test_a_recursive_delete_names_all_it_holds_with_their_rules(tree: Path) -> None:
+    refusals = run(tree, "src", "rm -rf ..")
+    assert refusals[0].reason == 'rm would delete "forge.toml" inside ".." (protected: frozen)'
+    # A protected folder stands for what it holds.
+    assert [(r.path, r.rule) for r in refusals] == [
+        ("forge.toml", "frozen"),
+        ("policies", "frozen"),
+        (".forge/changes/demo/breaker.yaml", "Forge's own state"),
+        ("AGENTS.md", "exist"),
+        ("IMPLEMENTATION_PLAN.md", "exist"),
+        ("specs", "exist"),
+    ]
+    assert refusals[2].reason.endswith("(protected: frozen, Forge's own state)")
 
 
 def test_one_refusal_per_path_and_reason(tree: Path) -> None:
@@ -370,7 +385,8 @@ def test_case_folding_spec_catches_other_cases(tree: Path) -> None:
 def test_a_glob_entry_deep_inside_a_folder(tree: Path) -> None:
     spec = ProtectSpec(frozen=("**/*.pyc",))
     assert [r.path for r in run(tree, "", "rm -rf build", spec)] == [
-        "build/__pycache__/m.cpython-311.pyc"
+        "build/__pycache__/m.cpython-311.pyc",
+        "build/x.pyc",
     ]
     assert run(tree, "", "rm -rf src", spec) == []
 

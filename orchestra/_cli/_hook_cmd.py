@@ -27,7 +27,7 @@ from .._verify import (
 from .._workspace import default_change, find_project, tree_state
 from ._common import policy_from
 from ._console import Output
-from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusals_for
+from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusal_lines, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
 from ._trio_run import run_interruptible
 
@@ -48,15 +48,16 @@ def guard(args: argparse.Namespace, out: Output) -> int:
     else:
         raise UsageError("nothing to check", hint="forge guard -- <command...>, or --stdin")
     refusals = refusals_for(command, cwd=args.cwd or os.getcwd(), config=args.config)
-    for refusal in refusals:
-        out.note(f"forge guard: refused — {refusal.reason}", style="red")
+    for line in refusal_lines(refusals):
+        out.note(line, style="red")
     if out.json_mode:
         out.document(
             {
                 "command": command,
                 "allowed": not refusals,
                 "refusals": [
-                    {"path": r.path, "protection": r.mode, "reason": r.reason} for r in refusals
+                    {"path": r.path, "protection": r.mode, "rule": r.rule, "reason": r.reason}
+                    for r in refusals
                 ],
             }
         )

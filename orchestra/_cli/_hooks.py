@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 EXIT_ALLOW = 0
 EXIT_REFUSE = 2
+REFUSALS_SHOWN = 10
+"""The refusals a refused command lists; the rest are counted (``--json`` has them all)."""
 # Claude Code's file tools and the key naming the file each writes.
 _FILE_TOOLS = {
     "Write": "file_path",
@@ -102,7 +104,17 @@ def guard(command: str, *, cwd: str, config: str | None = None) -> int:
     refusals = refusals_for(command, cwd=cwd, config=config)
     if not refusals:
         return EXIT_ALLOW
-    return _refuse(*(f"forge guard: refused — {r.reason}" for r in refusals))
+    return _refuse(*refusal_lines(refusals))
+
+
+def refusal_lines(refusals: list[Refusal]) -> list[str]:
+    """One line per refusal (each names a protected path and its rule), at most
+    :data:`REFUSALS_SHOWN`, then how many more."""
+    lines = [f"forge guard: refused — {r.reason}" for r in refusals[:REFUSALS_SHOWN]]
+    hidden = len(refusals) - REFUSALS_SHOWN
+    if hidden > 0:
+        lines.append(f"forge guard: … and {hidden} more (forge guard --json lists every one)")
+    return lines
 
 
 def pre_tool_use(payload: str) -> int:

@@ -24,6 +24,8 @@ FROZEN = "frozen"
 # (every change's timeline: the log of record).
 GROWS = "grows"
 TIMELINES = ".forge/changes/*/timeline.jsonl"
+FORGE_STATE = "Forge's own state"
+"""The rule of a frozen entry under ``.forge/``: Forge's own state, not the project's list."""
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
 # and spend that decide whether a loop may go on, and the human's waivers.
@@ -134,12 +136,15 @@ def _parts_match(pattern: list[str], parts: list[str]) -> bool:
 class Entry:
     """One ``[protect]`` entry, ready to match paths (already casefolded when ``fold``)."""
 
-    __slots__ = ("body", "glob", "literal", "mode", "origin", "pattern", "regex", "text")
+    __slots__ = ("body", "glob", "literal", "mode", "origin", "pattern", "regex", "rule", "text")
 
     def __init__(self, text: str, mode: str, *, fold: bool = False) -> None:
         self.text = text
         self.mode = mode
         written = normalize(text) or ""
+        # Which rule protects what it covers: ``exist``, ``frozen``, or Forge's own state.
+        own = mode == FROZEN and (written == ".forge" or written.startswith(".forge/"))
+        self.rule = FORGE_STATE if own else mode
         body = written.casefold() if fold else written
         self.body = body
         self.glob = any(c in body for c in "*?[")

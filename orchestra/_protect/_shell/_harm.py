@@ -39,6 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from .._spec import Entry
     from ._state import Analysis, Arg, State
 
 ALL = (EXIST, FROZEN)
@@ -93,7 +94,6 @@ def check_delete(analysis: Analysis, verb: str, arg: Arg, state: State, *, recur
         for found, mode in protected_paths(analysis, relative, ALL):
             within = f'inside "{arg.text}"'
             analysis.refuse(found, mode, f'{verb} would delete "{found}" {within}')
-            break
 
 
 def check_write(
@@ -153,8 +153,11 @@ def check_path_write(
             analysis.refuse(relative, FROZEN, f'{verb} would change "{relative}"')
             return
         if recursive and os.path.isdir(candidate):
+            found_any = False
             for found, mode in protected_paths(analysis, relative, FROZEN_ONLY):
                 analysis.refuse(found, mode, f'{verb} would change "{found}"')
+                found_any = True
+            if found_any:
                 return
 
 
@@ -174,7 +177,7 @@ def check_unknown(
         what = f'a path known only when it runs ("{prefix}…")'
     else:
         what = f'"{arg.text}" in a folder known only when it runs'
-    _refuse_first_under(analysis, where, modes, f"{verb} of {what} could {harm}")
+    _refuse_all_under(analysis, where, modes, f"{verb} of {what} could {harm}")
 
 
 def check_pathspec(
@@ -187,29 +190,40 @@ def check_pathspec(
     if arg.opaque:
         check_unknown(analysis, verb, arg, state, modes, harm)
         return
+    where = _pathspec_folder(analysis, text, state)
+    _refuse_all_under(analysis, where, modes, f"{verb} would {harm}")
+
+
+def pathspec_holds_protected(analysis: Analysis, arg: Arg, state: State) -> bool:
+    """Whether anything protected exists under a known git pathspec (an exclusion holds none)."""
+    if arg.text.startswith((":!", ":^")):
+        return False
+    where = _pathspec_folder(analysis, arg.text, state)
+    relative = root_relative(analysis, os.path.realpath(where))
+    return relative is not None and any(True for _ in protected_paths(analysis, relative, ALL))
+
+
+def _pathspec_folder(analysis: Analysis, text: str, state: State) -> str:
+    """The folder a git pathspec reaches into."""
     if text.startswith(":/"):
-        where = os.path.join(analysis.root, text[2:])
-    elif text.startswith(":"):
-        where = analysis.root  # other pathspec magic: assume the whole tree
-    else:
-        head = re.split(r"[*?\[]", text, maxsplit=1)[0]
-        if head != text:
-            head = head if head.endswith("/") else os.path.dirname(head)
-        if state.cwd is None and not os.path.isabs(head):
-            where = analysis.root
-        else:
-            where = os.path.join(state.cwd or "/", head)
-    _refuse_first_under(analysis, where, modes, f"{verb} would {harm}")
+        return os.path.join(analysis.root, text[2:])
+    if text.startswith(":"):
+        return analysis.root  # other pathspec magic: assume the whole tree
+    head = re.split(r"[*?\[]", text, maxsplit=1)[0]
+    if head != text:
+        head = head if head.endswith("/") else os.path.dirname(head)
+    if state.cwd is None and not os.path.isabs(head):
+        return analysis.root
+    return os.path.join(state.cwd or "/", head)
 
 
-def _refuse_first_under(analysis: Analysis, where: str, modes: tuple[str, ...], harm: str) -> None:
-    """Refuse the first protected path at or under the folder ``where``, for ``harm "path"``."""
+def _refuse_all_under(analysis: Analysis, where: str, modes: tuple[str, ...], harm: str) -> None:
+    """Refuse every protected path at or under the folder ``where``, for ``harm "path"``."""
     relative = root_relative(analysis, os.path.realpath(where))
     if relative is None:
         return
     for found, mode in protected_paths(analysis, relative, modes):
         analysis.refuse(found, mode, f'{harm} "{found}"')
-        return
 
 
 # --- Protected paths on disk ---------------------------------------------------------------
@@ -218,7 +232,11 @@ def _refuse_first_under(analysis: Analysis, where: str, modes: tuple[str, ...], 
 def protected_paths(
     analysis: Analysis, folder: str, modes: tuple[str, ...]
 ) -> Iterator[tuple[str, str]]:
-    """Existing protected paths at or under ``folder`` (root-relative), lazily, with their mode."""
+    """Existing protected paths at or under ``folder`` (root-relative), lazily, with their mode.
+
+    A protected folder stands for what it holds: it is named, its contents are
+    not (but a path inside it that another entry protects is named too).
+    """
     spec = analysis.spec
     key = analysis.key(folder)
     seen: set[str] = set()
@@ -239,8 +257,8 @@ def protected_paths(
         if actual is None:
             continue
         found_any = False
-        for path in _walk(analysis, actual):
-            if path in seen or not entry.covers(analysis.key(path)):
+        for path in _walk(analysis, actual, entry):
+            if path in seen:
                 continue
             seen.add(path)
             found_any = True
@@ -249,8 +267,9 @@ def protected_paths(
             yield actual, entry.mode  # too much to look through: assume the worst
 
 
-def _walk(analysis: Analysis, start: str) -> Iterator[str]:
-    """``start`` and every path under it (links not followed), within the walk budget."""
+def _walk(analysis: Analysis, start: str, entry: Entry) -> Iterator[str]:
+    """The paths ``entry`` covers at or under ``start``, not below one it covers (links not
+    followed), within the walk budget."""
     full = os.path.join(analysis.root, start) if start else analysis.root
     try:
         is_dir = stat.S_ISDIR(os.lstat(full).st_mode)
@@ -259,7 +278,9 @@ def _walk(analysis: Analysis, start: str) -> Iterator[str]:
     stack = [(start, is_dir)]
     while stack:
         path, is_dir = stack.pop()
-        yield path
+        if entry.covers(analysis.key(path)):
+            yield path
+            continue  # what it holds is covered too
         if not is_dir:
             continue
         analysis.budget -= 1

@@ -39,14 +39,17 @@ class Refusal:
         path: the harmed path, relative to the root.
         mode: its protection, ``exist`` or ``frozen``.
         reason: one line for the agent or a human.
+        rule: what protects it: ``exist``, ``frozen`` or ``Forge's own state``
+            (Forge's files under ``.forge/``, frozen whatever the policy says).
     """
 
-    __slots__ = ("mode", "path", "reason")
+    __slots__ = ("mode", "path", "reason", "rule")
 
-    def __init__(self, path: str, mode: str, reason: str) -> None:
+    def __init__(self, path: str, mode: str, reason: str, rule: str | None = None) -> None:
         self.path = path
         self.mode = mode
         self.reason = reason
+        self.rule = rule or mode
 
     def __repr__(self) -> str:
         return f"Refusal({self.path!r}, {self.mode!r}, {self.reason!r})"
@@ -94,6 +97,7 @@ class Analysis:
         "env",
         "exhausted",
         "fold",
+        "gits",
         "home",
         "mark",
         "prefix",
@@ -118,16 +122,19 @@ class Analysis:
         self.budget = _WALK_BUDGET
         self.exhausted = False
         self.mark = 0  # refusals before a retry (see _harm._first_at_root)
+        self.gits = 0  # git commands judged so far (see _git._git_clean)
 
     def key(self, path: str) -> str:
         return path.casefold() if self.fold else path
 
     def refuse(self, path: str, mode: str, harm: str) -> None:
         """Record a refusal: ``harm`` says what would happen to ``path``."""
-        reason = f"{harm} (protected: {mode})"
+        entry = self.spec.entry_for(path)
+        rule = entry.rule if entry is not None and entry.mode == mode else mode
+        reason = f"{harm} (protected: {mode if rule == mode else f'{mode}, {rule}'})"
         if (path, reason) not in self.seen:
             self.seen.add((path, reason))
-            self.refusals.append(Refusal(path, mode, reason))
+            self.refusals.append(Refusal(path, mode, reason, rule))
 
     def refuse_command(self, why: str) -> None:
         """Refuse the whole command, which cannot be analysed: ``why``.
