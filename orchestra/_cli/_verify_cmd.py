@@ -28,8 +28,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.reset_breaker:
         if not args.change:
             raise UsageError("--reset-breaker needs --change <c>: it clears one change's breaker")
-        paths = ChangePaths(project.root, args.change)
-        return _reset(require_change(paths, "forge verify --reset-breaker"), out)
+        known = require_change(
+            ChangePaths(project.root, args.change), "forge verify --reset-breaker"
+        )
+        return _reset(known, out)
     paths = ChangePaths(project.root, args.change) if args.change else None
     flags = []
     if args.max_failures is not None:
