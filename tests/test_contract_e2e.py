@@ -476,7 +476,13 @@ def test_resume_rebuilds_the_contract_from_the_files(repo: Repo) -> None:
     assert [e["event"] for e in data["last_events"]][-1] == "forge.blocked"
     nothing = repo.forge("resume", "--change", "other")
     assert nothing.code == 2
-    assert "no loop contract" in nothing.err
+    assert 'no change "other"' in nothing.err
+    assert not repo.change_dir("other").exists()
+    # A change that has begun (its timeline stays) but has no contract: none to resume.
+    (repo.change_dir("billing") / "checkpoint.json").unlink()
+    uncontracted = repo.forge("resume", "--change", "billing")
+    assert uncontracted.code == 2
+    assert "no loop contract" in uncontracted.err
 
 
 def test_policy_check_says_when_the_fix_budget_and_the_breaker_disagree(repo: Repo) -> None:

@@ -10,14 +10,15 @@ import attrs
 from .._circuit import CircuitState, cooldown_remaining, load_circuit, reset_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
-from .._state import ChangePaths
+from .._state import ChangePaths, require_change
 from ._common import project_from
 from ._console import Output
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
+    command = "forge circuit --reset" if args.reset else "forge circuit"
+    paths = require_change(ChangePaths(project.root, args.change), command)
     if args.reset:
         before = reset_circuit(paths)
         line = (

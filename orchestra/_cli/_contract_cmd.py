@@ -39,6 +39,7 @@ from .._state import (
     ChangePaths,
     exclusive_lock,
     read_timeline,
+    require_change,
     utc_now_iso,
 )
 from .._workspace import Project, tree_state
@@ -103,7 +104,7 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
 
 def checkpoint(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
+    paths = require_change(ChangePaths(project.root, args.change), "forge checkpoint")
     update = Update(
         stage=args.stage,
         current_stage=args.current_stage,
@@ -189,7 +190,7 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
 
 def event(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
+    paths = require_change(ChangePaths(project.root, args.change), "forge event")
     if args.name not in EVENTS:
         raise UsageError(f"unknown event {args.name!r}", hint=f"events: {', '.join(EVENTS)}")
     fields: dict[str, Any] = {"detail": args.detail} if args.detail else {}
@@ -225,7 +226,7 @@ def event(args: argparse.Namespace, out: Output) -> int:
 
 def resume(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
+    paths = require_change(ChangePaths(project.root, args.change), "forge resume")
     with exclusive_lock(paths.lock):
         current = _require(paths)
     if args.events < 0:

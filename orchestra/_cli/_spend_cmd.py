@@ -8,14 +8,15 @@ import attrs
 
 from .._errors import EXIT_OK
 from .._spend import read_spend, reset_spend
-from .._state import ChangePaths
+from .._state import ChangePaths, require_change
 from ._common import policy_from, project_from
 from ._console import Output
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    paths = ChangePaths(project.root, args.change)
+    command = "forge spend --reset" if args.reset else "forge spend"
+    paths = require_change(ChangePaths(project.root, args.change), command)
     if args.reset:
         reading = reset_spend(paths)
         before = reading.totals

@@ -8,7 +8,7 @@ from typing import Any
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
 from .._secscan import output_redactor
-from .._state import STATE_CONVERTER, ChangePaths
+from .._state import STATE_CONVERTER, ChangePaths, require_change
 from .._verify import (
     BreakerUpdate,
     VerifyReport,
@@ -28,7 +28,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.reset_breaker:
         if not args.change:
             raise UsageError("--reset-breaker needs --change <c>: it clears one change's breaker")
-        return _reset(ChangePaths(project.root, args.change), out)
+        known = require_change(
+            ChangePaths(project.root, args.change), "forge verify --reset-breaker"
+        )
+        return _reset(known, out)
     paths = ChangePaths(project.root, args.change) if args.change else None
     flags = []
     if args.max_failures is not None:

@@ -274,7 +274,7 @@ class StagnationPolicy:
         metadata=_doc("Share of changed files that are tests, over the window, that trips."),
     )
     tasks_files: tuple[str, ...] = attrs.field(
-        default=("tasks.md", "IMPLEMENTATION_PLAN.md", "fix_plan.md"),
+        default=("tasks.md", "IMPLEMENTATION_PLAN.md", "fix_plan.md", ".ralph/fix_plan.md"),
         validator=relative_paths,
         metadata=_doc("Files whose checked boxes (- [x]) count as tasks completed."),
     )
@@ -317,12 +317,14 @@ class ProtectPolicy:
             "memory/",
             "CLAUDE.md",
             ".claude/",
+            ".ralphrc",
+            ".ralph/",
         ),
         validator=relative_paths,
         metadata=_doc("Must not be deleted; edits allowed (files, directories/, globs)."),
     )
     frozen: tuple[str, ...] = attrs.field(
-        default=("forge.toml", "policies/", ".ralphrc", ".ralph/"),
+        default=("forge.toml", "policies/"),
         validator=relative_paths,
         metadata=_doc("Must not change at all (files, directories/, globs)."),
     )

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from ._files import run_by_a_person as run_by_a_person
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._known import has_state as has_state
+    from ._known import require_change as require_change
     from ._timeline import TimelineRead as TimelineRead
     from ._timeline import append_event as append_event
     from ._timeline import append_events as append_events
@@ -109,6 +111,7 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._known": ("has_state", "require_change"),
             "._timeline": (
                 "TimelineRead",
                 "append_event",

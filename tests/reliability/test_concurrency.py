@@ -69,6 +69,9 @@ def test_verifies_a_reset_and_runs_racing_lose_no_update(repo: Repo) -> None:
         ("run", "--change", f"r{n}", "--cmd", cmd, "--yes", "--max-iterations", "2")
         for n in range(3)
     ]
+    # Change c begins before the race (a reset refuses a change that has not begun).
+    started = repo.forge("loop", "start", "--change", "c", "--goal", "totals", "--rubric", "R1: r")
+    assert started.code == 0, started.err
     processes = [_start(repo, "verify", "--change", "c") for _ in range(5)]
     processes += [_start(repo, *run) for run in runs]
     processes.append(_start(repo, "verify", "--reset-breaker", "--change", "c"))
