@@ -118,5 +118,13 @@ def test_the_starting_commands_still_create_a_change(repo: Repo) -> None:
     assert supervised.code == 0, supervised.out + supervised.err
     assert _listed(repo) == ["contracted", "looped", "ran", "verified"]
     # Once begun, the other commands accept it.
-    assert repo.forge("event", "--change", "contracted", "forge.blocked").code == 0
+    blocked = (
+        "event",
+        "--change",
+        "contracted",
+        "forge.blocked",
+        "--detail",
+        "needs the tax table",
+    )
+    assert repo.forge(*blocked).code == 0
     assert repo.forge("spend", "ran", "--reset").code == 0
