@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 # one deletes a protected file (restored; it escalates), all under one small
 # rate limit. The demo's earlier state is cleared first.
 demo: $(STAMP)
-	@for change in demo-checkout demo-billing demo-search demo-docs; do \
+	@git worktree prune; for change in demo-checkout demo-billing demo-search demo-docs; do \
 	  git worktree remove --force .forge/worktrees/$$change 2>/dev/null; \
 	  git branch -D forge/$$change >/dev/null 2>&1; \
 	  rm -rf .forge/changes/$$change; \

@@ -28,6 +28,7 @@ def loops_toml(repo: Repo, *, calls: int = 50) -> str:
     done = agent(scripts, "done", {"print": "working\n"}, {"print": "FORGE_DONE\n"})
     stuck = agent(scripts, "stuck", {"print": "trying\n"})
     spin = agent(scripts, "spin", {"print": "hmm\n"})
+    # One working tree per loop: the first works in the checkout, the others in worktrees.
     return f"""
 [verify]
 command = "true"
@@ -44,6 +45,7 @@ cmd = {json.dumps(done)}
 [[loop]]
 change = "fails-verify"
 cmd = {json.dumps(stuck)}
+worktree = true
 [loop.verify]
 command = "exit 1"
 max_failures = 1
@@ -55,6 +57,7 @@ max_opens = 2
 [[loop]]
 change = "spins"
 cmd = {json.dumps(spin)}
+worktree = true
 max_iterations = 3
 """
 

@@ -25,6 +25,7 @@ from .._policy import (
 )
 from .._shipped import shipped_dir, shipped_names
 from .._state import atomic_write
+from .._supervise import resolve_loops, separate_trees
 from .._workspace import Project, find_project
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
@@ -74,13 +75,17 @@ def check(args: argparse.Namespace, out: Output) -> int:
     settings = [set_layer(text) for text in args.set or []]
     try:
         loaded = load_policy(config, root=project.root, flags=settings)
+        # The loops as forge supervise would start them: the same refusal, the same notes.
+        _, tree_notes = separate_trees(
+            resolve_loops(loaded, project.root), loaded.policy.supervise.worktrees
+        )
     except ConfigError as exc:
         if out.json_mode:
             out.document({"ok": False, "message": exc.message, "problems": list(exc.problems)})
         out.note(exc.render(), style="red")
         return EXIT_USAGE
     files = [display_name(p, project.root) for p in loaded.files]
-    notes = bound_notes(loaded.sources, loaded.policy)
+    notes = bound_notes(loaded.sources, loaded.policy) + tree_notes
     for note in notes:
         out.line(f"note: {note}")
     if out.json_mode:

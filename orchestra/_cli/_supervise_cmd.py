@@ -22,6 +22,7 @@ from .._supervise import (
     limiter_line,
     prepare,
     resolve_loops,
+    separate_trees,
     supervise,
 )
 from .._workspace import Project
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 hint=f"declared: {', '.join(s.change for s in setups)}",
             )
         setups = [s for s in setups if s.change in wanted]
+    setups, notes = separate_trees(setups, loaded.policy.supervise.worktrees)
+    for note in notes:
+        out.line(f"note: {note}")
     run_id = new_run_id()
     runs = prepare(setups, run_id)
     if args.dry_run:
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.line()
         out.line(f"dry run: {len(runs)} loop(s), nothing executed (drop --dry-run to run)")
         if out.json_mode:
-            out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs]})
+            out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs], "notes": notes})
         return EXIT_OK
 
     policy = loaded.policy

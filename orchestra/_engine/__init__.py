@@ -29,6 +29,7 @@ from ._endings import GATE_ERROR as GATE_ERROR
 from ._endings import GATE_OPEN as GATE_OPEN
 from ._endings import INTERRUPTED as INTERRUPTED
 from ._endings import PROVIDER_LIMIT as PROVIDER_LIMIT
+from ._endings import WORKTREE_FAILED as WORKTREE_FAILED
 from ._endings import Ending as Ending
 from ._endings import RunSummary as RunSummary
 from ._endings import new_run_id as new_run_id

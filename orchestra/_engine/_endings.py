@@ -18,6 +18,8 @@ EXECUTOR_FAILED = "executor-failed"
 INTERRUPTED = "interrupted"
 CIRCUIT_OPEN = "circuit-open"
 PROVIDER_LIMIT = "provider-limit"
+# A supervised loop whose git worktree could not be made: it never started.
+WORKTREE_FAILED = "worktree-failed"
 
 
 @attrs.frozen

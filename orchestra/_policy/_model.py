@@ -385,6 +385,14 @@ class SupervisePolicy:
         validator=optional(at_least(1)),
         metadata=_doc("Loops running at once (unset: all of them).", example=8),
     )
+    worktrees: str = attrs.field(
+        default="declared",
+        validator=_one_of("declared", "auto"),
+        metadata=_doc(
+            'Loops that would share one working tree (same folder, no worktree): "declared" '
+            'refuses to start them; "auto" gives each of them its own git worktree.'
+        ),
+    )
 
 
 @_table

@@ -10,6 +10,9 @@ if TYPE_CHECKING:
     from ._dashboard import limiter_line as limiter_line
     from ._loop_tables import LoopSetup as LoopSetup
     from ._loop_tables import resolve_loops as resolve_loops
+    from ._shared_trees import SharedTree as SharedTree
+    from ._shared_trees import separate_trees as separate_trees
+    from ._shared_trees import shared_trees as shared_trees
     from ._supervisor import LoopRun as LoopRun
     from ._supervisor import interrupted_results as interrupted_results
     from ._supervisor import prepare as prepare
@@ -29,6 +32,11 @@ if not TYPE_CHECKING:
             "._loop_tables": (
                 "LoopSetup",
                 "resolve_loops",
+            ),
+            "._shared_trees": (
+                "SharedTree",
+                "separate_trees",
+                "shared_trees",
             ),
             "._supervisor": (
                 "LoopRun",

@@ -12,6 +12,7 @@ import trio
 from .._engine import (
     EXECUTOR_FAILED,
     INTERRUPTED,
+    WORKTREE_FAILED,
     EventSink,
     LoopPlan,
     LoopProgress,
@@ -29,7 +30,7 @@ from .._ratelimit import RateLimiter
 from .._secscan import load_rules, project_scanner
 from .._state import ChangePaths
 from ._loop_tables import LoopSetup
-from ._worktree import ensure_worktree
+from ._worktree import WorktreeError, ensure_worktree
 
 
 @attrs.frozen
@@ -134,11 +135,13 @@ async def supervise(
                     plan, settings, progress=run.progress, on_event=on_event
                 )
             except ForgeError as exc:
-                # One loop's failure to start is that loop's ending, not the supervisor's.
+                # One loop's failure to start is that loop's ending, not the supervisor's;
+                # a worktree git would not make is no fault of the executor.
+                reason = WORKTREE_FAILED if isinstance(exc, WorktreeError) else EXECUTOR_FAILED
                 results[key] = RunSummary(
-                    reason=EXECUTOR_FAILED, iterations=run.progress.iteration, detail=exc.message
+                    reason=reason, iterations=run.progress.iteration, detail=exc.message
                 )
-                run.progress.finish(EXECUTOR_FAILED)
+                run.progress.finish(reason)
                 on_event("loop", run.setup.change, f"cannot run: {exc.message}")
         finally:
             slots.release_on_behalf_of(slot)

@@ -76,6 +76,7 @@ command = "true"
 change = "trips-{n}"
 cmd = {cmd}
 max_iterations = {iterations}
+worktree = true
 """
 
 

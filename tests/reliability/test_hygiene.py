@@ -63,9 +63,11 @@ cmd = {json.dumps(stubborn[0])}
 [[loop]]
 change = "b"
 cmd = {json.dumps(stubborn[1])}
+worktree = true
 [[loop]]
 change = "c"
 cmd = {json.dumps(quick)}
+worktree = true
 [loop.verify]
 command = {json.dumps(verify)}
 """,
