@@ -378,3 +378,35 @@ async def test_a_shell_command_not_found_escalates_at_once(
     summary, _, _ = await supervise_one(tmp_path, mock_clock, policy("true"), "claudee -p x")
     assert summary.reason == EXECUTOR_FAILED
     assert summary.iterations == 1
+
+
+async def test_a_reset_during_the_cooldown_is_kept(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    from orchestra._circuit import reset_circuit
+    from orchestra._verify import reset_breaker
+
+    work = str(tmp_path / "work.py")
+    cmd = agent(
+        tmp_path,
+        {"print": "trying\n", "write": {work: "v1"}},
+        {"print": "FORGE_DONE\n", "write": {work: "v2"}},
+    )
+    marker = tmp_path / "fixed"
+
+    def person_resets(count: int) -> None:
+        if count == 1:  # from another terminal, mid-cooldown: both breakers
+            marker.write_text("yes")
+            reset_circuit(ChangePaths(tmp_path, "c"))
+            reset_breaker(ChangePaths(tmp_path, "c"))
+
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, policy(f"test -f {marker}"), cmd, on_cooldown=person_resets
+    )
+    assert summary.reason == DONE
+    assert waited == [1800]
+    kinds = [e["event"] for e in timeline(tmp_path) if e["event"].startswith("breaker.")]
+    # Opened, reset by the person; no half-open written over the reset.
+    assert kinds == ["breaker.opened", "breaker.reset", "breaker.reset"]
+    state = yaml.safe_load((tmp_path / ".forge" / "changes" / "c" / "breaker.yaml").read_text())
+    assert (state["state"], state["opens"]) == ("closed", 0)

@@ -261,6 +261,11 @@ class _Loop:
             if admission.ending is not None or admission.wait is None:
                 return state, admission.ending
             await self._cool_down(admission.wait)
+            # A person may have reset the circuit (or a breaker) meanwhile: look
+            # again before moving it, and admit afresh when it is no longer open.
+            state = await _in_thread(self.store.refresh)
+            if state.circuit.state != OPEN:
+                continue
             state = cooled_down(state)
             event = self._circuit_event(BreakerHalfOpen, state, reason="the cooldown has elapsed")
             state = await _in_thread(self.store.save_circuit, state.circuit, event)

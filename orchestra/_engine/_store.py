@@ -170,7 +170,11 @@ class ChangeStore:
         state = self._state
         paths = self.paths
         if self._changed(paths.breaker):
-            state = attrs.evolve(state, circuit=self._read_circuit())
+            circuit = self._read_circuit()
+            if circuit.opens < state.circuit.opens:
+                # A person reset the loop circuit: the detectors start afresh too.
+                state = attrs.evolve(state, history=())
+            state = attrs.evolve(state, circuit=circuit)
         if self._changed(paths.verify_attempts):
             state = attrs.evolve(state, verify=self._read_verify())
         if self._changed(paths.spend):
