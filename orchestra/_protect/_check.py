@@ -92,7 +92,7 @@ class IntegrityCheck:
         found: Sequence[Violation] = [
             v
             for v in violations(before, after)
-            if not self._forge_wrote(v, after) and not _appended(v, before)
+            if not self._forge_wrote(v, after) and not _appended(v, before, self.store)
         ]
         if not found:
             self.before = after
@@ -185,18 +185,27 @@ def protect_lists(
     return protect.exist, frozen, files, case_insensitive(Path(root))
 
 
-def _appended(violation: Violation, before: Manifest) -> bool:
-    """An append-only file that only grew: what it held is still its beginning."""
+def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> bool:
+    """An append-only file that only grew: what it held is still its beginning.
+
+    Another loop appends to its timeline while this one's manifest reads it, so
+    the bytes that were hashed may be more than the size that was recorded:
+    the kept snapshot (exactly the hashed bytes) is what the file must start with.
+    """
     if violation.protection != GROWS or violation.harm != MODIFIED:
         return False
     node = before.nodes[violation.path]
     if node.digest is None:
         return False
+    held = store.in_memory(node.digest)
+    length = len(held) if held is not None else node.size
     try:
         with open(violation.path, "rb") as handle:
-            head = handle.read(node.size)
+            head = handle.read(length)
     except OSError:
         return False
+    if held is not None:
+        return head == held
     return len(head) == node.size and content_digest(head) == node.digest
 
 
