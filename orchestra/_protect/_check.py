@@ -76,8 +76,13 @@ class IntegrityCheck:
         manifest = take_manifest(self.scopes, self.before, contents)
         # Journal positions before the (possibly slow) snapshot copy: a write
         # forge makes meanwhile (a waiver, another run's spend) counts as after.
+        # Another loop notes its write before it renames the file into place,
+        # so a write whose note came just before this manifest but whose rename
+        # came after it is found among the last few entries: they are counted
+        # too. At most they let an agent put back what forge wrote last, which
+        # is what the files held when the manifest was taken.
         self.journals = {
-            folder: _size(os.path.join(folder, FORGE_WRITES))
+            folder: max(0, _size(os.path.join(folder, FORGE_WRITES)) - _IN_FLIGHT_BYTES)
             for folder in {os.path.dirname(p) for p in manifest.nodes}
         }
         self.store.keep(manifest, contents)
@@ -183,6 +188,11 @@ def protect_lists(
     frozen = protect.frozen + forge_state_entries("*", loaded.policy.secscan.waivers) + internals
     files = tuple(str(path) for path in loaded.files)
     return protect.exist, frozen, files, case_insensitive(Path(root))
+
+
+# The journal's last entries (41 bytes each: a 40-digit hash and a newline)
+# that may belong to writes still in flight when a manifest is taken.
+_IN_FLIGHT_BYTES = 4 * 41
 
 
 def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> bool:
