@@ -64,10 +64,6 @@ class ChangeStore:
         self._seen: dict[Path, _Signature] = {}
         self._on_disk_circuit: CircuitState | None = None
 
-    @property
-    def state(self) -> LoopState:
-        return self._state
-
     def load(self) -> LoopState:
         """Read the change's state and its detectors' history from the timeline."""
         with exclusive_lock(self.paths.lock):
