@@ -311,3 +311,34 @@ def test_every_written_kind_decodes_to_its_class_and_back() -> None:
     # A key this release does not know is kept, and written back as it was.
     newer = decode_event({"event": "iteration.finished", "run_id": "r", "iteration": 1, "x": [1]})
     assert event_record(newer)["x"] == [1]
+
+
+def test_an_iteration_record_survives_its_event() -> None:
+    from orchestra._engine import IterationRecord
+    from orchestra._engine._record import _PLAIN_FIELDS, finished_event, record_from_event
+    from orchestra._executor import RateLimitEvent
+    from orchestra._stagnation import Signals
+    from orchestra._state import IterationFinished
+
+    converted = {"rate_limit", "report_problems", "signals", "secscan", "harmed", "integrity"}
+    shared = {f.name for f in attrs.fields(IterationRecord)} & {
+        f.name for f in attrs.fields(IterationFinished)
+    }
+    assert shared - converted == set(_PLAIN_FIELDS)  # a new shared field is copied too
+    record = IterationRecord(
+        run_id="r",
+        iteration=3,
+        duration=1.5,
+        exit=1,
+        tokens=7,
+        cost_usd=0.25,
+        failure="exit 1",
+        error="boom",
+        rate_limit=RateLimitEvent("rejected", 1.0e9, "five_hour"),
+        report_problems=("bad report",),
+        harmed=({"path": "forge.toml"},),
+        integrity_detail="forge.toml deleted",
+        verify="FAIL",
+        signals=Signals(files_modified=2, meaningful_files=1),
+    )
+    assert record_from_event(finished_event(record, gates={})) == record

@@ -139,6 +139,32 @@ def iteration_record(
     )
 
 
+# Fields the record and its event hold alike, copied as they are both ways.
+_PLAIN_FIELDS = (
+    "run_id",
+    "iteration",
+    "duration",
+    "exit",
+    "timed_out",
+    "signal",
+    "start_error",
+    "output_bytes",
+    "output_lines",
+    "tokens",
+    "tool_calls",
+    "cost_usd",
+    "permission_denials",
+    "done",
+    "failure",
+    "cannot_start",
+    "error",
+    "parse_note",
+    "log",
+    "integrity_detail",
+    "verify",
+)
+
+
 def finished_event(
     record: IterationRecord,
     *,
@@ -152,38 +178,18 @@ def finished_event(
 ) -> IterationFinished:
     """The ``iteration.finished`` event: the record and what was decided about it."""
     return IterationFinished(
-        run_id=record.run_id,
-        iteration=record.iteration,
-        duration=record.duration,
-        exit=record.exit,
-        timed_out=record.timed_out,
-        signal=record.signal,
-        start_error=record.start_error,
-        output_bytes=record.output_bytes,
-        output_lines=record.output_lines,
-        tokens=record.tokens,
-        tool_calls=record.tool_calls,
-        cost_usd=record.cost_usd,
-        permission_denials=record.permission_denials,
-        done=record.done,
-        failure=record.failure,
-        error=record.error,
+        **{name: getattr(record, name) for name in _PLAIN_FIELDS},
         rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
-        parse_note=record.parse_note,
         report_problems=list(record.report_problems),
-        log=record.log,
         gates=gates,
         integrity=list(record.harmed) if record.harmed is not None else None,
-        judged=judged,
-        verify=record.verify,
-        trip=trip,
         signals=record.signals.as_record() if record.signals is not None else None,
+        judged=judged,
+        trip=trip,
         score=score,
         window_score=window_score,
         risk=risk,
         circuit=circuit,
-        cannot_start=record.cannot_start,
-        integrity_detail=record.integrity_detail,
     )
 
 
@@ -219,32 +225,11 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
             resets_at=float(resets) if isinstance(resets, int | float) else None,
             kind=kind if isinstance(kind, str) else None,
         )
-    reading = secscan_reading(event.gates)
     return IterationRecord(
-        run_id=event.run_id,
-        iteration=event.iteration,
-        duration=event.duration,
-        exit=event.exit,
-        timed_out=event.timed_out,
-        signal=event.signal,
-        start_error=event.start_error,
-        output_bytes=event.output_bytes,
-        output_lines=event.output_lines,
-        tokens=event.tokens,
-        tool_calls=event.tool_calls,
-        cost_usd=event.cost_usd,
-        permission_denials=event.permission_denials,
-        done=event.done,
-        failure=event.failure,
-        cannot_start=event.cannot_start,
-        error=event.error,
+        **{name: getattr(event, name) for name in _PLAIN_FIELDS},
         rate_limit=limit,
-        parse_note=event.parse_note,
         report_problems=tuple(event.report_problems),
-        log=event.log,
         harmed=tuple(event.integrity) if event.integrity is not None else None,
-        integrity_detail=event.integrity_detail,
-        verify=event.verify,
-        secscan=reading,
+        secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
     )
