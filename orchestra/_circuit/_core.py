@@ -42,6 +42,10 @@ class CircuitState:
         iterations_used: Iterations the loop has run, so a rerun continues.
         finished: How the loop last ended (``done``, ``iterations-exhausted`` ...), if it did.
         blocked: Set when the file was unreadable and moved aside.
+        recovery_type: The kind of trip whose recovery strategy is in force, if one is.
+        recovery_step: That strategy's place in its list (1 = the first).
+        recovery_tried: The last step tried per kind, as ``kind:step`` words.
+        watch_left: Iterations still watched after a probe closed the circuit.
     """
 
     state: str = attrs.field(
@@ -59,6 +63,10 @@ class CircuitState:
     iterations_used: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     finished: str | None = None
     blocked: str | None = None
+    recovery_type: str | None = None
+    recovery_step: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    recovery_tried: str = ""
+    watch_left: int = attrs.field(default=0, validator=attrs.validators.ge(0))
 
 
 CLOSED_CIRCUIT = CircuitState()

@@ -52,6 +52,8 @@ from .._state import (
     VerifyRecorded,
 )
 from .._verify import NEW, PASS, VerifyAttempts, record_verdict, reset
+from . import _recovery as recovery
+from ._alerts import promoted
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,
@@ -318,6 +320,8 @@ def _decide_supervised(
     finished = record.done and record.verify_passed and not record.is_harmful
     # A finished iteration is the clean ending: nothing is left to judge it for.
     found = None if finished else _first_trip(state, record, policy, rules, assessment)
+    if found is None and not finished and rules.judge_stagnation and record.signals is not None:
+        found = _alert_trip(history, policy)
     circuit = state.circuit
     opened = closed = False
     if circuit.state == HALF_OPEN:
@@ -333,10 +337,14 @@ def _decide_supervised(
         else:
             reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
             curable = found.curable if found else True
-            circuit = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
-            opened = True
+            failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
+            circuit, opened = _recover(circuit, failed, found, policy), True
     elif found is not None:
         circuit, opened = _open(circuit, found, policy, now), True
+    else:
+        circuit = recovery.on_quiet(circuit)
+    if closed:
+        circuit = recovery.on_close(circuit, policy)
     if circuit.state == OPEN:
         history = ()  # each opening starts the detectors afresh
     state = attrs.evolve(state, circuit=circuit, history=history)
@@ -386,8 +394,18 @@ def _first_trip(
         if exceeded:
             return Trip("budget", f"budget: {exceeded}", curable=False)
     if rules.judge_stagnation and assessment is not None and assessment.reason is not None:
-        return Trip("stagnation", assessment.reason, evidence=dict(assessment.evidence))
+        evidence = {"detector": assessment.detector, **assessment.evidence}
+        return Trip("stagnation", assessment.reason, evidence=evidence)
     return None
+
+
+def _alert_trip(history: tuple[Signals, ...], policy: Policy) -> Trip | None:
+    """An alert ``[alerts] trip_on`` promotes to a trip, if one holds."""
+    alert = promoted(history, policy)
+    if alert is None:
+        return None
+    evidence = {"detector": alert.name, "value": alert.value, "threshold": alert.threshold}
+    return Trip("alert", f"alert: {alert.name} ({alert.detail})", evidence=evidence)
 
 
 def _verify_trip(verify: VerifyAttempts) -> Trip:
@@ -431,7 +449,20 @@ def _gate_ending(stop: GateReading) -> Ending:
 
 
 def _open(circuit: CircuitState, found: Trip, policy: Policy, now: float) -> CircuitState:
-    return trip(circuit, found.reason, now=now, policy=policy.breaker, curable=found.curable)
+    opened = trip(circuit, found.reason, now=now, policy=policy.breaker, curable=found.curable)
+    return _recover(circuit, opened, found, policy)
+
+
+def _recover(
+    before: CircuitState, opened: CircuitState, found: Trip | None, policy: Policy
+) -> CircuitState:
+    """The watch and the next recovery strategy, for a circuit that just opened."""
+    if found is None:  # a probe that made no progress: the strategy in force did not work
+        return recovery.on_open(before, opened, None, policy, stagnation=False)
+    detector = found.evidence.get("detector")
+    kind = recovery.trip_kind(found.condition, detector if isinstance(detector, str) else None)
+    stagnation = found.condition in ("stagnation", "alert")
+    return recovery.on_open(before, opened, kind, policy, stagnation=stagnation)
 
 
 def _cooldown(circuit: CircuitState, now: float) -> float:

@@ -33,6 +33,7 @@ from .._ratelimit import RateLimiter
 from .._redact import Redact
 from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
+    FORGE_WRITES,
     BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
@@ -49,6 +50,7 @@ from .._state import (
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import VerifyReport, run_verify, verify_event
 from .._workspace import tree_state, tree_state_from
+from ._alerts import CallsLeft
 from ._decide import (
     LoopRules,
     LoopState,
@@ -71,7 +73,9 @@ from ._gates import (
 )
 from ._progress import LoopProgress
 from ._record import IterationRecord, finished_event, iteration_record
+from ._recovery import Strategy, in_force, with_strategy
 from ._store import ChangeStore
+from ._watch import IterationWatch
 
 _T = TypeVar("_T")
 
@@ -96,7 +100,7 @@ class LoopPlan:
     # Secrets in executor output are redacted before anything keeps it.
     redact: Redact | None = None
 
-    def context(self, number: int) -> IterationContext:
+    def context(self, number: int, strategy: Strategy | None = None) -> IterationContext:
         run_dir = self.paths.runs / self.run_id
         return IterationContext(
             change=self.paths.name,
@@ -106,7 +110,8 @@ class LoopPlan:
             state_dir=self.paths.folder,
             report_path=run_dir / f"iteration-{number}.report.json",
             log_path=run_dir / f"iteration-{number}.log",
-            prompt=self.prompt,
+            prompt=with_strategy(self.prompt, strategy),
+            extra_env=strategy.environment() if strategy is not None else (),
         )
 
     def describe_executor(self) -> str:
@@ -209,6 +214,11 @@ class _Loop:
     before: Snapshot | None = None
     status: TreeStatus | None = None
     prefix: str | None = None
+    # Alerts, the status log and the lessons file: what a person watching sees.
+    watch: IterationWatch = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.watch = IterationWatch(self.plan.paths, self.settings, self.plan.run_id, self.progress)
 
     @property
     def rules(self) -> LoopRules:
@@ -256,7 +266,8 @@ class _Loop:
             )
             if admission.opened is not None:
                 event = self._circuit_event(BreakerOpened, state, admission.opened)
-                state = await _in_thread(self.store.save_circuit, state.circuit, event)
+                extra = self.watch.opened(state.circuit, None)
+                state = await _in_thread(self.store.save_circuit, state.circuit, event, *extra)
                 self._show_transition(event, state)
             if admission.ending is not None or admission.wait is None:
                 return state, admission.ending
@@ -296,10 +307,12 @@ class _Loop:
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
         await _in_thread(self._before_executor, number)
+        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        self.progress.recovery = strategy.describe() if strategy is not None else ""
         try:
             outcome = await run_iteration(
                 self.plan.executor,
-                self.plan.context(number),
+                self.plan.context(number, strategy),
                 time_limit=self.plan.time_limit,
                 grace=self.plan.grace,
                 done_marker=self.plan.done_marker,
@@ -343,6 +356,7 @@ class _Loop:
             verify_report=report,
             tree=tree,
         )
+        self.watch.calls = _calls_left(limiter)
         # The clock is read here, on the event loop (a test's clock lives there).
         judge = partial(self._judge, self.settings.wall_clock(), utc_now_iso())
         conclude = partial(self._conclude, record, outcome, after, measured, judge)
@@ -433,10 +447,12 @@ class _Loop:
         )
         if verdict.opened:
             events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
+            events.extend(self.watch.opened(after.circuit, record.iteration))
         elif verdict.closed:
             events.append(
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
+        events.extend(self.watch.judged(record, state, after, verdict, now_iso))
         return after, verdict, events
 
     async def _pause(self, until: float) -> None:
@@ -459,13 +475,29 @@ class _Loop:
     def _look_at_the_tree(self) -> None:
         """Before the first iteration (blocking): where the tree is, and its state."""
         if self.rules.judge_stagnation:
-            self.probe = WorkspaceProbe(self.plan.workdir, self.policy.stagnation)
+            self.probe = WorkspaceProbe(
+                self.plan.workdir, self.policy.stagnation, forge_files=self._forge_files()
+            )
             self.before = self.probe.snapshot()
             self.status = self.before.status
         else:
             self.prefix = work_tree_prefix(self.plan.workdir)
             if self.prefix is not None:
                 self.status = read_status(self.plan.workdir, self.prefix)
+
+    def _forge_files(self) -> tuple[str, ...]:
+        """Files Forge writes inside the working tree, relative to it (the lessons file)."""
+        lessons = self.policy.recovery.lessons
+        if not lessons:
+            return ()
+        try:
+            inside = (
+                (self.plan.paths.root / lessons).resolve().relative_to(self.plan.workdir.resolve())
+            )
+        except ValueError:
+            return ()
+        # Its folder's journal of Forge's writes is Forge's too.
+        return (inside.as_posix(), (inside.parent / FORGE_WRITES).as_posix())
 
     # -- records and words ---------------------------------------------------
 
@@ -587,6 +619,13 @@ class _Loop:
         self.progress.last_event = text
         if self.on_event is not None:
             self.on_event(kind, self.plan.paths.name, text)
+
+
+def _calls_left(limiter: RateLimiter | None) -> CallsLeft | None:
+    if limiter is None:
+        return None
+    stats = limiter.statistics()
+    return CallsLeft(remaining=stats.remaining, calls=stats.calls)
 
 
 def _inspect(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> IntegrityReport:

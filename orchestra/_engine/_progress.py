@@ -24,6 +24,8 @@ class LoopProgress:
     reason: str | None = None
     score: int | None = None
     risk: str = ""
+    recovery: str = ""  # the recovery strategy in force, in one line
+    alerts: list[str] = attrs.field(factory=list)  # the alerts raised now
 
     def finish(self, reason: str) -> None:
         self.reason = reason

@@ -29,6 +29,8 @@ class IterationContext:
     report_path: Path
     log_path: Path
     prompt: str = ""
+    # Extra FORGE_* variables for this iteration (the recovery strategy in force).
+    extra_env: tuple[tuple[str, str], ...] = ()
 
     def placeholders(self) -> dict[str, str]:
         return {
@@ -55,6 +57,7 @@ class IterationContext:
                 "FORGE_PROMPT": self.prompt,
             }
         )
+        env.update(self.extra_env)
         return env
 
 

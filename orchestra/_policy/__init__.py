@@ -24,13 +24,17 @@ if TYPE_CHECKING:
     from ._load import merge_layers as merge_layers
     from ._load import read_config_text as read_config_text
     from ._load import structure_policy as structure_policy
+    from ._model import ALERTS as ALERTS
     from ._model import MAX_ITERATIONS_CEILING as MAX_ITERATIONS_CEILING
     from ._model import SEVERITIES as SEVERITIES
+    from ._model import AlertsPolicy as AlertsPolicy
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
     from ._model import Policy as Policy
+    from ._model import PolicyRails as PolicyRails
     from ._model import ProtectPolicy as ProtectPolicy
     from ._model import RateLimitPolicy as RateLimitPolicy
+    from ._model import RecoveryPolicy as RecoveryPolicy
     from ._model import RunPolicy as RunPolicy
     from ._model import SecscanPolicy as SecscanPolicy
     from ._model import StagnationPolicy as StagnationPolicy
@@ -89,6 +93,10 @@ if not TYPE_CHECKING:
                 "StagnationPolicy",
                 "StagnationWeights",
                 "SupervisePolicy",
+                "ALERTS",
+                "AlertsPolicy",
+                "PolicyRails",
+                "RecoveryPolicy",
                 "VerifyPolicy",
             ),
             "._reference": (

@@ -109,6 +109,32 @@ def in_choices(choices: tuple[str, ...]) -> Validator:
     return Check(check, {"enum": list(choices)})
 
 
+def in_each(choices: tuple[str, ...]) -> Validator:
+    """A list of words, each one of a few."""
+
+    def check(_instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+        for index, entry in enumerate(value):
+            if entry not in choices:
+                expected = "one of " + ", ".join(repr(c) for c in choices)
+                raise FieldError(f"{attribute.name}[{index}]", expected, entry)
+
+    return Check(check, {"items": {"enum": list(choices)}})
+
+
+def _non_empty_list(
+    _instance: Any, attribute: attrs.Attribute[Any], value: tuple[str, ...]
+) -> None:
+    """At least one entry, none of them blank."""
+    if not value:
+        raise FieldError(attribute.name, "a list of at least one entry", list(value))
+    for index, entry in enumerate(value):
+        if not entry.strip():
+            raise FieldError(f"{attribute.name}[{index}]", "a non-empty string", entry)
+
+
+non_empty_list = Check(_non_empty_list, {"minItems": 1, "items": {"pattern": r"\S"}})
+
+
 def optional(validator: Validator) -> Validator:
     """Apply ``validator`` unless the value is unset (None)."""
 

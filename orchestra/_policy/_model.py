@@ -16,7 +16,9 @@ from ._fields import (
     at_least,
     between,
     in_choices,
+    in_each,
     non_empty,
+    non_empty_list,
     optional,
     positive_duration,
     relative_path,
@@ -263,6 +265,13 @@ class StagnationPolicy:
         validator=between(0.0, 1.0),
         metadata=_doc("Decline of output volume across the window that trips (0.7 = 70%)."),
     )
+    output_min_lines: int = attrs.field(
+        default=20,
+        validator=at_least(0),
+        metadata=_doc(
+            "Output lines the window's first iteration must print before a decline counts."
+        ),
+    )
     permission_denials: int = attrs.field(
         default=3,
         validator=at_least(1),
@@ -395,6 +404,185 @@ class SupervisePolicy:
     )
 
 
+def _strategies(*steps: str) -> Any:
+    return attrs.field(
+        default=steps,
+        validator=non_empty_list,
+        metadata=_doc(
+            "Strategies tried in turn after each opening of this kind; reaching the last escalates."
+        ),
+    )
+
+
+@_table
+@attrs.frozen
+class RecoveryPolicy:
+    """``[recovery]``: what a loop tries after its circuit opens, and the watch after it closes.
+
+    Each opening gives the iterations after it (the half-open probe first) the
+    next strategy not yet tried for that kind of trip, in the executor's
+    environment and prompt; reaching a list's last entry escalates to a person.
+    """
+
+    enabled: bool = attrs.field(
+        default=True, metadata=_doc("Hand the agent a recovery strategy after an opening.")
+    )
+    no_progress: tuple[str, ...] = _strategies(
+        "Re-plan from scratch: read the task list and the code again and write a fresh plan "
+        "before changing anything.",
+        "Split the task you are stuck on into at least three smaller tasks and do the first.",
+        "Set the stuck task aside with a note saying why, take the next task, come back later.",
+        "Escalate to a person: no strategy got the loop moving.",
+    )
+    identical_errors: tuple[str, ...] = _strategies(
+        "The same error keeps coming back: change the approach altogether.",
+        "Check whether the error comes from the environment (tools, versions, paths, "
+        "network) rather than the code.",
+        "Look for a known issue or workaround for this exact error before editing again.",
+        "Escalate to a person with the error log.",
+    )
+    test_fix_loop: tuple[str, ...] = _strategies(
+        "Stop editing the tests: question the assumptions they make first.",
+        "Check whether the implementation's approach is itself the flaw.",
+        "Narrow the implementation's scope until the tests hold.",
+        "Escalate to a person with an analysis of the failing tests.",
+    )
+    circular: tuple[str, ...] = _strategies(
+        "The same changes keep alternating: step back and find the root cause first.",
+        "Try an approach this loop has not tried yet (see its recent changes).",
+        "Cut the scope down to the smallest version that works.",
+        "Escalate to a person with the history of the approaches tried.",
+    )
+    permission_denials: tuple[str, ...] = _strategies(
+        "Work with the tools you are allowed; do not retry a refused tool.",
+        "Change the plan so that it needs none of the refused tools.",
+        "Reduce the task to what the allowed tools can do, and note what is left.",
+        "Escalate to a person with the refused tool uses.",
+    )
+    verify: tuple[str, ...] = _strategies(
+        "Make the failing verify pass before any other work: read its report first.",
+        "Check whether the verify fails for a reason outside the code (its command, setup).",
+        "Go back to the last state the verify passed and redo the change in smaller steps.",
+        "Escalate to a person with the verify report.",
+    )
+    budget: tuple[str, ...] = _strategies("Escalate to a person with the spend totals.")
+    watch: int = attrs.field(
+        default=3,
+        validator=at_least(0),
+        metadata=_doc(
+            "Iterations watched after a probe closes the circuit: a stagnation trip "
+            "inside them escalates at once."
+        ),
+    )
+    lessons: str = attrs.field(
+        default="memory/forge-lessons.md",
+        metadata=_doc(
+            'File an entry is appended to when a loop opens or escalates for stagnation; "" '
+            "keeps none."
+        ),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.lessons and not _inside_project(self.lessons):
+            raise ConflictError("lessons", 'lessons must be a path inside the project, or ""')
+
+
+def _inside_project(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    return not path.startswith(("/", "~")) and ".." not in parts
+
+
+ALERTS = (
+    "loop-count",
+    "no-tasks",
+    "no-files",
+    "pass-rate",
+    "error-frequency",
+    "output-volume",
+    "calls-remaining",
+    "negative-score",
+)
+
+
+@_table
+@attrs.frozen
+class AlertsPolicy:
+    """``[alerts]``: early warnings over a supervised loop's iterations.
+
+    An alert is raised when its threshold is crossed and cleared when it no
+    longer is; it warns and does not stop the loop unless ``trip_on`` names it.
+    """
+
+    enabled: bool = attrs.field(default=True, metadata=_doc("Raise and clear alerts."))
+    loop_count: int = attrs.field(
+        default=20,
+        validator=at_least(1),
+        metadata=_doc("Iterations on one change with no task completed before an alert."),
+    )
+    no_tasks: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations that completed no task."),
+    )
+    no_files: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations that modified no file."),
+    )
+    pass_rate: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Iterations in a row whose test pass rate fell (from the JUnit XML)."),
+    )
+    error_frequency: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Iterations in a row whose error count rose (failed tests, lint errors)."),
+    )
+    output_volume: float = attrs.field(
+        default=0.7,
+        validator=between(0.0, 1.0),
+        metadata=_doc("Decline of output lines from the window's peak (0.7 = 70%)."),
+    )
+    calls_remaining: float = attrs.field(
+        default=0.2,
+        validator=between(0.0, 1.0),
+        metadata=_doc("Share of the rate window's calls left below which an alert is raised."),
+    )
+    negative_score: int = attrs.field(
+        default=3,
+        validator=at_least(1),
+        metadata=_doc("Consecutive iterations with a negative progress score."),
+    )
+    trip_on: tuple[str, ...] = attrs.field(
+        default=(),
+        validator=in_each(ALERTS),
+        metadata=_doc(
+            'Alerts that open the circuit like a trip (e.g. ["loop-count"]).',
+            example=["loop-count"],
+        ),
+    )
+    status_log: int = attrs.field(
+        default=50,
+        validator=at_least(0),
+        metadata=_doc("Iterations kept in .forge/changes/<c>/status.md; 0 writes none."),
+    )
+
+
+@_table
+@attrs.frozen
+class PolicyRails:
+    """``[policy]``: how Forge treats a policy looser than it ships."""
+
+    allow_relaxed: bool = attrs.field(
+        default=False,
+        metadata=_doc(
+            "Acknowledge a cooldown under 30 minutes or thresholds looser than the defaults "
+            "(silences the warning)."
+        ),
+    )
+
+
 @_table
 @attrs.frozen
 class Policy:
@@ -429,6 +617,15 @@ class Policy:
     )
     contract: ContractPolicy = attrs.field(
         factory=ContractPolicy, metadata=_doc("The loop contract: forge loop start, checkpoint.")
+    )
+    recovery: RecoveryPolicy = attrs.field(
+        factory=RecoveryPolicy, metadata=_doc("Recovery strategies after an opening.")
+    )
+    alerts: AlertsPolicy = attrs.field(
+        factory=AlertsPolicy, metadata=_doc("Alerts: early warnings, and the status log.")
+    )
+    policy: PolicyRails = attrs.field(
+        factory=PolicyRails, metadata=_doc("Policies looser than the shipped defaults.")
     )
 
 

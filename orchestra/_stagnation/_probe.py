@@ -33,6 +33,7 @@ _CHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[xX]\]\s", re.MULTILINE)
 _SKIPPED = {".git", STATE_DIR, "node_modules", ".venv", "__pycache__", ".mypy_cache"}
 _MAX_FILES = 50_000
 _MAX_HASHED_BYTES = 64 * 1024 * 1024
+_MAX_LISTED = 50  # modified files named in an iteration's signals
 
 
 @attrs.frozen
@@ -67,9 +68,13 @@ class Snapshot:
 class WorkspaceProbe:
     """Takes snapshots of one loop's working tree and turns two of them into Signals."""
 
-    def __init__(self, workdir: Path, policy: StagnationPolicy) -> None:
+    def __init__(
+        self, workdir: Path, policy: StagnationPolicy, *, forge_files: Iterable[str] = ()
+    ) -> None:
         self._workdir = workdir
         self._policy = policy
+        # Files Forge itself writes in the tree (the lessons file): never the agent's work.
+        self._forge_files = frozenset(forge_files)
         # git reports paths from the repository's top; the loop may work in a
         # subfolder. Where that is does not change while the loop runs: asked once.
         prefix = work_tree_prefix(workdir)
@@ -107,13 +112,19 @@ class WorkspaceProbe:
 
     def _take(self) -> Snapshot:
         if not self._git:
-            files = {path: self._state(path) for path in _all_files(self._workdir)}
+            files = {
+                path: self._state(path)
+                for path in _all_files(self._workdir)
+                if path not in self._forge_files
+            }
             return Snapshot(None, files, self._tasks_checked(), False)
         status = read_status(self._workdir, self._prefix)
         if status is None:  # git did not answer: nothing to compare, as if nothing changed
             return Snapshot(None, {}, self._tasks_checked(), True)
         files = {
-            entry.path: self._state(entry.path) for entry in status if not _ignored(entry.path)
+            entry.path: self._state(entry.path)
+            for entry in status
+            if not _ignored(entry.path) and entry.path not in self._forge_files
         }
         return Snapshot(status.head, files, self._tasks_checked(), True, status)
 
@@ -162,6 +173,10 @@ class WorkspaceProbe:
             reverts=reverts,
             diff_fingerprint=diff,
             done=outcome.done,
+            tests_passed=sum(1 for s in self._tests.values() if s == "pass"),
+            tests_failed=sum(1 for s in self._tests.values() if s == "fail"),
+            tests_skipped=sum(1 for s in self._tests.values() if s == "skip"),
+            files=tuple(sorted(changed)[:_MAX_LISTED]),
         )
 
     def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:
@@ -169,7 +184,9 @@ class WorkspaceProbe:
         committed: Mapping[str, str] | None = {}
         if self._git and before.head != after.head and before.head and after.head:
             committed = committed_changes(self._workdir, before.head, after.head)  # --relative
-            candidates |= {p for p in committed or () if not _ignored(p)}
+            candidates |= {
+                p for p in committed or () if not _ignored(p) and p not in self._forge_files
+            }
         changed = {}
         # A path that matched HEAD before: its earlier state is HEAD's content,
         # read from git only when HEAD holds it at all.

@@ -62,6 +62,9 @@ class Signals:
         reverts: Files whose content returned to what it was after an earlier iteration.
         diff_fingerprint: A hash of the iteration's change set (None: no change).
         done: The executor signalled done.
+        tests_passed, tests_failed, tests_skipped: The JUnit report's totals
+            after the iteration (all 0: no report).
+        files: The modified files' paths (the first 50, sorted).
     """
 
     files_modified: int = 0
@@ -79,6 +82,22 @@ class Signals:
     reverts: int = 0
     diff_fingerprint: str | None = None
     done: bool = False
+    tests_passed: int = 0
+    tests_failed: int = 0
+    tests_skipped: int = 0
+    files: tuple[str, ...] = ()
+
+    @property
+    def errors(self) -> int:
+        """Errors this iteration ended with: failed tests, lint errors, its own error."""
+        own = 1 if self.error_fingerprint is not None else 0
+        return self.tests_failed + (self.lint_errors or 0) + own
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Tests passed of those that ran (None: no report)."""
+        ran = self.tests_passed + self.tests_failed
+        return self.tests_passed / ran if ran else None
 
     def as_record(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -98,6 +117,12 @@ class Signals:
             if field.name in ("error_fingerprint", "diff_fingerprint"):
                 if value is not None and not isinstance(value, str):
                     raise ValueError(f"{field.name}: {value!r}")
+            elif field.name == "files":
+                if not isinstance(value, list | tuple) or not all(
+                    isinstance(v, str) for v in value
+                ):
+                    raise ValueError(f"files: {value!r}")
+                value = tuple(value)
             elif field.name == "done":
                 if not isinstance(value, bool):
                     raise ValueError(f"done: {value!r}")

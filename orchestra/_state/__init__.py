@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from ._events import SHIP_READY as SHIP_READY
     from ._events import STRATEGY_CHANGED as STRATEGY_CHANGED
     from ._events import VERIFY_BREAKER as VERIFY_BREAKER
+    from ._events import AlertCleared as AlertCleared
+    from ._events import AlertRaised as AlertRaised
     from ._events import BreakerClosed as BreakerClosed
     from ._events import BreakerHalfOpen as BreakerHalfOpen
     from ._events import BreakerOpened as BreakerOpened
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from ._events import IterationStarted as IterationStarted
     from ._events import OtherEvent as OtherEvent
     from ._events import ProtectViolation as ProtectViolation
+    from ._events import RecoveryStep as RecoveryStep
     from ._events import RunStarted as RunStarted
     from ._events import RunStopped as RunStopped
     from ._events import SpendReset as SpendReset
@@ -75,7 +78,10 @@ if not TYPE_CHECKING:
                 "BreakerClosed",
                 "BreakerHalfOpen",
                 "BreakerOpened",
+                "AlertCleared",
+                "AlertRaised",
                 "BreakerReset",
+                "RecoveryStep",
                 "CHECKPOINT",
                 "CONTRACT_PREFIX",
                 "ContractEvent",

@@ -22,6 +22,8 @@ Kinds:
 - ``state.corrupt`` / ``state.rebuilt``: a state file moved aside, or rebuilt
   from this timeline.
 - ``spend.reset``: a human restarted the spend totals.
+- ``recovery.step``: the recovery strategy given to the iterations after an opening.
+- ``alert.raised`` / ``alert.cleared``: a monitored figure crossed its threshold, or came back.
 - ``forge.*``: the loop contract's events (see ``orchestra._contract``).
 """
 
@@ -173,6 +175,8 @@ class BreakerReset(Event):
     opens: int | None = None
     iterations_used: int | None = None
     was_blocked: str | None = None
+    # Why the person reset it (forge circuit --reset requires one).
+    reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -229,6 +233,44 @@ class ContractEvent(Event):
 
 
 @attrs.frozen(kw_only=True)
+class RecoveryStep(Event):
+    """The strategy the iterations after an opening are given (``step`` of ``steps``)."""
+
+    kind: ClassVar[str] = "recovery.step"
+    run_id: str
+    iteration: int | None = None
+    trip_kind: str
+    step: int
+    steps: int
+    strategy: str
+    escalated: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class AlertRaised(Event):
+    """A monitored figure crossed its threshold."""
+
+    kind: ClassVar[str] = "alert.raised"
+    run_id: str
+    iteration: int
+    alert: str
+    detail: str
+    value: float | None = None
+    threshold: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class AlertCleared(Event):
+    """A raised alert's figure is back within its threshold."""
+
+    kind: ClassVar[str] = "alert.cleared"
+    run_id: str
+    iteration: int
+    alert: str
+    detail: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class OtherEvent(Event):
     """An event this release cannot type: an unknown kind, or fields that do not fit."""
 
@@ -252,6 +294,9 @@ KINDS: dict[str, type[Event]] = {
         StateCorrupt,
         StateRebuilt,
         SpendReset,
+        RecoveryStep,
+        AlertRaised,
+        AlertCleared,
     )
 }
 _HEADER = ("ts", "seq", "change")

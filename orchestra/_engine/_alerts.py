@@ -1,0 +1,152 @@
+"""Alerts: early warnings over a loop's measured iterations, as pure functions.
+
+Each alert watches one figure against its ``[alerts]`` threshold:
+
+- ``loop-count``: iterations on the change since a task was last completed;
+- ``no-tasks`` / ``no-files``: iterations in a row completing no task / modifying no file;
+- ``pass-rate``: iterations in a row whose test pass rate (JUnit XML) fell;
+- ``error-frequency``: iterations in a row whose error count (failed tests,
+  lint errors, the iteration's own error) rose;
+- ``output-volume``: the last iteration's output lines against the window's
+  peak, once the peak is at least ``[stagnation] output_min_lines``;
+- ``calls-remaining``: the share of the rate window's calls left;
+- ``negative-score``: iterations in a row with a negative progress score.
+
+An alert is raised when its figure crosses the threshold and cleared when it
+is back; it warns a person and does not stop the loop, unless ``[alerts]
+trip_on`` names it, in which case it opens the circuit like a stagnation trip.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from .._policy import Policy
+from .._stagnation import Signals, score
+
+CALLS_REMAINING = "calls-remaining"
+
+
+@attrs.frozen
+class Alert:
+    """One alert that holds: its name, what it says, and its figure against its threshold."""
+
+    name: str
+    detail: str
+    value: float
+    threshold: float
+
+
+@attrs.frozen
+class CallsLeft:
+    """The shared rate window's calls: left of allowed."""
+
+    remaining: int
+    calls: int
+
+
+def _streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int:
+    count = 0
+    for signals in reversed(history):
+        if not holds(signals):
+            break
+        count += 1
+    return count
+
+
+def _rising_streak(values: Sequence[float]) -> int:
+    """How many steps in a row, at the end of ``values``, each rose above the one before."""
+    count = 0
+    for before, after in reversed(list(itertools.pairwise(values))):
+        if after <= before:
+            break
+        count += 1
+    return count
+
+
+def evaluate(
+    history: Sequence[Signals], policy: Policy, *, calls: CallsLeft | None = None
+) -> dict[str, Alert]:
+    """The alerts that hold after the last iteration of ``history`` (oldest first)."""
+    p = policy.alerts
+    if not p.enabled:
+        return {}
+    found: dict[str, Alert] = {}
+
+    def add(name: str, detail: str, value: float, threshold: float) -> None:
+        found[name] = Alert(name, detail, value, threshold)
+
+    if history:
+        since_task = _streak(history, lambda s: s.tasks_completed == 0)
+        if since_task > p.loop_count:
+            add(
+                "loop-count",
+                f"{since_task} iterations without a task completed",
+                since_task,
+                p.loop_count,
+            )
+        if since_task >= p.no_tasks:
+            add(
+                "no-tasks", f"no task completed for {since_task} iterations", since_task, p.no_tasks
+            )
+        no_files = _streak(history, lambda s: s.files_modified == 0)
+        if no_files >= p.no_files:
+            add("no-files", f"no file modified for {no_files} iterations", no_files, p.no_files)
+        rates = [rate for s in history if (rate := s.pass_rate) is not None]
+        falling = _rising_streak([-rate for rate in rates])
+        if falling >= p.pass_rate:
+            detail = f"test pass rate fell {falling} times in a row, now {rates[-1]:.0%}"
+            add("pass-rate", detail, falling, p.pass_rate)
+        rising = _rising_streak([s.errors for s in history])
+        if rising >= p.error_frequency:
+            detail = f"errors rose {rising} times in a row, now {history[-1].errors}"
+            add("error-frequency", detail, rising, p.error_frequency)
+        window = history[-policy.stagnation.window :]
+        peak = max(s.output_lines for s in window)
+        last = window[-1].output_lines
+        if peak >= max(1, policy.stagnation.output_min_lines) and not window[-1].done:
+            decline = (peak - last) / peak
+            if decline >= p.output_volume:
+                detail = f"output fell {decline:.0%} (from {peak} to {last} lines)"
+                add("output-volume", detail, round(decline, 3), p.output_volume)
+        scores = [
+            score(current, history[index - 1] if index else None, policy.stagnation.weights)
+            for index, current in enumerate(history)
+        ]
+        negative = 0
+        for value in reversed(scores):
+            if value >= 0:
+                break
+            negative += 1
+        if negative >= p.negative_score:
+            add(
+                "negative-score",
+                f"progress score negative for {negative} iterations",
+                negative,
+                p.negative_score,
+            )
+    if calls is not None and calls.calls > 0:
+        share = calls.remaining / calls.calls
+        if share < p.calls_remaining:
+            detail = f"{calls.remaining} of {calls.calls} calls left in the rate window"
+            add(CALLS_REMAINING, detail, round(share, 3), p.calls_remaining)
+    return found
+
+
+def promoted(history: Sequence[Signals], policy: Policy) -> Alert | None:
+    """The first alert ``[alerts] trip_on`` promotes to a trip, if one holds.
+
+    Judged over the iterations since the circuit last opened, as the
+    stagnation detectors are; the rate window's calls are not part of an
+    iteration's record, so ``calls-remaining`` cannot trip.
+    """
+    if not policy.alerts.trip_on or not history:
+        return None
+    holding = evaluate(history, policy)
+    for name in policy.alerts.trip_on:
+        if name in holding:
+            return holding[name]
+    return None

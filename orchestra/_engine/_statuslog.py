@@ -1,0 +1,116 @@
+"""The status log: ``.forge/changes/<c>/status.md``, one section per iteration.
+
+Written for a person reading along: each judged iteration of a supervised
+loop adds a section (its number and time, the circuit's state, tasks
+completed, the files modified, the test totals, the errors, the progress
+score, the rate window's calls remaining, the stagnation risk, and any
+recovery strategy, alert or output to review). Only the last ``[alerts]
+status_log`` iterations are kept. The file is replaced atomically, so a
+reader never sees half of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from .._stagnation import Signals
+
+_SECTION = re.compile(r"^## Iteration (\d+) ", re.MULTILINE)
+STATUS_FILE = "status.md"
+
+
+@attrs.frozen
+class StatusEntry:
+    """What one iteration's section shows."""
+
+    iteration: int
+    when: str
+    circuit: str
+    signals: Signals | None
+    error: str | None
+    score: int | None
+    calls_remaining: int | None
+    risk: str | None
+    recovery: str = ""
+    alerts: tuple[str, ...] = ()
+    review: str | None = None
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items) if items else "none"
+
+
+def render_section(entry: StatusEntry) -> str:
+    """One iteration's section, in Markdown."""
+    signals = entry.signals
+    tasks = str(signals.tasks_completed) if signals else "not measured"
+    if signals is None:
+        files = "not measured"
+    else:
+        files = _listed(signals.files)
+        if signals.files_modified > len(signals.files):
+            files += f" (and {signals.files_modified - len(signals.files)} more)"
+    if signals is None or signals.tests_passed + signals.tests_failed + signals.tests_skipped == 0:
+        tests = "no report"
+    else:
+        tests = (
+            f"{signals.tests_passed} passed, {signals.tests_failed} failed, "
+            f"{signals.tests_skipped} skipped"
+        )
+    errors = []
+    if entry.error:
+        errors.append(entry.error.strip().splitlines()[0][:200])
+    if signals is not None and signals.tests_failed:
+        errors.append(f"{signals.tests_failed} failing test(s)")
+    if signals is not None and signals.lint_errors:
+        errors.append(f"{signals.lint_errors} lint error(s)")
+    score = "not measured" if entry.score is None else f"{entry.score:+d}"
+    calls = "unlimited" if entry.calls_remaining is None else str(entry.calls_remaining)
+    lines = [
+        f"## Iteration {entry.iteration} — {entry.when}",
+        f"- Circuit state: {entry.circuit.upper()}",
+        f"- Tasks completed: {tasks}",
+        f"- Files modified: {files}",
+        f"- Tests: {tests}",
+        f"- Errors encountered: {_listed(errors)}",
+        f"- Progress score: {score}",
+        f"- API calls remaining: {calls}",
+        f"- Stagnation risk: {(entry.risk or 'not measured').upper()}",
+    ]
+    if entry.recovery:
+        lines.append(f"- Recovery strategy: {entry.recovery}")
+    if entry.alerts:
+        lines.append(f"- Alerts: {'; '.join(entry.alerts)}")
+    if entry.review:
+        lines.append(f"- Review: {entry.review}")
+    return "\n".join(lines) + "\n"
+
+
+def split_sections(text: str) -> list[str]:
+    """The sections of an existing status log, oldest first (the heading dropped)."""
+    starts = [match.start() for match in _SECTION.finditer(text)]
+    return [
+        text[a:b].rstrip("\n") + "\n" for a, b in zip(starts, [*starts[1:], len(text)], strict=True)
+    ]
+
+
+def render_log(change: str, sections: Sequence[str], keep: int) -> str:
+    """The whole file: a heading, then the last ``keep`` sections."""
+    kept = list(sections)[-keep:] if keep else []
+    head = (
+        f"# Status of {change}\n\n"
+        f"One section per iteration, the latest last; the last {keep} are kept.\n"
+    )
+    return head + "".join(f"\n{section}" for section in kept)
+
+
+def read_sections(path: Path) -> list[str]:
+    """The sections already in the file (none when it is missing or unreadable)."""
+    try:
+        return split_sections(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return []
