@@ -6,6 +6,7 @@ iteration N (from ``$FORGE_ITERATION``) plays step N, or the last step once
 the steps run out. A step may hold, in the order they are carried out:
 
 - ``record_env``: a path; the FORGE_* environment is written there as JSON
+- ``record_argv``: a path; the arguments after the script's are written there as JSON
 - ``write``: {path: text} files to write; ``append``: {path: text} to append
 - ``delete``: [paths] to delete
 - ``shell``: a shell command to run (``rm -rf specs``), in the working directory
@@ -45,6 +46,8 @@ def main() -> int:
     if target := step.get("record_env"):
         env = {k: v for k, v in os.environ.items() if k.startswith("FORGE_")}
         Path(target).write_text(json.dumps(env))
+    if target := step.get("record_argv"):
+        Path(target).write_text(json.dumps(sys.argv[2:]))
     for path, text in step.get("write", {}).items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)

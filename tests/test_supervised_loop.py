@@ -69,6 +69,7 @@ async def supervise_one(
     on_cooldown: Any = None,
     executor: Executor | None = None,
     limiter: RateLimiter | None = None,
+    workdir: Path | None = None,
 ) -> tuple[RunSummary, list[float], list[str]]:
     """Run one supervised loop; return its summary, the cooldowns waited, and the events."""
     paths = ChangePaths(tmp_path, "c")
@@ -79,7 +80,8 @@ async def supervise_one(
         time_limit=600,
         grace=1,
         done_marker="FORGE_DONE",
-        workdir=tmp_path,
+        workdir=workdir or tmp_path,
+        prompt=loop_policy.run.prompt,
     )
     progress = LoopProgress("c", plan.max_iterations)
     settings = LoopSettings(
