@@ -124,7 +124,7 @@ async def test_stagnation_recurring_inside_the_watch_escalates_at_once(
 ) -> None:
     idle = {"print": "thinking\n"}
     work = {"print": "working\n", "append": {"work.py": "x = 1\n"}}
-    steps = [idle, idle, work, idle, idle, idle]
+    steps: list[dict[str, Any]] = [idle, idle, work, idle, idle, idle]
     executor = named_agent(tmp_path, steps)
     summary, waited, _ = await supervise_one(
         tmp_path, mock_clock, recovery_policy(no_progress=2), "", executor=executor

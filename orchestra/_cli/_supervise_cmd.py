@@ -196,6 +196,9 @@ def _summary(
                 "circuit": progress.circuit,
                 "verify": progress.verify or None,
                 "spend": {"tokens": progress.tokens, "cost_usd": progress.cost_usd},
+                "recovery": progress.recovery or None,
+                "alerts": list(progress.alerts),
+                "review": list(progress.review),
             }
         )
     return {
@@ -225,3 +228,7 @@ def _print_table(runs: list[LoopRun], results: dict[str, RunSummary], out: Outpu
             (f"{iterations}/{loop.plan.max_iterations} iteration(s), ", None),
             (f"{loop.progress.trips} trip(s){detail}", None),
         )
+        for note in loop.progress.review:
+            out.line(f"  review: {note}")
+        if loop.progress.alerts:
+            out.line(f"  alerts: {', '.join(loop.progress.alerts)}")

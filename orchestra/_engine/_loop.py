@@ -71,7 +71,7 @@ from ._gates import (
     gate_states,
     verify_reading,
 )
-from ._progress import LoopProgress
+from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, finished_event, iteration_record
 from ._recovery import Strategy, in_force, with_strategy
 from ._store import ChangeStore
@@ -563,7 +563,9 @@ class _Loop:
         verify = state.verify
         if verify.last_verdict is not None:
             threshold = self.policy.verify.max_failures
-            progress.verify = f"{verify.last_verdict} {verify.consecutive_failures}/{threshold}"
+            progress.verify = verify_cell(
+                verify.last_verdict, verify.consecutive_failures, threshold
+            )
 
     def _show_iteration(
         self,
@@ -579,7 +581,7 @@ class _Loop:
         if record.verify is not None:
             threshold = self.policy.verify.max_failures
             streak = state.verify.consecutive_failures
-            progress.verify = f"{record.verify} {streak}/{threshold}"
+            progress.verify = verify_cell(record.verify, streak, threshold)
         if verdict.assessment is not None:
             progress.score = verdict.assessment.score
             progress.risk = verdict.assessment.risk

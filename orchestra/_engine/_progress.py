@@ -26,8 +26,23 @@ class LoopProgress:
     risk: str = ""
     recovery: str = ""  # the recovery strategy in force, in one line
     alerts: list[str] = attrs.field(factory=list)  # the alerts raised now
+    # Iterations a person should look at: output that fell back to plain text.
+    review: list[str] = attrs.field(factory=list)
 
     def finish(self, reason: str) -> None:
         self.reason = reason
         self.status = reason
         self.cooldown_until = None
+
+
+def verify_cell(verdict: str, streak: int, threshold: int) -> str:
+    """A verify verdict and its failure streak against the breaker's threshold.
+
+    ``FAIL 1/3`` while the streak counts up; once it has reached the threshold
+    the breaker is open, and the cell says so rather than ``FAIL 4/3``.
+    """
+    if streak == 0:
+        return verdict
+    if streak < threshold:
+        return f"{verdict} {streak}/{threshold}"
+    return f"{verdict} {streak}× (breaker open at {threshold})"

@@ -153,6 +153,7 @@ class IterationWatch:
         review = None
         if record.parse_note:
             review = f"the output fell back to plain text ({record.parse_note}); see {record.log}"
+            self._progress.review.append(f"iteration {record.iteration}: {review}")
         entry = StatusEntry(
             iteration=record.iteration,
             when=now_iso,

@@ -136,7 +136,9 @@ def _output_decline(history: Sequence[Signals], _s: list[int], p: StagnationPoli
     volumes = [s.output_lines for s in history[-p.window :]]
     first, last = volumes[0], volumes[-1]
     declining = all(b <= a for a, b in itertools.pairwise(volumes))
-    if first > 0 and declining and (first - last) / first >= p.output_decline:
+    # A decline from a handful of lines is noise, not a loop running dry.
+    baseline = max(1, p.output_min_lines)
+    if first >= baseline and declining and (first - last) / first >= p.output_decline:
         share = round(100 * (first - last) / first)
         return f"{share}%", {"output_lines": volumes}
     return None

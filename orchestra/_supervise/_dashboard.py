@@ -42,11 +42,27 @@ def limiter_line(stats: LimiterStatistics, now_wall: float) -> str:
     line = f"rate limit: {stats.used}/{stats.calls} calls in the last {stats.window:g}s"
     if stats.tasks_waiting:
         line += f" · {stats.tasks_waiting} waiting"
-    if stats.remaining == 0 and stats.next_free_in > 0:
-        line += f" · next permit in {stats.next_free_in:.1f}s"
+    # The head of the line's own wait is the backend's answer when it was told to
+    # wait; the arithmetic over the log seen last can lag behind it.
+    wait = max(stats.next_free_in, stats.head_wait)
+    if stats.remaining == 0 and wait > 0:
+        line += f" · next permit in {wait:.1f}s"
     if stats.paused_until is not None and stats.paused_until > now_wall:
         line += f" · paused by the provider for {stats.paused_until - now_wall:.0f}s"
     return line
+
+
+def score_cell(loop: LoopProgress) -> str:
+    """The score, the risk while the loop runs (a finished loop has none), and its alerts."""
+    if loop.score is None:
+        cell = ""
+    elif loop.reason is not None:
+        cell = f"{loop.score:+d}"
+    else:
+        cell = f"{loop.score:+d} ({loop.risk})"
+    if loop.alerts:
+        cell += f" ⚠ {', '.join(loop.alerts)}"
+    return cell.strip()
 
 
 class Dashboard:
@@ -87,7 +103,9 @@ class Dashboard:
                 circuit += f" ({max(0.0, loop.cooldown_until - now):.0f}s)"
             if loop.trips:
                 circuit += f" ×{loop.trips}"
-            score = "" if loop.score is None else f"{loop.score:+d} ({loop.risk})"
+            if loop.recovery and loop.reason is None:
+                circuit += f" · recovery {loop.recovery.split(':', 1)[0]}"
+            score = score_cell(loop)
             table.add_row(
                 loop.change,
                 Text(loop.status, style=_STYLES.get(loop.status, "red" if loop.reason else "")),
