@@ -19,7 +19,7 @@ REFUSING = {
     "event": ["event", "--change", "{c}", "forge.blocked", "--detail", "needs the tax table"],
     "spend --reset": ["spend", "{c}", "--reset"],
     "spend": ["spend", "{c}"],
-    "circuit --reset": ["circuit", "{c}", "--reset"],
+    "circuit --reset": ["circuit", "{c}", "--reset", "--reason", "reviewed"],
     "circuit": ["circuit", "{c}"],
     "verify --reset-breaker": ["verify", "--reset-breaker", "--change", "{c}"],
     "checkpoint": ["checkpoint", "--change", "{c}", "--stage", "iteration-1"],

@@ -37,9 +37,7 @@ def recovery_policy(**stagnation: Any) -> Policy:
     return Policy(
         verify=VerifyPolicy(command="", specs=()),
         run=RunPolicy(max_iterations=10),
-        breaker=BreakerPolicy(
-            cooldown=Duration(1800), cooldown_max=Duration(7200), max_opens=5
-        ),
+        breaker=BreakerPolicy(cooldown=Duration(1800), cooldown_max=Duration(7200), max_opens=5),
         stagnation=StagnationPolicy(**stagnation),
         recovery=RecoveryPolicy(no_progress=STRATEGIES),
     )

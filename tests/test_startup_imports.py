@@ -80,7 +80,10 @@ def recorded(repo: Repo) -> Repo:
     """A project with a policy and state for every read-only command to read."""
     failing_policy(repo, max_failures=3)
     repo.commit("policy")
-    for args in (("verify", "--change", "demo"), ("circuit", "demo", "--reset")):
+    for args in (
+        ("verify", "--change", "demo"),
+        ("circuit", "demo", "--reset", "--reason", "reviewed"),
+    ):
         done = repo.forge(*args)
         assert done.code == 0, done.err
     assert (repo.change_dir("demo") / "verify-attempts.yaml").is_file()

@@ -190,7 +190,7 @@ def test_worktree_isolation_is_made_once_and_reused(repo: Repo) -> None:
         ["git", "branch", "--show-current"], cwd=worktree, capture_output=True, text=True
     )
     assert branch.stdout.strip() == "forge/iso"
-    repo.forge("circuit", "iso", "--reset")
+    repo.forge("circuit", "iso", "--reset", "--reason", "reviewed")
     assert repo.forge("supervise").code == 0  # the existing worktree is reused
 
 
@@ -239,7 +239,7 @@ def test_status_and_circuit(repo: Repo) -> None:
     assert row["escalated"] is True
     shown = repo.forge("circuit", "fails-verify")
     assert shown.out.startswith('change "fails-verify": circuit open')
-    reset = repo.forge("circuit", "fails-verify", "--reset")
+    reset = repo.forge("circuit", "fails-verify", "--reset", "--reason", "fixed the test")
     assert reset.code == 0
     assert reset.out.startswith('Circuit: reset for change "fails-verify" — was open')
     after = json.loads(repo.forge("circuit", "fails-verify", "--json").out)

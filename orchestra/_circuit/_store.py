@@ -38,8 +38,11 @@ def save_circuit(paths: ChangePaths, circuit: CircuitState) -> None:
         save_state(paths.breaker, circuit)
 
 
-def reset_circuit(paths: ChangePaths) -> CircuitState:
-    """Close the circuit after a human reviewed the loop; returns what it was."""
+def reset_circuit(paths: ChangePaths, *, reason: str | None = None) -> CircuitState:
+    """Close the circuit after a human reviewed the loop; returns what it was.
+
+    ``reason`` (why the loop may run again) is kept in the ``breaker.reset`` event.
+    """
     from .._state import LOOP_CIRCUIT, BreakerReset  # building an event: only on a reset
 
     with exclusive_lock(paths.lock):
@@ -55,6 +58,7 @@ def reset_circuit(paths: ChangePaths) -> CircuitState:
                 opens=before.opens,
                 iterations_used=before.iterations_used,
                 was_blocked=before.blocked,
+                reason=reason,
             ),
         )
     return before

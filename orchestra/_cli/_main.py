@@ -229,6 +229,10 @@ def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="close the circuit and count the loop's iterations afresh (a human reviewed it)",
     )
+    circuit.add_argument(
+        "--reason",
+        help="why the circuit may be reset (required with --reset; kept in the timeline)",
+    )
     circuit.set_defaults(handler="_circuit_cmd:run")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,11 @@ from .._policy import (
     policy_as_toml,
     policy_differences,
     policy_json_schema_text,
+    relaxed_warnings,
 )
 from .._shipped import shipped_dir, shipped_names
 from .._state import atomic_write
-from .._supervise import resolve_loops, separate_trees
+from .._supervise import LoopSetup, resolve_loops, separate_trees
 from .._workspace import Project, find_project
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
@@ -88,13 +89,29 @@ def check(args: argparse.Namespace, out: Output) -> int:
     notes = bound_notes(loaded.sources, loaded.policy) + tree_notes
     for note in notes:
         out.line(f"note: {note}")
+    # Each loop's own policy too: a [loop.breaker] override may be the loose one.
+    warnings = _relaxed(loaded.policy, resolve_loops(loaded, project.root))
+    for warning in warnings:
+        out.line(warning, style="yellow")
     if out.json_mode:
-        out.document({"ok": True, "files": files, "problems": [], "notes": notes})
+        out.document(
+            {"ok": True, "files": files, "problems": [], "notes": notes, "warnings": warnings}
+        )
     elif config is None:
         out.line("policy: OK — no forge.toml found; the built-in defaults apply")
     else:
         out.line(f"policy: OK — {config.name} ({len(files)} file(s): {', '.join(files)})")
     return EXIT_OK
+
+
+def _relaxed(policy: Policy, loops: Sequence[LoopSetup]) -> list[str]:
+    """The relaxed-policy warnings of the policy and of each declared loop, once each."""
+    found = relaxed_warnings(policy)
+    for loop in loops:
+        for warning in relaxed_warnings(loop.policy):
+            if warning not in found:
+                found.append(warning.replace("warning: ", f"warning: loop {loop.change}: ", 1))
+    return found
 
 
 DEFAULTS_HEADER = """Forge's built-in defaults: every tunable, at its value when no file sets it.

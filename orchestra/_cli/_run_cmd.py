@@ -28,7 +28,7 @@ from .._engine import (
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._executor import Executor, IterationOutcome, load_executor, shell_command
-from .._policy import Layer, Policy
+from .._policy import Layer, Policy, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
 from .._secscan import project_scanner
 from .._spend import read_spend
@@ -165,6 +165,8 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f"  protect:  {protect_summary(policy)}")
     out.line(f"  circuit:  {circuit_summary()}")
     out.line(f"  limit:    {limit_summary(policy)}")
+    for warning in relaxed_warnings(policy):
+        out.line(f"  {warning}", style="yellow")
 
 
 def secscan_summary(policy: Policy) -> str:

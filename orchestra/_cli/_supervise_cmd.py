@@ -13,6 +13,7 @@ import trio
 
 from .._engine import DONE, TRIP_CONDITIONS, EventSink, RunSummary, new_run_id
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
 from .._state import STATE_DIR, atomic_write
 from .._supervise import (
@@ -157,6 +158,8 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
         )
     out.line(f"  circuit:  {circuit}")
     out.line("  trips:    " + ", ".join(TRIP_CONDITIONS))
+    for warning in relaxed_warnings(policy):
+        out.line(f"  {warning}", style="yellow")
 
 
 def _plan_json(run: LoopRun) -> dict[str, Any]:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ._model import StagnationWeights as StagnationWeights
     from ._model import SupervisePolicy as SupervisePolicy
     from ._model import VerifyPolicy as VerifyPolicy
+    from ._rails import relaxed_settings as relaxed_settings
+    from ._rails import relaxed_warnings as relaxed_warnings
     from ._reference import generated_section as generated_section
     from ._reference import markdown_reference as markdown_reference
     from ._reference import with_reference as with_reference
@@ -98,6 +100,10 @@ if not TYPE_CHECKING:
                 "PolicyRails",
                 "RecoveryPolicy",
                 "VerifyPolicy",
+            ),
+            "._rails": (
+                "relaxed_settings",
+                "relaxed_warnings",
             ),
             "._reference": (
                 "generated_section",
