@@ -44,7 +44,11 @@ def test_simulate_reproduces_the_live_trip_and_moves_it(repo: Repo) -> None:
     ]
     # 1 (one file) - 3 - 3 (nothing modified) = -5 over the window of 3.
     assert opened[0]["reason"] == "stagnation: score (-5 over 3)"
-    assert opened[0]["evidence"] == {"condition": "stagnation", "scores": [1, -3, -3]}
+    assert opened[0]["evidence"] == {
+        "condition": "stagnation",
+        "detector": "score",
+        "scores": [1, -3, -3],
+    }
 
     same = json.loads(repo.forge("policy", "simulate", "--change", "spin", "--json").out)
     assert same["first_trip"] == {"iteration": 3, "reason": "stagnation: score (-5 over 3)"}

@@ -126,6 +126,8 @@ def _row(step: ReplayStep) -> dict[str, Any]:
         "would_trip": step.would_open,
         "evidence": step.evidence,
         "live_trip": step.live_trip,
+        "recovery": step.recovery,
+        "alerts": list(step.alerts),
     }
 
 
@@ -160,4 +162,8 @@ def _row_text(row: dict[str, Any]) -> str:
         text += row["would_trip"]
     if row["live_trip"]:
         text += f"   (live: {row['live_trip']})"
+    if row["recovery"]:
+        text += f"   recovery: {row['recovery']}"
+    if row["alerts"]:
+        text += f"   alerts: {', '.join(row['alerts'])}"
     return text.rstrip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,14 @@ from .._errors import EXIT_OK
 from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
+    LOOP_CIRCUIT,
+    AlertCleared,
+    AlertRaised,
+    BreakerReset,
     ChangePaths,
     Event,
     IterationFinished,
+    RecoveryStep,
     decode_event,
     event_name,
     list_changes,
@@ -49,7 +55,9 @@ def status(args: argparse.Namespace, out: Output) -> int:
         elif row["cooldown_remaining"]:
             circuit += f", cooldown {format_duration(round(row['cooldown_remaining']))} left"
         if row["score"] is not None:
-            circuit += f"; last score {row['score']:+d}, stagnation risk {row['risk']}"
+            circuit += f"; last score {row['score']:+d}"
+            if row["risk"] is not None:
+                circuit += f", stagnation risk {row['risk']}"
         out.styled((row["change"], "bold"), (f"  {row['where']}" if row["where"] else "", "dim"))
         out.line(f"  circuit:  {circuit}, {row['iterations_used']} iteration(s) used")
         out.line(f"  verify:   {row['verify']}")
@@ -58,6 +66,14 @@ def status(args: argparse.Namespace, out: Output) -> int:
             f"  spend:    {spend['tokens']} tokens, {spend['tool_calls']} tool calls, "
             f"${spend['cost_usd']:.4f}"
         )
+        recovery = row["recovery"]
+        if recovery is not None:
+            out.line(
+                f"  recovery: {recovery['trip_kind']} {recovery['step']}/{recovery['steps']}: "
+                f"{recovery['strategy']}"
+            )
+        for name, detail in row["alerts"].items():
+            out.line(f"  alert:    {name} — {detail}", style="yellow")
         out.line(f"  last:     {row['last_event'] or '-'}")
     return EXIT_OK
 
@@ -111,7 +127,26 @@ def _declared_roots(project: Project) -> list[Path] | None:
     return roots
 
 
-def _last_events(paths: ChangePaths) -> tuple[Event | None, IterationFinished | None]:
+def _marks(records: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The last recovery step recorded, and the alerts raised and not cleared since."""
+    recovery: dict[str, Any] | None = None
+    alerts: dict[str, str] = {}
+    for record in records:
+        kind = record.get("event")
+        if kind == RecoveryStep.kind:
+            recovery = record
+        elif kind == AlertRaised.kind and isinstance(record.get("alert"), str):
+            alerts[record["alert"]] = str(record.get("detail", ""))
+        elif kind == AlertCleared.kind:
+            alerts.pop(str(record.get("alert")), None)
+        elif kind == BreakerReset.kind and record.get("breaker") == LOOP_CIRCUIT:
+            recovery, alerts = None, {}
+    return recovery, alerts
+
+
+def _last_events(
+    paths: ChangePaths,
+) -> tuple[Event | None, IterationFinished | None, Sequence[dict[str, Any]]]:
     """The timeline's last event and its last scored iteration; only those are decoded."""
     records = read_timeline(paths.timeline).events
     last = decode_event(records[-1]) if records else None
@@ -119,15 +154,19 @@ def _last_events(paths: ChangePaths) -> tuple[Event | None, IterationFinished | 
         if record.get("event") == IterationFinished.kind:
             event = decode_event(record)
             if isinstance(event, IterationFinished) and event.score is not None:
-                return last, event
-    return last, None
+                return last, event, records
+    return last, None, records
 
 
 def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
     circuit_state = load_circuit(paths)
     verify = read_breaker(paths).after
     spend = read_spend(paths).totals
-    last, scored = _last_events(paths)
+    last, scored, records = _last_events(paths)
+    recovery, alerts = _marks(records)
+    if circuit_state.recovery_type is None:
+        recovery = None  # the watch after recovery is over: no strategy in force
+    finished = circuit_state.finished is not None
     where = "" if paths.root == root else str(paths.root)
     if verify.blocked:
         verify_text = f"BLOCKED ({verify.blocked})"
@@ -150,7 +189,12 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         if circuit_state.escalated
         else cooldown_remaining(circuit_state, time.time()),
         "score": scored.score if scored else None,
-        "risk": scored.risk if scored else None,
+        # A finished loop is at no risk of stalling.
+        "risk": scored.risk if scored and not finished else None,
+        "recovery": None
+        if recovery is None
+        else {k: recovery.get(k) for k in ("trip_kind", "step", "steps", "strategy")},
+        "alerts": alerts,
         "iterations_used": circuit_state.iterations_used,
         "verify": verify_text,
         "verify_state": attrs.asdict(verify),

@@ -17,8 +17,16 @@ from datetime import datetime
 import attrs
 
 from .._policy import Policy
-from .._stagnation import Assessment
-from .._state import Event, IterationFinished, IterationStarted, RunStarted
+from .._stagnation import Assessment, Signals
+from .._state import (
+    LOOP_CIRCUIT,
+    BreakerReset,
+    Event,
+    IterationFinished,
+    IterationStarted,
+    RunStarted,
+)
+from ._alerts import evaluate
 from ._decide import (
     LoopRules,
     LoopState,
@@ -33,6 +41,7 @@ from ._decide import (
 from ._endings import Ending
 from ._gates import GateReading
 from ._record import IterationRecord, record_from_event, secscan_reading
+from ._recovery import in_force
 
 
 @attrs.frozen
@@ -61,6 +70,10 @@ class ReplayStep:
     live_trip: str | None
     ending: Ending | None
     ran: bool = True
+    # What a person would have seen: the recovery strategy handed out after an
+    # opening here (escalated: none left), and the alerts holding after it.
+    recovery: str | None = None
+    alerts: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -96,6 +109,8 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     # whatever a hook wrote during the iteration comes after that decision).
     admitted: Ending | None = None
     started = False
+    # Every measured iteration since a person's reset: what the alerts look back on.
+    measured: list[Signals] = []
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
@@ -110,6 +125,8 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             continue
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
+            if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+                measured = []
             continue
         try:
             record = record_from_event(event)
@@ -133,7 +150,14 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         secscan = record.secscan
         would_open = opening_reason(verdict, state, rules)
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
-        steps.append(attrs.evolve(step, judged=verdict.judged))
+        if verdict.judged and record.signals is not None:
+            measured.append(record.signals)
+        strategy = in_force(state.circuit, policy) if verdict.opened else None
+        recovery = None
+        if strategy is not None:
+            recovery = "escalate" if state.circuit.escalated else strategy.describe()
+        alerts = tuple(sorted(evaluate(measured, policy))) if rules.supervised else ()
+        steps.append(attrs.evolve(step, judged=verdict.judged, recovery=recovery, alerts=alerts))
         ended = verdict.ending is not None
     return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)
 
