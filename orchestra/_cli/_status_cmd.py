@@ -68,10 +68,13 @@ def status(args: argparse.Namespace, out: Output) -> int:
         )
         recovery = row["recovery"]
         if recovery is not None:
-            out.line(
-                f"  recovery: {recovery['trip_kind']} {recovery['step']}/{recovery['steps']}: "
+            given = (
+                f"{recovery['trip_kind']} {recovery['step']}/{recovery['steps']}: "
                 f"{recovery['strategy']}"
             )
+            if row["escalated"]:
+                given = f"escalated after {given}"
+            out.line(f"  recovery: {given}")
         for name, detail in row["alerts"].items():
             out.line(f"  alert:    {name} — {detail}", style="yellow")
         out.line(f"  last:     {row['last_event'] or '-'}")
@@ -128,12 +131,12 @@ def _declared_roots(project: Project) -> list[Path] | None:
 
 
 def _marks(records: Sequence[dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """The last recovery step recorded, and the alerts raised and not cleared since."""
+    """The last recovery strategy given, and the alerts raised and not cleared since."""
     recovery: dict[str, Any] | None = None
     alerts: dict[str, str] = {}
     for record in records:
         kind = record.get("event")
-        if kind == RecoveryStep.kind:
+        if kind == RecoveryStep.kind and not record.get("escalated"):
             recovery = record
         elif kind == AlertRaised.kind and isinstance(record.get("alert"), str):
             alerts[record["alert"]] = str(record.get("detail", ""))

@@ -96,7 +96,7 @@ class IterationWatch:
             del history[:-_KEPT]
         holding = evaluate(history, self._policy, calls=self.calls)
         events: list[Event] = []
-        for name, alert in holding.items():
+        for name, alert in sorted(holding.items()):
             if name not in self._raised:
                 events.append(
                     AlertRaised(

@@ -1,0 +1,167 @@
+"""The monitoring layer through a real loop: alerts, the status log, lessons, forge status.
+
+In-process loops run on trio's mock clock with the fake agent as a real
+process; the last test drives the real ``forge`` command in a git repository.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+import trio.testing
+
+from orchestra._durations import Duration
+from orchestra._engine import DONE
+from orchestra._policy import BreakerPolicy, Policy, RunPolicy, StagnationPolicy, VerifyPolicy
+
+from .support import Repo
+from .test_supervised_loop import FAKE_AGENT, agent, supervise_one, timeline
+
+IDLE = {"print": "thinking\n"}
+
+
+def work(n: int, *, task: bool = False) -> dict[str, Any]:
+    step: dict[str, Any] = {"print": "working\n", "append": {"work.py": f"x = {n}\n"}}
+    if task:
+        step["append"]["tasks.md"] = f"- [x] task {n}\n"
+    return step
+
+
+def quiet_policy() -> Policy:
+    """Stagnation trips far away: only the alerts speak."""
+    return Policy(
+        verify=VerifyPolicy(command="", specs=()),
+        run=RunPolicy(max_iterations=10),
+        breaker=BreakerPolicy(cooldown=Duration(1800), cooldown_max=Duration(3600)),
+        stagnation=StagnationPolicy(window=10, no_progress=10, output_decline=1.0),
+    )
+
+
+async def test_alerts_are_raised_and_cleared_in_the_timeline_and_the_status_log(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    cmd = agent(tmp_path, IDLE, IDLE, IDLE, work(4, task=True), {"print": "FORGE_DONE\n"})
+    summary, _, _ = await supervise_one(tmp_path, mock_clock, quiet_policy(), cmd)
+    assert summary.reason == DONE
+    events = timeline(tmp_path)
+    raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    cleared = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.cleared"]
+    assert raised == [(3, "negative-score"), (3, "no-files"), (3, "no-tasks")]
+    assert cleared == [(4, "negative-score"), (4, "no-files"), (4, "no-tasks")]
+    detail = next(e for e in events if e["event"] == "alert.raised" and e["alert"] == "no-files")
+    assert detail["detail"] == "no file modified for 3 iterations"
+    assert (detail["value"], detail["threshold"]) == (3, 3)
+
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    sections = re.split(r"\n(?=## Iteration )", status)
+    assert sections[0].startswith("# Status of c")
+    assert len(sections) == 6  # the heading and five iterations
+    third = sections[3]
+    lines = third.splitlines()
+    assert re.fullmatch(r"## Iteration 3 — \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d.*", lines[0])
+    assert lines[1:9] == [
+        "- Circuit state: CLOSED",
+        "- Tasks completed: 0",
+        "- Files modified: none",
+        "- Tests: no report",
+        "- Errors encountered: none",
+        "- Progress score: -3",
+        "- API calls remaining: unlimited",
+        "- Stagnation risk: MEDIUM",
+    ]
+    assert lines[9] == (
+        "- Alerts: negative-score (progress score negative for 3 iterations); "
+        "no-files (no file modified for 3 iterations); no-tasks (no task completed for 3 "
+        "iterations)"
+    )
+    fourth = sections[4].splitlines()
+    assert fourth[2:4] == ["- Tasks completed: 1", "- Files modified: tasks.md, work.py"]
+    assert fourth[6] == "- Progress score: +7"
+
+
+async def test_the_status_log_keeps_the_last_n_and_reads_test_totals(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    junit = (
+        '<testsuite><testcase classname="t" name="a"/>'
+        '<testcase classname="t" name="b"><failure message="x"/></testcase>'
+        '<testcase classname="t" name="c"><skipped/></testcase></testsuite>'
+    )
+    report = tmp_path / ".forge" / "junit.xml"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    writes = f"printf '%s' {shlex.quote(junit)} > {shlex.quote(str(report))}"
+    policy = quiet_policy()
+    import attrs
+
+    from orchestra._policy import AlertsPolicy
+
+    policy = attrs.evolve(
+        policy,
+        verify=VerifyPolicy(command=writes, specs=()),
+        run=RunPolicy(max_iterations=4),
+        alerts=AlertsPolicy(status_log=2),
+    )
+    cmd = agent(tmp_path, work(1), work(2), work(3), work(4))
+    await supervise_one(tmp_path, mock_clock, policy, cmd)
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    assert [int(n) for n in re.findall(r"^## Iteration (\d+)", status, re.M)] == [3, 4]
+    assert "- Tests: 1 passed, 1 failed, 0 skipped" not in status
+    assert "- Tests: 1 passed, 1 failed, 1 skipped" in status
+    assert "- Errors encountered: 1 failing test(s)" in status
+
+
+def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo) -> None:
+    script = repo.root.parent / "steps.json"
+    script.write_text(json.dumps({"steps": [IDLE]}))
+    cmd = shlex.join([sys.executable, str(FAKE_AGENT), str(script)])
+    repo.write(
+        "forge.toml",
+        '[policy]\nallow_relaxed = true\n[verify]\ncommand = ""\nspecs = []\n'
+        '[rate_limit]\nbackend = "memory"\n'
+        '[breaker]\ncooldown = "0.01s"\ncooldown_max = "0.02s"\nmax_opens = 1\n'
+        # The lessons file lies under a frozen path: Forge's own write must not trip it.
+        '[protect]\nfrozen = ["forge.toml", "policies/", "memory/"]\n'
+        f'[[loop]]\nchange = "c"\ncmd = {json.dumps(cmd)}\nmax_iterations = 8\n',
+    )
+    repo.write("memory/notes.md", "kept\n")
+    repo.commit("policy")
+    live = repo.forge("supervise", "--json")
+    assert live.code == 1, live
+    loop = json.loads(live.out)["loops"][0]
+    assert loop["reason"] == "circuit-open"
+    assert sorted(loop["alerts"]) == ["negative-score", "no-files", "no-tasks"]
+
+    events = [
+        json.loads(line)
+        for line in (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+    ]
+    assert not [e for e in events if e["event"] == "protect.violation"]
+    lessons = (repo.root / "memory" / "forge-lessons.md").read_text()
+    entries = lessons.split("\n## ")[1:]
+    assert len(entries) == 2  # the opening, then the failed probe that escalated
+    first, second = entries
+    assert first.splitlines()[0].endswith("— c, iteration 3: no-progress")
+    assert "- Evidence: stagnation: no-progress (3);" in first
+    assert "- Strategy tried: none (the loop's own approach)" in first
+    assert first.splitlines()[-1].startswith(
+        "- Outcome: circuit opened; next strategy: no-progress 1/4:"
+    )
+    assert "- Strategy tried: no-progress 1/4: Re-plan from scratch" in second
+    assert "- Outcome: escalated to a person: probe failed: no progress" in second
+
+    status = repo.forge("status", "--plain")
+    assert status.code == 0, status.err
+    assert any(
+        line.startswith("  recovery: escalated after no-progress 1/4: Re-plan from scratch")
+        for line in status.lines
+    ), status.out
+    assert "  alert:    no-files — no file modified for 3 iterations" in status.lines
+    simulated = repo.forge("policy", "simulate", "--change", "c", "--plain")
+    assert "recovery: no-progress 1/4: Re-plan from scratch" in simulated.out
+    assert "alerts: negative-score, no-files, no-tasks" in simulated.out
