@@ -165,3 +165,75 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
     simulated = repo.forge("policy", "simulate", "--change", "c", "--plain")
     assert "recovery: no-progress 1/4: Re-plan from scratch" in simulated.out
     assert "alerts: negative-score, no-files, no-tasks" in simulated.out
+
+
+async def test_output_that_fell_back_to_plain_text_is_flagged_for_review(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    from orchestra._executor import Executor, ExecutorSpec
+
+    script = tmp_path.parent / f"{tmp_path.name}-steps.json"
+    script.write_text(json.dumps({"steps": [{"print": "no json here\nFORGE_DONE\n"}]}))
+    argv = (sys.executable, str(FAKE_AGENT), str(script))
+    executor = Executor(name="fake", spec=ExecutorSpec(argv=argv, output="claude-json"))
+    summary, _, _ = await supervise_one(tmp_path, mock_clock, quiet_policy(), "", executor=executor)
+    assert summary.reason == DONE
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    review = [line for line in status.splitlines() if line.startswith("- Review: ")]
+    assert summary.last is not None
+    run = summary.last.log_path.parent.name
+    assert review == [
+        '- Review: the output fell back to plain text (no {"type": "result"} object in the '
+        f"output; read as plain text); see runs/{run}/iteration-1.log"
+    ]
+    # Done, but no risk is claimed for a finished loop.
+    assert "- Stagnation risk: NOT MEASURED" in status
+
+
+def test_the_supervise_summary_lists_output_to_review(repo: Repo) -> None:
+    script = repo.root.parent / "steps.json"
+    script.write_text(json.dumps({"steps": [{"print": "plain words\nFORGE_DONE\n"}]}))
+    repo.write(
+        "executors/fakejson.toml",
+        f"argv = {json.dumps([sys.executable, str(FAKE_AGENT), str(script)])}\n"
+        'output = "claude-json"\n',
+    )
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        '[[loop]]\nchange = "c"\nexecutor = "fakejson"\nmax_iterations = 2\n',
+    )
+    repo.commit("policy")
+    done = repo.forge("supervise", "--plain")
+    assert done.code == 0, done.out + done.err
+    assert any(
+        line.startswith("  review: iteration 1: the output fell back to plain text")
+        for line in done.lines
+    ), done.out
+    summary_path = next(line for line in done.lines if line.startswith("summary: "))[9:]
+    summary = json.loads(Path(summary_path).read_text())
+    assert summary["loops"][0]["review"][0].startswith(
+        "iteration 1: the output fell back to plain text"
+    )
+
+
+async def test_the_dashboard_row_marks_alerts_and_the_recovery_in_force(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from orchestra._engine import LoopProgress
+    from orchestra._supervise import Dashboard
+
+    loop = LoopProgress("billing", 10, status="probing", iteration=4, circuit="half-open")
+    loop.score, loop.risk = -3, "high"
+    loop.alerts = ["no-files", "no-tasks"]
+    loop.recovery = "no-progress 2/4: Split the task you are stuck on."
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=200, color_system=None)
+    console.print(Dashboard(console, [loop], None).render())
+    row = next(line for line in buffer.getvalue().splitlines() if "billing" in line)
+    assert "half-open · recovery no-progress 2/4" in row
+    assert "-3 (high) ⚠ no-files, no-tasks" in row
