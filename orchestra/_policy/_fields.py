@@ -171,6 +171,17 @@ def _relative_path(_instance: Any, attribute: attrs.Attribute[Any], value: str) 
 relative_path = Check(_relative_path, {"pattern": INSIDE_PATTERN})
 
 
+def _relative_path_or_none(_instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    """One path inside the project, or "" for none."""
+    if value and not _inside(value):
+        raise FieldError(
+            attribute.name, 'a path relative to the project, inside it, or "" for none', value
+        )
+
+
+relative_path_or_none = Check(_relative_path_or_none, {"pattern": f"^$|{INSIDE_PATTERN}"})
+
+
 def _inside(entry: str) -> bool:
     parts = entry.replace("\\", "/").split("/")
     return bool(entry.strip()) and not entry.startswith(("/", "~")) and ".." not in parts

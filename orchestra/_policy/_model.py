@@ -22,6 +22,7 @@ from ._fields import (
     optional,
     positive_duration,
     relative_path,
+    relative_path_or_none,
     relative_paths,
 )
 
@@ -476,20 +477,12 @@ class RecoveryPolicy:
     )
     lessons: str = attrs.field(
         default="memory/forge-lessons.md",
+        validator=relative_path_or_none,
         metadata=_doc(
             'File an entry is appended to when a loop opens or escalates for stagnation; "" '
             "keeps none."
         ),
     )
-
-    def __attrs_post_init__(self) -> None:
-        if self.lessons and not _inside_project(self.lessons):
-            raise ConflictError("lessons", 'lessons must be a path inside the project, or ""')
-
-
-def _inside_project(path: str) -> bool:
-    parts = path.replace("\\", "/").split("/")
-    return not path.startswith(("/", "~")) and ".." not in parts
 
 
 ALERTS = (
