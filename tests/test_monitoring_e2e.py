@@ -237,3 +237,27 @@ async def test_the_dashboard_row_marks_alerts_and_the_recovery_in_force(
     row = next(line for line in buffer.getvalue().splitlines() if "billing" in line)
     assert "half-open · recovery no-progress 2/4" in row
     assert "-3 (high) ⚠ no-files, no-tasks" in row
+
+
+async def test_calls_remaining_in_the_record_the_status_log_and_its_alert(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    import attrs
+
+    from orchestra._ratelimit import MemoryBackend, RateLimiter
+
+    limiter = RateLimiter(MemoryBackend(trio.current_time), 5, 3600.0, 0.8, clock=trio.current_time)
+    policy = attrs.evolve(quiet_policy(), run=RunPolicy(max_iterations=6))
+    cmd = agent(tmp_path, *[work(n, task=True) for n in range(1, 7)])
+    summary, waited, _ = await supervise_one(tmp_path, mock_clock, policy, cmd, limiter=limiter)
+    assert summary.iterations == 6
+    assert waited == [3600]  # the sixth iteration waits for the window
+    events = timeline(tmp_path)
+    finished = [e for e in events if e["event"] == "iteration.finished"]
+    assert [e["calls_remaining"] for e in finished] == [4, 3, 2, 1, 0, 4]
+    raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    cleared = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.cleared"]
+    assert raised == [(5, "calls-remaining")]
+    assert cleared == [(6, "calls-remaining")]
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    assert "- API calls remaining: 0\n- Stagnation risk: LOW\n- Alerts: calls-remaining" in status

@@ -445,6 +445,13 @@ class _Loop:
                 circuit=after.circuit.state if self.rules.supervised else None,
             )
         )
+        calls = self.watch.calls
+        if calls is not None:
+            # The rate window's calls left after this iteration's permit, beside its record.
+            finished = events[-1]
+            events[-1] = attrs.evolve(
+                finished, extra={**finished.extra, "calls_remaining": calls.remaining}
+            )
         if verdict.opened:
             events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
             events.extend(self.watch.opened(after.circuit, record.iteration))
