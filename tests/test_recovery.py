@@ -140,6 +140,18 @@ async def test_stagnation_recurring_inside_the_watch_escalates_at_once(
     # The strategy stays in force for the watched iterations.
     finished = [e for e in events if e["event"] == "iteration.finished"]
     assert len(finished) == 5
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    circuit_lines = [line for line in status.splitlines() if line.startswith("- Circuit state:")]
+    assert circuit_lines == [
+        "- Circuit state: CLOSED",
+        "- Circuit state: CLOSED (then opened: stagnation: no-progress (2))",
+        "- Circuit state: HALF-OPEN (the probe closed it)",
+        "- Circuit state: CLOSED",
+        "- Circuit state: CLOSED (then opened for good: stagnation recurred within 3 "
+        "iteration(s) after recovery: stagnation: no-progress (2))",
+    ]
+    strategy = [line for line in status.splitlines() if line.startswith("- Recovery strategy:")]
+    assert strategy == [f"- Recovery strategy: no-progress 1/3: {STRATEGIES[0]}"] * 3
 
 
 async def test_after_the_watch_a_new_stall_cools_down_with_the_next_strategy(

@@ -72,7 +72,7 @@ def render_section(entry: StatusEntry) -> str:
     calls = "unlimited" if entry.calls_remaining is None else str(entry.calls_remaining)
     lines = [
         f"## Iteration {entry.iteration} — {entry.when}",
-        f"- Circuit state: {entry.circuit.upper()}",
+        f"- Circuit state: {entry.circuit}",
         f"- Tasks completed: {tasks}",
         f"- Files modified: {files}",
         f"- Tests: {tests}",

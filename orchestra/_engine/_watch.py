@@ -112,7 +112,7 @@ class IterationWatch:
             events.append(AlertCleared(run_id=self._run_id, iteration=record.iteration, alert=name))
         self._raised = {name: alert.detail for name, alert in holding.items()}
         self._progress.alerts = sorted(holding)
-        self._write_status(record, after, verdict, now_iso)
+        self._write_status(record, before, after, verdict, now_iso)
         if verdict.opened and _stalled(verdict):
             self._lesson(record, before, after, verdict, now_iso)
         return events
@@ -143,13 +143,18 @@ class IterationWatch:
         return self._history
 
     def _write_status(
-        self, record: IterationRecord, after: LoopState, verdict: Verdict, now_iso: str
+        self,
+        record: IterationRecord,
+        before: LoopState,
+        after: LoopState,
+        verdict: Verdict,
+        now_iso: str,
     ) -> None:
         keep = self._policy.alerts.status_log
         if keep == 0:
             return
         assessment = verdict.assessment
-        strategy = in_force(after.circuit, self._policy)
+        strategy = in_force(before.circuit, self._policy)  # the one this iteration ran with
         review = None
         if record.parse_note:
             review = f"the output fell back to plain text ({record.parse_note}); see {record.log}"
@@ -157,7 +162,7 @@ class IterationWatch:
         entry = StatusEntry(
             iteration=record.iteration,
             when=now_iso,
-            circuit=after.circuit.state,
+            circuit=_circuit_text(before, after, verdict),
             signals=record.signals,
             error=record.failure or record.error,
             score=assessment.score if assessment else None,
@@ -209,6 +214,18 @@ class IterationWatch:
             outcome=outcome,
         )
         append_lesson(self._paths.root, target, lesson)
+
+
+def _circuit_text(before: LoopState, after: LoopState, verdict: Verdict) -> str:
+    """The state the iteration ran in, and what its judgement did to the circuit."""
+    ran_in = before.circuit.state.upper()
+    if verdict.opened and after.circuit.escalated:
+        return f"{ran_in} (then opened for good: {after.circuit.reason})"
+    if verdict.opened:
+        return f"{ran_in} (then opened: {after.circuit.reason})"
+    if verdict.closed:
+        return f"{ran_in} (the probe closed it)"
+    return ran_in
 
 
 def _stalled(verdict: Verdict) -> bool:
