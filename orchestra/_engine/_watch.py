@@ -11,7 +11,6 @@ append as the iteration's own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._circuit import CircuitState
@@ -59,7 +58,6 @@ class IterationWatch:
         self._sections: list[str] = []
         # The rate window's calls, read on the event loop just before the commit.
         self.calls: CallsLeft | None = None
-        self.on_lesson: Callable[[str], None] | None = None
 
     def opened(self, circuit: CircuitState, iteration: int | None) -> list[Event]:
         """The circuit just opened: the strategy the iterations after it are given."""
