@@ -49,9 +49,14 @@ class Lesson:
         )
 
 
-def append_lesson(root: Path, relative: str, lesson: Lesson) -> Path:
-    """Append ``lesson`` to the lessons file at ``root / relative``; returns its path."""
-    path = root / relative
+def append_lesson(root: Path, tree: Path, relative: str, lesson: Lesson) -> Path:
+    """Append ``lesson`` to the lessons file at ``tree / relative``; returns its path.
+
+    ``tree`` is the loop's working tree, where its agent reads the file; ``root``
+    is the project's, whose state folder holds the lock that loops sharing one
+    tree take in turn.
+    """
+    path = tree / relative
     with exclusive_lock(root / STATE_DIR / "lessons.lock"):
         try:
             text = path.read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import attrs
@@ -218,7 +218,9 @@ class _Loop:
     watch: IterationWatch = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.watch = IterationWatch(self.plan.paths, self.settings, self.plan.run_id, self.progress)
+        self.watch = IterationWatch(
+            self.plan.paths, self.plan.workdir, self.settings, self.plan.run_id, self.progress
+        )
 
     @property
     def rules(self) -> LoopRules:
@@ -497,12 +499,7 @@ class _Loop:
         lessons = self.policy.recovery.lessons
         if not lessons:
             return ()
-        try:
-            inside = (
-                (self.plan.paths.root / lessons).resolve().relative_to(self.plan.workdir.resolve())
-            )
-        except ValueError:
-            return ()
+        inside = PurePosixPath(lessons)
         # Its folder's journal of Forge's writes is Forge's too.
         return (inside.as_posix(), (inside.parent / FORGE_WRITES).as_posix())
 

@@ -36,6 +36,8 @@ from ._recovery import in_force
 from ._statuslog import STATUS_FILE, StatusEntry, read_sections, render_log, render_section
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ._loop import LoopSettings
 
 # Iterations the alerts look back on (the longest threshold is far shorter).
@@ -46,9 +48,16 @@ class IterationWatch:
     """Alerts, recovery steps, the status log and lessons for one supervised loop."""
 
     def __init__(
-        self, paths: ChangePaths, settings: LoopSettings, run_id: str, progress: LoopProgress
+        self,
+        paths: ChangePaths,
+        workdir: Path,
+        settings: LoopSettings,
+        run_id: str,
+        progress: LoopProgress,
     ) -> None:
         self._paths = paths
+        # The lessons file lives in the loop's working tree: its agent reads it there.
+        self._workdir = workdir
         self._policy = settings.policy
         self._active = settings.rules.supervised
         self._run_id = run_id
@@ -211,7 +220,7 @@ class IterationWatch:
             tried=tried.describe() if tried is not None else "none (the loop's own approach)",
             outcome=outcome,
         )
-        append_lesson(self._paths.root, target, lesson)
+        append_lesson(self._paths.root, self._workdir, target, lesson)
 
 
 def _circuit_text(before: LoopState, after: LoopState, verdict: Verdict) -> str:

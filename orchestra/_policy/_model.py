@@ -479,8 +479,8 @@ class RecoveryPolicy:
         default="memory/forge-lessons.md",
         validator=relative_path_or_none,
         metadata=_doc(
-            'File an entry is appended to when a loop opens or escalates for stagnation; "" '
-            "keeps none."
+            "File, relative to the loop's working tree (where its agent reads it), an entry "
+            'is appended to when a loop opens or escalates for stagnation; "" keeps none.'
         ),
     )
 
