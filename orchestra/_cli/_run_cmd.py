@@ -158,7 +158,8 @@ def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Exe
 def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f'Plan: up to {plan.max_iterations} iteration(s) on change "{plan.paths.name}"')
     out.line(f"  executor: {plan.describe_executor()}")
-    out.line(f"  permission: {plan.executor.describe_permission()}")
+    if (permission := plan.executor.describe_permission()) is not None:
+        out.line(f"  permission: {permission}")
     if warning := cost_warning(plan.executor, policy):
         out.line(f"  warning:  {warning}")
     out.line(GATES_LINE)

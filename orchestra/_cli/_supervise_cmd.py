@@ -143,7 +143,8 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     breaker = policy.breaker
     out.line(f'Loop: up to {loop.plan.max_iterations} iteration(s) on change "{loop.setup.change}"')
     out.line(f"  executor: {loop.plan.describe_executor()}")
-    out.line(f"  permission: {loop.plan.executor.describe_permission()}")
+    if (permission := loop.plan.executor.describe_permission()) is not None:
+        out.line(f"  permission: {permission}")
     if warning := cost_warning(loop.plan.executor, policy):
         out.line(f"  warning:  {warning}")
     where = str(loop.setup.root)

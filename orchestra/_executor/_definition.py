@@ -200,11 +200,11 @@ class Executor:
             )
         return attrs.evolve(executor, spec=attrs.evolve(executor.spec, session=session))
 
-    def describe_permission(self) -> str:
-        """The permission level and its arguments, as the plan shows them."""
+    def describe_permission(self) -> str | None:
+        """The permission level and its arguments, as the plan shows them (None: no level)."""
         spec = self.spec
         if not self.templated or not spec.permission:
-            return "as the command line sets it (no permission level in the definition)"
+            return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
         return f"{spec.permission} ({args}){hooks}"
