@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,8 @@ def test_forge_supervise_replays_a_recording(repo: Repo, case: Case) -> None:
     }[case.cli]
     repo.write(
         "forge.toml",
-        f'[verify]\ncommand = "true"\n\n[run]\nmax_iterations = 3\n\n[[loop]]\nchange = "c"\nexecutor = "{case.cli}"\n',
+        '[verify]\ncommand = "true"\n\n[run]\nmax_iterations = 3\n\n'
+        f'[[loop]]\nchange = "c"\nexecutor = "{case.cli}"\n',
     )
     repo.commit()
     env = install(repo, [call(case), call(finish)])
@@ -260,12 +262,13 @@ def test_forge_supervise_replays_a_recording(repo: Repo, case: Case) -> None:
 def test_resets_read_from_clock_times_and_durations(repo: Repo) -> None:
     repo.write("forge.toml", '[run]\nmax_limit_wait = "1s"\nmax_iterations = 1\n')
     repo.commit()
-    for case, check_reset in (
+    checks: tuple[tuple[Case, Callable[[float], bool]], ...] = (
         (CASES[6], lambda at: _wall(at, "Europe/Moscow") == (3, 30)),  # "resets 3:30am (…)"
         (CASES[9], lambda at: round(at - time.time()) in _around(5 * 86400 + 22 * 3600 + 11 * 60)),
         (CASES[11], lambda at: _wall(at, None) == (12, 16)),  # "try again at 12:16 PM"
         (CASES[16], lambda at: round(at - time.time()) in _around(18 * 3600 + 64)),
-    ):
+    )
+    for case, check_reset in checks:
         env = install(repo, [call(case)])
         (repo.root.parent / "replay.calls").unlink(missing_ok=True)
         change = case.name.split(".")[0]
