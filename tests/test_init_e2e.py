@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from typing import Any
 
 from .support import Repo
 
@@ -73,7 +74,7 @@ def test_init_dry_run_writes_nothing(repo: Repo) -> None:
 
 
 def test_claude_hooks_are_merged_without_clobbering_and_only_once(repo: Repo) -> None:
-    existing = {
+    existing: dict[str, Any] = {
         "model": "opus",
         "permissions": {"allow": ["Bash(npm test)"]},
         "hooks": {
