@@ -8,6 +8,7 @@ counts it as a failure.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import trio
@@ -26,7 +27,14 @@ from orchestra._engine import (
 from orchestra._policy import Policy, RunPolicy, VerifyPolicy
 from orchestra._state import ChangePaths
 
-from .test_supervised_loop import EPOCH, fake_claude, mock_limiter, rejected, result
+from .test_supervised_loop import (
+    EPOCH,
+    fake_claude,
+    mock_limiter,
+    rejected,
+    result,
+    supervise_one,
+)
 
 FIVE_HOURS = 5 * 3600.0
 
@@ -101,3 +109,42 @@ async def test_a_five_hour_limit_pauses_every_loop_until_its_reset(
     assert [round(w) for w in waited] == [round(FIVE_HOURS - 1)]
     timeline = (root / ".forge" / "changes" / "a" / "timeline.jsonl").read_text()
     assert "breaker.opened" not in timeline
+
+
+def overloaded() -> str:
+    text = (
+        'API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    )
+    return json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": text})
+
+
+async def test_an_overloaded_provider_is_waited_out_with_a_doubling_backoff(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    claude = fake_claude(
+        tmp_path, f"{overloaded()}\n", f"{overloaded()}\n", f"{result('FORGE_DONE')}\n"
+    )
+    loop_policy = Policy(
+        verify=VerifyPolicy(command="true", specs=()), run=RunPolicy(max_iterations=1)
+    )
+    summary, waited, events = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=claude, limiter=mock_limiter()
+    )
+    assert summary.reason == DONE
+    assert summary.iterations == 3  # two refused calls, one counted iteration
+    assert waited == [60, 120]  # a minute, then twice as long
+    assert "breaker.opened" not in events
+    timeline = [
+        json.loads(line)
+        for line in (tmp_path / ".forge" / "changes" / "c" / "timeline.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    finished = [e for e in timeline if e["event"] == "iteration.finished"]
+    assert [(e["judged"], e["pause"]) for e in finished] == [
+        (False, 60),
+        (False, 120),
+        (True, None),
+    ]
+    assert finished[0]["rate_limit"]["status"] == "overloaded"
+    assert finished[0]["failure"] is not None  # the error is kept, but nothing judged it

@@ -549,6 +549,28 @@ def started_iterations(events: Iterable[Event]) -> int:
     return highest
 
 
+def refused_calls(events: Iterable[Event]) -> int:
+    """Calls a provider refused in the supervised loops of this change, by its timeline.
+
+    They use no iteration: a restarted loop counts its iterations without them.
+    """
+    supervised = False
+    refused = 0
+    for event in events:
+        if isinstance(event, RunStarted):
+            supervised = event.supervised
+        elif (
+            isinstance(event, IterationFinished)
+            and supervised
+            and not event.judged
+            and event.rate_limit is not None
+        ):
+            refused += 1
+        elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+            refused = 0  # as started_iterations: a human's reset counts afresh
+    return refused
+
+
 def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopState:
     """What an event written outside a loop's iterations does to its state, for a replay.
 
