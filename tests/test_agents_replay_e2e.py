@@ -364,3 +364,16 @@ def test_sessions_continue_when_the_policy_says_so(repo: Repo) -> None:
     assert [e["session"] for e in finished(repo, "c")] == [
         "707c48df-3786-4b9f-ac05-a93054f0a542"
     ] * 2
+
+
+def test_supervise_dry_run_prints_each_loops_permission(repo: Repo) -> None:
+    repo.write(
+        "forge.toml",
+        '[supervise]\nworktrees = "auto"\n\n'
+        '[[loop]]\nchange = "a"\nexecutor = "codex"\n\n'
+        '[[loop]]\nchange = "b"\nexecutor = "gemini"\n[loop.run]\npermission = "full"\n',
+    )
+    plan = repo.forge("supervise", "--dry-run")
+    assert plan.code == 0, plan
+    assert "  permission: edit (--sandbox workspace-write)" in plan.lines
+    assert "  permission: full (--approval-mode yolo)" in plan.lines
