@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -84,3 +85,18 @@ def test_an_overloaded_provider_is_transient(text: str) -> None:
 
 def test_backoff_doubles_from_a_minute_to_the_cap() -> None:
     assert [backoff_pause(n, 600) for n in range(1, 7)] == [60, 120, 240, 480, 600, 600]
+
+
+def test_a_successful_answer_that_mentions_a_limit_is_no_limit() -> None:
+    from orchestra._executor import make_parser
+
+    def answer(text: str) -> object:
+        parser = make_parser("claude-json", "FORGE_DONE")
+        event = {"type": "result", "subtype": "success", "is_error": False, "result": text}
+        parser.feed(json.dumps(event).encode())
+        return parser.finish().rate_limit
+
+    assert answer("Handled 429 Too Many Requests in the client; tests pass.\nFORGE_DONE") is None
+    assert answer("The retry limit reached its maximum, so I stopped.") is None
+    limit = answer("Claude AI usage limit reached|1753441200")
+    assert limit is not None

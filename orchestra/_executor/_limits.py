@@ -123,6 +123,23 @@ _MONTHS = {
 }
 
 
+_LIMIT_AS_ANSWER = re.compile(
+    r"\s*(?:Claude AI usage limit reached|Claude usage limit reached"
+    r"|You(?:'|’)ve (?:hit|reached) your (?:\w+ |5-hour )?limit)",
+    re.IGNORECASE,
+)
+
+
+def is_limit_answer(text: str) -> bool:
+    """Whether an answer that claims success is in fact the CLI's limit message.
+
+    Some releases end a refused run with ``subtype: success`` and the limit
+    as the whole answer: only an answer that begins with it counts, never an
+    agent's answer that mentions a limit.
+    """
+    return bool(_LIMIT_AS_ANSWER.match(text))
+
+
 def is_provider_limit(text: str) -> bool:
     """Whether ``text`` is a provider's limit message (not an agent's own "limit reached")."""
     return bool(_LIMIT_PHRASES.search(text))

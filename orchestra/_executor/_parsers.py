@@ -25,7 +25,7 @@ import json
 import math
 from typing import Any, Protocol
 
-from ._limits import detect_limit
+from ._limits import detect_limit, is_limit_answer
 from ._observation import ModelTokens, Observation, RateLimitEvent
 
 MAX_JSON_LINE = 2 * 1024 * 1024  # a longer line is not parsed (memory stays bounded)
@@ -272,9 +272,9 @@ class ClaudeParser(_EventParser):
             )
             error = _clip(final or listed or f"claude ended with subtype {subtype}")
         rate_limit = self._rate_limit
-        if rate_limit is None and (is_error or len(final) < 500):
+        if rate_limit is None and (is_error or is_limit_answer(final)):
             # Some releases end a refused run with subtype success and the limit
-            # as the result text: a short final message is read for it too.
+            # as the whole answer: that answer is read for it too.
             status = result.get("api_error_status")
             rate_limit = detect_limit((error or final) + (f" {status}" if status else ""))
         if rate_limit is None:
