@@ -81,12 +81,15 @@ async def run_process(
     capture: OutputCapture | None = None,
     on_output: Callable[[bytes], None] | None = None,
     redact: Redact | None = None,
+    on_error_output: Callable[[bytes], None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion in a new process group and capture its output.
 
     stdout and stderr both go to the capture and the log, in the order they
-    arrive; only stdout goes to ``on_output`` (an agent's JSON is on stdout, and a
-    warning on stderr must not be glued into it). stdin is empty. When
+    arrive, a whole line at a time (a line of one stream is never cut by the
+    other's); stdout goes to ``on_output`` and stderr to ``on_error_output``,
+    each apart (an agent's JSON is on stdout, and a warning on stderr must not
+    be glued into it). stdin is empty. When
     ``time_limit`` elapses, or the caller is cancelled, the whole group gets
     SIGTERM, then SIGKILL after ``grace`` seconds; processes the command left
     behind in its group when it exited are stopped the same way, and output
@@ -100,7 +103,8 @@ async def run_process(
         grace: Seconds between SIGTERM and SIGKILL.
         log_path: Where to stream the full output, if anywhere.
         capture: The bounded capture to fill (a default-sized one otherwise).
-        on_output: Called with every chunk of output as it arrives (a streaming parser).
+        on_output: Called with every chunk of stdout as it arrives (a streaming parser).
+        on_error_output: Called with every chunk of stderr as it arrives.
         redact: Applied to every line of output before the capture, the log and
             ``on_output`` see it (secrets an executor prints are kept nowhere).
     """
@@ -131,7 +135,10 @@ async def run_process(
     ended = False  # the command ended by itself (or by its time limit), not by cancellation
     try:
         async with trio.open_nursery() as nursery:
-            for stream, listener in ((process.stdout, on_output), (process.stderr, None)):
+            for stream, listener in (
+                (process.stdout, on_output),
+                (process.stderr, on_error_output),
+            ):
                 redactor = StreamRedactor(redact) if redact is not None else None
                 nursery.start_soon(_pump, stream, capture, log_fd, listener, redactor)
             with trio.move_on_after(time_limit) as deadline:
@@ -210,6 +217,8 @@ async def _pump(
     if stream is None:  # pragma: no cover - both are pipes here
         return
 
+    pending = bytearray()  # the log's unfinished line of this stream
+
     def keep(data: bytes | bytearray) -> None:
         if not data:
             return
@@ -217,7 +226,15 @@ async def _pump(
         if on_output is not None:
             on_output(bytes(data))
         if log_fd is not None:
-            _write_all(log_fd, data)
+            # Whole lines only: the other stream's bytes never land inside one.
+            pending.extend(data)
+            end = pending.rfind(b"\n")
+            if end != -1:
+                _write_all(log_fd, pending[: end + 1])
+                del pending[: end + 1]
+            elif len(pending) > _READ_CHUNK:
+                _write_all(log_fd, pending)  # no newline in sight: bounded, written as is
+                pending.clear()
 
     try:
         async with stream:
@@ -227,6 +244,8 @@ async def _pump(
         # The last partial line, also when reading was cut short (cancelled).
         if redactor is not None:
             keep(redactor.flush())
+        if log_fd is not None and pending:
+            _write_all(log_fd, pending)
 
 
 def _write_all(fd: int, data: bytes | bytearray) -> None:

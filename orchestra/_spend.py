@@ -35,6 +35,8 @@ class SpendTotals:
     iterations: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     blocked: str | None = None
     updated_at: str | None = None
+    # Some of the cost is Forge's estimate from tokens and a price table.
+    cost_estimated: bool = False
 
 
 NO_SPEND = SpendTotals()

@@ -66,3 +66,16 @@ def test_limiter_line_shows_a_provider_pause() -> None:
     assert limiter_line(stats, 1000.0) == (
         "rate limit: 10/100 calls in the last 3600s · 3 waiting · paused by the provider for 120s"
     )
+
+
+async def test_an_estimated_cost_is_marked_with_a_tilde(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    estimated = LoopProgress("codex-loop", 5, cost_usd=1.5, cost_estimated=True)
+    reported = LoopProgress("claude-loop", 5, cost_usd=2.25)
+    live_console, buffer = console()
+    live_console.print(Dashboard(live_console, [estimated, reported], None).render())
+    text = buffer.getvalue()
+    assert "~$1.50" in text
+    assert "$2.25" in text
+    assert "~$2.25" not in text

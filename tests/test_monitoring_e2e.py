@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from orchestra._durations import Duration
-from orchestra._engine import DONE
+from orchestra._engine import DONE, OUTPUT_UNREADABLE
 from orchestra._policy import BreakerPolicy, Policy, RunPolicy, StagnationPolicy, VerifyPolicy
 
 from .support import Repo
@@ -177,7 +177,8 @@ async def test_output_that_fell_back_to_plain_text_is_flagged_for_review(
     argv = (sys.executable, str(FAKE_AGENT), str(script))
     executor = Executor(name="fake", spec=ExecutorSpec(argv=argv, output="claude-json"))
     summary, _, _ = await supervise_one(tmp_path, mock_clock, quiet_policy(), "", executor=executor)
-    assert summary.reason == DONE
+    # Unreadable output is never a clean ending, whatever done marker it carries.
+    assert summary.reason == OUTPUT_UNREADABLE
     status = (tmp_path / ".forge/changes/c/status.md").read_text()
     review = [line for line in status.splitlines() if line.startswith("- Review: ")]
     assert summary.last is not None
@@ -186,7 +187,7 @@ async def test_output_that_fell_back_to_plain_text_is_flagged_for_review(
         '- Review: the output fell back to plain text (no {"type": "result"} object in the '
         f"output; read as plain text); see runs/{run}/iteration-1.log"
     ]
-    # Done, but no risk is claimed for a finished loop.
+    # The loop ended on it unjudged: no risk is claimed.
     assert "- Stagnation risk: NOT MEASURED" in status
 
 
@@ -205,7 +206,7 @@ def test_the_supervise_summary_lists_output_to_review(repo: Repo) -> None:
     )
     repo.commit("policy")
     done = repo.forge("supervise", "--plain")
-    assert done.code == 0, done.out + done.err
+    assert done.code == 1, done.out + done.err
     assert any(
         line.startswith("  review: iteration 1: the output fell back to plain text")
         for line in done.lines

@@ -53,7 +53,7 @@ def test_claude_error_subtype_is_never_done() -> None:
 def test_claude_usage_limit_message_is_a_rate_limit() -> None:
     seen = parse("claude-json-usage-limit.json", "claude-json")
     assert seen.is_error
-    assert seen.rate_limit == RateLimitEvent(status="rejected")
+    assert seen.rate_limit == RateLimitEvent(status="rejected", resets_at=1767225600.0)
 
 
 def test_claude_stream_counts_tool_uses_once_per_message() -> None:
@@ -103,7 +103,9 @@ def test_codex_failed_turn_is_an_error_and_never_done() -> None:
 def test_gemini_stats() -> None:
     seen = parse("gemini.json", "gemini-json")
     assert seen.tokens_in == 24939 + 1000
-    assert seen.tokens_out == 412 + 88
+    # Each model's whole bill: candidates, thoughts (154) and tool tokens.
+    assert seen.tokens_out == (25505 - 24939) + 88
+    assert seen.tokens_cached == 21263
     assert seen.tool_calls == 4
     assert seen.done
 

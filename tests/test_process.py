@@ -133,3 +133,27 @@ async def test_output_held_open_outside_the_group_is_bounded(tmp_path: Path) -> 
     escaped = int(pids.read_text())
     # Outside the group, it is beyond run_process; the command's own sweep stops it.
     os.kill(escaped, signal.SIGKILL)
+
+
+async def test_stderr_goes_to_its_own_listener_and_never_splits_a_logged_line(
+    tmp_path: Path,
+) -> None:
+    # stdout writes half a line, stderr a whole one, then stdout ends its line:
+    # the log keeps each line whole, and each listener sees only its stream.
+    script = (
+        "printf 'half of a ' ; sleep 0.2; echo 'stderr line' >&2; sleep 0.2; echo 'stdout line'"
+    )
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
+    log = tmp_path / "out.log"
+    result = await run_process(
+        ["sh", "-c", script],
+        cwd=tmp_path,
+        log_path=log,
+        on_output=stdout.append,
+        on_error_output=stderr.append,
+    )
+    assert result.exit_code == 0
+    assert b"".join(stdout) == b"half of a stdout line\n"
+    assert b"".join(stderr) == b"stderr line\n"
+    assert log.read_text().splitlines() == ["stderr line", "half of a stdout line"]

@@ -417,7 +417,23 @@ def _add_timeline(commands: _Commands, common: argparse.ArgumentParser) -> None:
     timeline.set_defaults(handler="_timeline_cmd:run")
 
 
+def _add_init(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="write a commented forge.toml for this repository (test command, agent CLIs)",
+    )
+    init.add_argument(
+        "--claude-hooks",
+        action="store_true",
+        help="also merge Forge's hooks into .claude/settings.json (nothing there is replaced)",
+    )
+    init.add_argument("--dry-run", action="store_true", help="print what would be written")
+    init.set_defaults(handler="_init_cmd:run")
+
+
 _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
+    "init": _add_init,
     "verify": _add_verify,
     "run": _add_run,
     "supervise": _add_supervise,

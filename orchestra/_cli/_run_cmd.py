@@ -146,7 +146,8 @@ def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Exe
     if policy.run.cmd:
         return shell_command(policy.run.cmd)
     if policy.run.executor:
-        return load_executor(policy.run.executor, project.root)
+        executor = load_executor(policy.run.executor, project.root)
+        return executor.for_policy(policy.run.permission, policy.run.session)
     raise UsageError(
         "no executor to run",
         hint="pass --cmd '<agent command>' or --executor NAME, or set [run].cmd or "
@@ -157,6 +158,10 @@ def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Exe
 def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f'Plan: up to {plan.max_iterations} iteration(s) on change "{plan.paths.name}"')
     out.line(f"  executor: {plan.describe_executor()}")
+    if (permission := plan.executor.describe_permission()) is not None:
+        out.line(f"  permission: {permission}")
+    if warning := cost_warning(plan.executor, policy):
+        out.line(f"  warning:  {warning}")
     out.line(GATES_LINE)
     out.line(STOP_LINE)
     if not policy.budget.has_ceiling:
@@ -167,6 +172,19 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f"  limit:    {limit_summary(policy)}")
     for warning in relaxed_warnings(policy):
         out.line(f"  {warning}", style="yellow")
+
+
+def cost_warning(executor: Executor, policy: Policy) -> str | None:
+    """A warning when a cost ceiling is set that this executor's cost can never reach."""
+    if policy.budget.max_cost_usd is None or not executor.templated:
+        return None
+    spec = executor.spec
+    if spec.reports_cost or spec.prices or spec.output == "text":
+        return None
+    return (
+        f"[budget] max_cost_usd is set but executor {executor.name!r} reports no cost and its "
+        "definition has no [prices]: the cost ceiling cannot trip"
+    )
 
 
 def secscan_summary(policy: Policy) -> str:

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     out.line(f'change "{paths.name}": {totals.iterations} iteration(s) recorded')
     out.line(f"  tokens:     {totals.tokens} ({ceiling(budget.max_tokens)})")
     out.line(f"  tool calls: {totals.tool_calls} ({ceiling(budget.max_tool_calls)})")
-    out.line(f"  cost:       ${totals.cost_usd:.4f} ({ceiling(budget.max_cost_usd)})")
+    estimated = " estimated from tokens and the executor's prices," if totals.cost_estimated else ""
+    out.line(f"  cost:       ${totals.cost_usd:.4f}{estimated} ({ceiling(budget.max_cost_usd)})")
     if totals.blocked:
         out.line(
             f"  blocked:    {totals.blocked} — clear it with forge spend {paths.name} --reset",

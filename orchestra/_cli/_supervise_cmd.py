@@ -29,6 +29,7 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
+from ._run_cmd import cost_warning
 from ._trio_run import run_interruptible
 
 
@@ -143,6 +144,10 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     breaker = policy.breaker
     out.line(f'Loop: up to {loop.plan.max_iterations} iteration(s) on change "{loop.setup.change}"')
     out.line(f"  executor: {loop.plan.describe_executor()}")
+    if (permission := loop.plan.executor.describe_permission()) is not None:
+        out.line(f"  permission: {permission}")
+    if warning := cost_warning(loop.plan.executor, policy):
+        out.line(f"  warning:  {warning}")
     where = str(loop.setup.root)
     if loop.setup.worktree:
         where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"

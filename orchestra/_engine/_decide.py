@@ -35,6 +35,7 @@ from .._circuit import (
     half_open,
     trip,
 )
+from .._executor import backoff_pause
 from .._policy import Policy
 from .._spend import NO_SPEND, SpendTotals, budget_exceeded
 from .._stagnation import Assessment, Signals, assess
@@ -61,6 +62,7 @@ from ._endings import (
     EXHAUSTED,
     GATE_ERROR,
     GATE_OPEN,
+    OUTPUT_UNREADABLE,
     PROVIDER_LIMIT,
     Ending,
 )
@@ -77,8 +79,8 @@ from ._record import IterationRecord
 # The trip conditions of a supervised loop, in the order they are judged.
 TRIP_CONDITIONS = (INTEGRITY_GATE, "verify", "budget", "stagnation")
 
-# Without a reset time, a provider's refusal pauses every loop this long.
-DEFAULT_PROVIDER_PAUSE = 60.0
+# forge run gives up after this many refused calls in a row, whatever their reset times.
+MAX_REFUSALS_IN_A_ROW = 10
 
 
 @attrs.frozen
@@ -94,6 +96,8 @@ class LoopRules:
         judge_stagnation: The stagnation detectors may trip.
         max_limit_wait: Without supervision, the longest a loop waits for a
             provider limit's known reset before it stops.
+        limit_backoff_max: The longest wait for a provider limit that gave no
+            reset time (the wait doubles from a minute at each refusal in a row).
     """
 
     supervised: bool
@@ -101,6 +105,7 @@ class LoopRules:
     run_verify: bool = False
     judge_stagnation: bool = False
     max_limit_wait: float = 300.0
+    limit_backoff_max: float = 3600.0
 
 
 def supervised_rules(policy: Policy) -> LoopRules:
@@ -111,6 +116,7 @@ def supervised_rules(policy: Policy) -> LoopRules:
         run_verify=bool(policy.verify.command.strip()),
         judge_stagnation=True,
         max_limit_wait=policy.run.max_limit_wait.seconds,
+        limit_backoff_max=policy.run.limit_backoff_max.seconds,
     )
 
 
@@ -120,6 +126,7 @@ def first_trip_rules(policy: Policy) -> LoopRules:
         supervised=False,
         max_iterations=policy.run.max_iterations,
         max_limit_wait=policy.run.max_limit_wait.seconds,
+        limit_backoff_max=policy.run.limit_backoff_max.seconds,
     )
 
 
@@ -133,6 +140,9 @@ class LoopState:
     # The signals the stagnation detectors look back on: since the circuit last
     # opened or was reset, so that a probe is judged on its own progress.
     history: tuple[Signals, ...] = ()
+    # Calls a provider refused in this run (they use no iteration), and in a row.
+    refused: int = 0
+    refusals_in_a_row: int = 0
 
 
 @attrs.frozen
@@ -256,19 +266,28 @@ def decide(
         verify=_fold_verify(state.verify, record, policy, now_iso),
     )
     if record.provider_refused and not record.is_harmful:
-        if record.iteration >= rules.max_iterations:
-            # No iteration left to wait for: the cap ends the loop.
-            return state, Verdict(judged=False, ending=exhausted(rules.max_iterations))
-        return state, _provider_limit(record, rules, now)
+        # A refused call uses no iteration and counts against no breaker.
+        state = attrs.evolve(
+            state, refused=state.refused + 1, refusals_in_a_row=state.refusals_in_a_row + 1
+        )
+        return state, _provider_limit(record, rules, now, state.refusals_in_a_row)
+    state = attrs.evolve(state, refusals_in_a_row=0)
     if record.cannot_start:
         # Not a failed iteration to judge: the executor cannot run at all.
         ending = Ending(EXECUTOR_FAILED, detail=record.failure)
         return state, Verdict(ending=ending)
+    if record.unreadable and not record.is_harmful:
+        # Whatever it printed (a done marker included), output that cannot be
+        # read is no clean ending: a human looks at the raw log.
+        detail = (
+            f"the executor's output could not be read ({record.parse_note}); raw log: {record.log}"
+        )
+        return state, Verdict(ending=Ending(OUTPUT_UNREADABLE, detail=detail))
     if rules.supervised:
         state, verdict = _decide_supervised(state, record, policy, rules, now)
     else:
         verdict = Verdict(ending=_decide_first_trip(state, record, policy))
-    if verdict.ending is None and record.iteration >= rules.max_iterations:
+    if verdict.ending is None and record.iteration - state.refused >= rules.max_iterations:
         verdict = attrs.evolve(verdict, ending=exhausted(rules.max_iterations))
     return state, verdict
 
@@ -414,16 +433,29 @@ def _verify_trip(verify: VerifyAttempts) -> Trip:
     return Trip("verify", f"verify: {verify.consecutive_failures} consecutive failures")
 
 
-def _provider_limit(record: IterationRecord, rules: LoopRules, now: float) -> Verdict:
-    """The provider refused: no breaker counts it; wait for the reset, or stop and say when."""
+def _provider_limit(
+    record: IterationRecord, rules: LoopRules, now: float, in_a_row: int
+) -> Verdict:
+    """The provider refused: no breaker counts it; wait for the reset, or stop and say when.
+
+    Without a reset time the wait is a backoff: a minute, doubling at each
+    refusal in a row, up to ``limit_backoff_max``. An overloaded provider is
+    waited out the same way by either loop.
+    """
     limit = record.rate_limit
     resets_at = limit.resets_at if limit is not None else None
+    overloaded = limit is not None and limit.status == "overloaded"
+    backoff = backoff_pause(in_a_row, rules.limit_backoff_max)
     if rules.supervised:
-        until = resets_at if resets_at is not None else now + DEFAULT_PROVIDER_PAUSE
+        until = resets_at if resets_at is not None else now + backoff
         return Verdict(judged=False, pause_until=until)
-    if resets_at is not None and resets_at - now <= rules.max_limit_wait:
+    if in_a_row > MAX_REFUSALS_IN_A_ROW:
+        detail = f"the provider refused {in_a_row} calls in a row"
+    elif resets_at is not None and resets_at - now <= rules.max_limit_wait:
         return Verdict(judged=False, pause_until=resets_at)
-    if resets_at is None:
+    elif overloaded and backoff <= rules.max_limit_wait:
+        return Verdict(judged=False, pause_until=now + backoff)
+    elif resets_at is None:
         detail = "the provider refused the call and gave no reset time"
     else:
         detail = (
@@ -484,6 +516,7 @@ def _add_spend(totals: SpendTotals, record: IterationRecord, now_iso: str) -> Sp
         cost_usd=round(totals.cost_usd + record.cost_usd, 6),
         iterations=totals.iterations + 1,
         updated_at=now_iso,
+        cost_estimated=totals.cost_estimated or (record.cost_estimated and record.cost_usd > 0),
     )
 
 
@@ -545,6 +578,28 @@ def started_iterations(events: Iterable[Event]) -> int:
         elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
             highest = 0  # a human's reset counts the iterations afresh
     return highest
+
+
+def refused_calls(events: Iterable[Event]) -> int:
+    """Calls a provider refused in the supervised loops of this change, by its timeline.
+
+    They use no iteration: a restarted loop counts its iterations without them.
+    """
+    supervised = False
+    refused = 0
+    for event in events:
+        if isinstance(event, RunStarted):
+            supervised = event.supervised
+        elif (
+            isinstance(event, IterationFinished)
+            and supervised
+            and not event.judged
+            and event.rate_limit is not None
+        ):
+            refused += 1
+        elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+            refused = 0  # as started_iterations: a human's reset counts afresh
+    return refused
 
 
 def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopState:

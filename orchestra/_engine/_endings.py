@@ -18,6 +18,8 @@ EXECUTOR_FAILED = "executor-failed"
 INTERRUPTED = "interrupted"
 CIRCUIT_OPEN = "circuit-open"
 PROVIDER_LIMIT = "provider-limit"
+# The executor ended but its structured output could not be read: a human looks at the log.
+OUTPUT_UNREADABLE = "output-unreadable"
 # A supervised loop whose git worktree could not be made: it never started.
 WORKTREE_FAILED = "worktree-failed"
 

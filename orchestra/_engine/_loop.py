@@ -214,6 +214,8 @@ class _Loop:
     before: Snapshot | None = None
     status: TreeStatus | None = None
     prefix: str | None = None
+    # The agent session the last iteration ran in (continued when the executor can).
+    session: str | None = None
     # Alerts, the status log and the lessons file: what a person watching sees.
     watch: IterationWatch = attrs.field(init=False)
 
@@ -241,7 +243,10 @@ class _Loop:
         if self.rules.supervised and circuit.finished == DONE:
             self._say("loop", "already done in an earlier run; nothing to do")
             return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
-        for number in range(used + 1, self.rules.max_iterations + 1):
+        number = used
+        # A call a provider refused uses no iteration: the cap counts the others.
+        while number - state.refused < self.rules.max_iterations:
+            number += 1
             state, ending = await self._admit(state, secscan)
             if ending is not None:
                 return self._summary(ending, number - 1, state)
@@ -301,6 +306,8 @@ class _Loop:
     ) -> tuple[LoopState, Verdict, GateReading]:
         """One iteration, in three hops off the event loop around the executor and verify."""
         probing = state.circuit.state == HALF_OPEN
+        # A fresh session after the circuit opened: a recovery wants a fresh look.
+        session = None if probing or state.circuit.state == OPEN else self.session
         limiter = self.settings.limiter
         if limiter is not None:
             self.progress.status = "waiting for a permit"
@@ -319,6 +326,7 @@ class _Loop:
                 grace=self.plan.grace,
                 done_marker=self.plan.done_marker,
                 redact=self.plan.redact,
+                session=session,
             )
         except BaseException:
             if self.plan.integrity is not None:
@@ -329,6 +337,7 @@ class _Loop:
                     _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
             raise
         self.last = outcome
+        self.session = outcome.observation.session_id or self.session
         integrity, after = await _in_thread(self._after_executor, number, label)
         record = iteration_record(
             self.plan.run_id,
@@ -435,9 +444,11 @@ class _Loop:
         if record.secscan is not None:
             readings.append(record.secscan)
         assessment = verdict.assessment
+        pause = None if verdict.pause_until is None else max(0.0, verdict.pause_until - now)
         events.append(
             finished_event(
                 record,
+                pause=round(pause, 3) if pause is not None else None,
                 gates=gate_states(readings),
                 judged=verdict.judged,
                 trip=opening_reason(verdict, after, self.rules),
@@ -468,9 +479,12 @@ class _Loop:
         """A provider limit: wait for its reset (every loop on the limiter waits too)."""
         limiter = self.settings.limiter
         reason = f"provider limit reported by {self.plan.paths.name}"
+        if self.rules.supervised:
+            seconds = max(until - self.settings.wall_clock(), 0.0)
+            self._say("limit", f"provider limit — no executor starts for {seconds:.0f}s")
         if limiter is not None:
             await limiter.pause_until(until, reason)
-        if not self.rules.supervised:
+        if not self.rules.supervised or limiter is None:
             # forge run waits here itself (bounded by [run] max_limit_wait); a
             # supervised loop waits for its next permit instead.
             seconds = until - self.settings.wall_clock()
@@ -580,6 +594,7 @@ class _Loop:
     ) -> None:
         progress = self.progress
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
+        progress.cost_estimated = state.spend.cost_estimated
         progress.circuit = state.circuit.state
         progress.trips = state.circuit.opens
         if record.verify is not None:
@@ -593,7 +608,9 @@ class _Loop:
             self.on_iteration(outcome, record)
         max_iterations = self.rules.max_iterations
         if not verdict.judged:
-            self._say("iteration", f"{record.iteration}/{max_iterations}: provider limit")
+            self._say(
+                "iteration", f"{record.iteration}/{max_iterations}: provider limit (not counted)"
+            )
         else:
             ending = record.failure or ("done" if record.done else "exit 0")
             checked = f", verify {record.verify}" if record.verify else ""

@@ -20,6 +20,7 @@ class LoopProgress:
     verify: str = ""
     tokens: int = 0
     cost_usd: float = 0.0
+    cost_estimated: bool = False  # some of the cost is estimated from tokens and prices
     last_event: str = ""
     reason: str | None = None
     score: int | None = None

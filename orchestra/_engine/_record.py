@@ -59,6 +59,9 @@ class IterationRecord:
     done: bool = False
     failure: str | None = None
     cannot_start: bool = False
+    cost_estimated: bool = False
+    tokens_cached: int = 0
+    session: str | None = None
     error: str | None = None
     rate_limit: RateLimitEvent | None = None
     parse_note: str | None = None
@@ -83,8 +86,13 @@ class IterationRecord:
 
     @property
     def provider_refused(self) -> bool:
-        """The provider refused the call for now: not the agent's failure."""
-        return self.rate_limit is not None and self.rate_limit.status == "rejected"
+        """The provider refused the call for now (a limit, an overload): not the agent's failure."""
+        return self.rate_limit is not None and self.rate_limit.status in ("rejected", "overloaded")
+
+    @property
+    def unreadable(self) -> bool:
+        """The executor ended well but its structured output could not be read."""
+        return self.parse_note is not None and not self.failed
 
     @property
     def verify_passed(self) -> bool:
@@ -129,6 +137,9 @@ def iteration_record(
         done=outcome.done,
         failure=failure,
         cannot_start=cannot_start,
+        cost_estimated=outcome.cost_estimated,
+        tokens_cached=observation.tokens_cached,
+        session=observation.session_id,
         error=observation.error,
         rate_limit=observation.rate_limit,
         parse_note=observation.note,
@@ -157,6 +168,9 @@ _PLAIN_FIELDS = (
     "done",
     "failure",
     "cannot_start",
+    "cost_estimated",
+    "tokens_cached",
+    "session",
     "error",
     "parse_note",
     "log",
@@ -175,6 +189,7 @@ def finished_event(
     window_score: int | None = None,
     risk: str | None = None,
     circuit: str | None = None,
+    pause: float | None = None,
 ) -> IterationFinished:
     """The ``iteration.finished`` event: the record and what was decided about it."""
     return IterationFinished(
@@ -190,6 +205,7 @@ def finished_event(
         window_score=window_score,
         risk=risk,
         circuit=circuit,
+        pause=pause,
     )
 
 

@@ -33,7 +33,7 @@ from .._state import (
     save_states,
 )
 from .._verify import VerifyAttempts, load_verify_locked
-from ._decide import LoopState, Verdict, fold_history, started_iterations
+from ._decide import LoopState, Verdict, fold_history, refused_calls, started_iterations
 from ._record import IterationRecord
 
 _Signature = tuple[int, int, int] | None
@@ -80,6 +80,7 @@ class ChangeStore:
                 verify=self._read_verify(),
                 spend=self._read_spend(),
                 history=fold_history(events),
+                refused=refused_calls(events) if self._owns_circuit else 0,
             )
         return self._state
 
@@ -170,6 +171,8 @@ class ChangeStore:
             if circuit.opens < state.circuit.opens:
                 # A person reset the loop circuit: the detectors start afresh too.
                 state = attrs.evolve(state, history=())
+            if circuit.iterations_used < state.circuit.iterations_used:
+                state = attrs.evolve(state, refused=0)  # the iterations are counted afresh
             state = attrs.evolve(state, circuit=circuit)
         if self._changed(paths.verify_attempts):
             state = attrs.evolve(state, verify=self._read_verify())

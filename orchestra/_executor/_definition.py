@@ -4,13 +4,20 @@ A definition is an argv template plus what Forge needs to understand the
 agent's output. Placeholders in the argv (``{prompt}``, ``{change}`` ...) are
 filled per iteration; ``{{`` and ``}}`` stand for literal braces. A project's
 own ``executors/<name>.toml`` takes precedence over the one shipped with Forge.
+
+Beyond the argv a definition may name permission levels (the arguments that
+let the agent read, edit or do anything), a price table to estimate cost from
+tokens when the CLI reports none, the argv that continues an agent session,
+and for Claude Code whether Forge's hooks go with every invocation.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import string
+import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +31,17 @@ from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")
-PLACEHOLDERS = ("prompt", "change", "iteration", "max_iterations", "state_dir", "report", "workdir")
+PLACEHOLDERS = (
+    "prompt",
+    "change",
+    "iteration",
+    "max_iterations",
+    "state_dir",
+    "report",
+    "workdir",
+    "session",
+)
+SESSION_MODES = ("fresh", "continue")
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
@@ -38,6 +55,28 @@ def _check_output(_instance: object, attribute: attrs.Attribute[Any], value: str
         raise FieldError(attribute.name, "one of " + ", ".join(OUTPUT_FORMATS), value)
 
 
+def _check_session(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value not in SESSION_MODES:
+        raise FieldError(attribute.name, "one of " + ", ".join(SESSION_MODES), value)
+
+
+@attrs.frozen
+class ModelPrice:
+    """What one model costs, in US dollars per million tokens.
+
+    Attributes:
+        input: Input tokens not read from the cache.
+        output: Output tokens (reasoning and thoughts included).
+        cached_input: Input read from the provider's cache (default: the input price).
+    """
+
+    input: float = attrs.field(validator=attrs.validators.ge(0))
+    output: float = attrs.field(validator=attrs.validators.ge(0))
+    cached_input: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
+
+
 @attrs.frozen
 class ExecutorSpec:
     """What an ``executors/<name>.toml`` file says.
@@ -49,6 +88,16 @@ class ExecutorSpec:
         timeout: Overrides ``[run].timeout`` for this executor.
         done_marker: Overrides ``[run].done_marker``.
         env: Extra environment variables for the agent.
+        permission: The permission level used, a key of ``permissions``.
+        permissions: Permission levels: the arguments appended to the argv for each.
+        claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
+            Code with every invocation (``--settings``).
+        prices: Per model, what its tokens cost (to estimate a cost the CLI
+            does not report); user-editable.
+        price_model: The model whose price applies when the output names none.
+        session: ``fresh`` (a new agent session each iteration) or
+            ``continue`` (the previous iteration's session, when there is one).
+        resume_argv: The argv that continues session ``{session}``.
     """
 
     argv: tuple[str, ...] = attrs.field(validator=_check_argv)
@@ -57,6 +106,27 @@ class ExecutorSpec:
     timeout: Duration | None = None
     done_marker: str | None = None
     env: dict[str, str] = attrs.field(factory=dict)
+    permission: str = ""
+    permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    claude_hooks: bool = False
+    prices: dict[str, ModelPrice] = attrs.field(factory=dict)
+    price_model: str = ""
+    session: str = attrs.field(default="fresh", validator=_check_session)
+    resume_argv: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if self.permission and self.permission not in self.permissions:
+            known = ", ".join(sorted(self.permissions)) or "none defined"
+            raise FieldError(
+                "permission", f"one of the [permissions] levels ({known})", self.permission
+            )
+        if self.session == "continue" and not self.resume_argv:
+            raise FieldError("session", '"fresh" unless resume_argv is set', self.session)
+
+    @property
+    def reports_cost(self) -> bool:
+        """The CLI's own output carries its cost."""
+        return self.output in ("claude-json", "claude-stream-json")
 
 
 @attrs.frozen
@@ -67,17 +137,99 @@ class Executor:
     spec: ExecutorSpec
     templated: bool = True
 
-    def argv(self, values: Mapping[str, str]) -> list[str]:
-        """The argv for one iteration, placeholders filled."""
+    def argv(self, values: Mapping[str, str], *, session: str | None = None) -> list[str]:
+        """The argv for one iteration, placeholders filled.
+
+        With ``session`` (and a definition that continues sessions), the
+        resume argv continues it. The permission level's arguments follow,
+        then, for Claude Code with ``claude_hooks``, Forge's hooks.
+        """
+        spec = self.spec
         if not self.templated:
-            return list(self.spec.argv)
-        return [part.format_map(values) for part in self.spec.argv]
+            return list(spec.argv)
+        template = spec.argv
+        if session and spec.session == "continue" and spec.resume_argv:
+            template = spec.resume_argv
+        filled = {**values, "session": session or ""}
+        argv = [part.format_map(filled) for part in template]
+        if spec.permission:
+            argv.extend(spec.permissions[spec.permission])
+        if spec.claude_hooks:
+            argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
+        return argv
 
     def describe(self, values: Mapping[str, str]) -> str:
         """How the plan names it: ``sh -c "<cmd>"``, or ``claude: claude -p '…' …``."""
         if not self.templated:
             return f'sh -c "{self.spec.argv[2]}"'
-        return f"{self.name}: {shlex.join(self.argv(values))}"
+        argv = self.argv(values)
+        if self.spec.claude_hooks:
+            argv = [*argv[:-1], "<forge hooks>"]
+        return f"{self.name}: {shlex.join(argv)}"
+
+    def with_permission(self, level: str, source: str) -> Executor:
+        """The same executor at another permission level (from a policy or a flag).
+
+        Raises:
+            ConfigError: the definition has no such level.
+        """
+        if not level or level == self.spec.permission:
+            return self
+        if level not in self.spec.permissions:
+            known = ", ".join(sorted(self.spec.permissions)) or "none"
+            raise ConfigError(
+                f"{source}: executor {self.name!r} has no permission level {level!r}",
+                hint=f"its levels: {known}",
+            )
+        return attrs.evolve(self, spec=attrs.evolve(self.spec, permission=level))
+
+    def for_policy(self, permission: str, session: str, source: str = "[run]") -> Executor:
+        """The executor as a policy's ``[run] permission`` and ``[run] session`` want it.
+
+        Raises:
+            ConfigError: an unknown permission level, or ``continue`` for an
+                executor that cannot continue a session.
+        """
+        executor = self.with_permission(permission, f"{source} permission")
+        if not session or session == executor.spec.session or not executor.templated:
+            return executor
+        if session == "continue" and not executor.spec.resume_argv:
+            raise ConfigError(
+                f"{source} session: executor {self.name!r} cannot continue a session",
+                hint='its definition has no resume_argv; use session = "fresh"',
+            )
+        return attrs.evolve(executor, spec=attrs.evolve(executor.spec, session=session))
+
+    def describe_permission(self) -> str | None:
+        """The permission level and its arguments, as the plan shows them (None: no level)."""
+        spec = self.spec
+        if not self.templated or not spec.permission:
+            return None
+        args = shlex.join(spec.permissions[spec.permission])
+        hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        return f"{spec.permission} ({args}){hooks}"
+
+
+def claude_hook_settings() -> dict[str, Any]:
+    """Claude Code settings that run Forge's PreToolUse guard and Stop hook.
+
+    The hooks call this very Forge (its interpreter, ``-m orchestra``), so they
+    work whatever the agent's ``PATH``.
+    """
+    forge = f"{shlex.quote(sys.executable)} -m orchestra"
+    return {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit",
+                    "hooks": [{"type": "command", "command": f"{forge} hook pre-tool-use"}],
+                }
+            ],
+            "Stop": [
+                {"hooks": [{"type": "command", "command": f"{forge} hook stop", "timeout": 900}]}
+            ],
+        }
+    }
 
 
 def shell_command(cmd: str) -> Executor:
@@ -121,8 +273,9 @@ def _read_spec(path: Path, source: str) -> ExecutorSpec:
     spec = structure_file(data, ExecutorSpec, source)
     known = "{" + "}, {".join(PLACEHOLDERS) + "}"
     problems = [
-        f"{source}: argv[{index}]: expected only the placeholders {known}, got {part!r}"
-        for index, part in enumerate(spec.argv)
+        f"{source}: {key}[{index}]: expected only the placeholders {known}, got {part!r}"
+        for key, argv in (("argv", spec.argv), ("resume_argv", spec.resume_argv))
+        for index, part in enumerate(argv)
         if (names := _placeholders(part)) is None or any(n not in PLACEHOLDERS for n in names)
     ]
     if problems:

@@ -14,6 +14,7 @@ from .._redact import Redact
 from ._definition import Executor
 from ._observation import Observation
 from ._parsers import make_parser
+from ._pricing import estimate_cost
 from ._report import ExecutorReport, read_report
 
 
@@ -77,6 +78,8 @@ class IterationOutcome:
     report: ExecutorReport | None
     report_problems: tuple[str, ...]
     log_path: Path
+    # From the executor's price table, when its CLI reports no cost of its own.
+    estimated_cost: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -84,7 +87,8 @@ class IterationOutcome:
 
     @property
     def done(self) -> bool:
-        if self.failed or self.observation.is_error:
+        if self.failed or self.observation.is_error or self.observation.unreadable:
+            # Output that could not be read is never a clean ending, whatever it printed.
             return False
         said_done = self.report is not None and self.report.done is True
         return said_done or self.observation.done
@@ -112,9 +116,20 @@ class IterationOutcome:
 
     @property
     def cost_usd(self) -> float:
+        """The report's cost, else the one the output reports, else the estimate."""
         if self.report is not None and self.report.cost_usd is not None:
             return self.report.cost_usd
+        if self.cost_estimated and self.estimated_cost is not None:
+            return self.estimated_cost
         return self.observation.cost_usd
+
+    @property
+    def cost_estimated(self) -> bool:
+        """The cost is Forge's estimate from tokens and prices, not a reported one."""
+        reported = self.observation.cost_reported or (
+            self.report is not None and self.report.cost_usd is not None
+        )
+        return not reported and self.estimated_cost is not None
 
 
 async def run_iteration(
@@ -125,18 +140,20 @@ async def run_iteration(
     grace: float,
     done_marker: str,
     redact: Redact | None = None,
+    session: str | None = None,
 ) -> IterationOutcome:
     """Run one iteration of ``executor`` in its own process group and judge it.
 
     With ``redact``, every output line is redacted before it is logged, kept or
-    parsed, and so is the report the executor leaves.
+    parsed, and so is the report the executor leaves. With ``session``, an
+    executor that continues sessions continues that one.
     """
     with contextlib.suppress(FileNotFoundError):
         context.report_path.unlink()  # a report left by an earlier iteration is not this one's
     context.report_path.parent.mkdir(parents=True, exist_ok=True)
     parser = make_parser(executor.spec.output, executor.spec.done_marker or done_marker)
     process = await run_process(
-        executor.argv(context.placeholders()),
+        executor.argv(context.placeholders(), session=session),
         cwd=context.workdir,
         env=context.environment(executor.spec.env),
         time_limit=time_limit,
@@ -144,15 +161,18 @@ async def run_iteration(
         log_path=context.log_path,
         on_output=parser.feed,
         redact=redact,
+        on_error_output=parser.feed_stderr,
     )
     report, problems = read_report(context.report_path)
     if report is not None and report.summary and redact is not None:
         report = attrs.evolve(report, summary=redact(report.summary))
+    observation = parser.finish()
     return IterationOutcome(
         number=context.number,
         process=process,
-        observation=parser.finish(),
+        observation=observation,
         report=report,
         report_problems=tuple(problems),
         log_path=context.log_path,
+        estimated_cost=estimate_cost(executor.spec, observation),
     )

@@ -21,6 +21,19 @@ class RateLimitEvent:
 
 
 @attrs.frozen
+class ModelTokens:
+    """One model's share of an iteration's tokens, for pricing.
+
+    ``input`` excludes ``cached`` input (cache reads), which is priced apart.
+    """
+
+    model: str
+    input: int = 0
+    cached: int = 0
+    output: int = 0
+
+
+@attrs.frozen
 class Observation:
     """One iteration's output, parsed.
 
@@ -38,7 +51,12 @@ class Observation:
         error: The error the agent reported, if any.
         rate_limit: A provider limit that refused the agent, if any.
         summary: The agent's final message, if any (bounded).
-        note: Why parsing fell back to plain text, if it did.
+        note: Why the structured output could not be read, if it could not
+            (the output was then read as plain text, and is unreadable).
+        tokens_cached: Of ``tokens_in``, the input read from the provider's cache.
+        cost_reported: The agent reported its cost (else it may be estimated).
+        models: Tokens per model, when the output says (for pricing).
+        session_id: The agent session this iteration ran in, when reported.
     """
 
     format: str
@@ -54,7 +72,16 @@ class Observation:
     rate_limit: RateLimitEvent | None = None
     summary: str | None = None
     note: str | None = None
+    tokens_cached: int = 0
+    cost_reported: bool = False
+    models: tuple[ModelTokens, ...] = ()
+    session_id: str | None = None
 
     @property
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
+
+    @property
+    def unreadable(self) -> bool:
+        """A structured format whose output could not be read."""
+        return self.note is not None

@@ -10,7 +10,12 @@ reading the output as plain text. Formats:
   is_error, num_turns, total_cost_usd, usage and permission_denials.
 - ``codex-json``: Codex ``exec --json`` events (``turn.completed``,
   ``item.completed``, ``turn.failed``, ``error``).
-- ``gemini-json``: Gemini CLI ``-o json``, one object with ``response`` and ``stats``.
+- ``gemini-json``: Gemini CLI ``-o json``, one object with ``response`` and ``stats``
+  (its errors, as a JSON object, on stderr).
+
+stderr is read apart from stdout (never glued into it): the structured
+parsers look there for the error a CLI writes on its way out, a provider's
+limit in particular.
 """
 
 from __future__ import annotations
@@ -18,20 +23,16 @@ from __future__ import annotations
 import abc
 import json
 import math
-import re
 from typing import Any, Protocol
 
-from ._observation import Observation, RateLimitEvent
+from ._limits import detect_limit, is_limit_answer
+from ._observation import ModelTokens, Observation, RateLimitEvent
 
 MAX_JSON_LINE = 2 * 1024 * 1024  # a longer line is not parsed (memory stays bounded)
 MAX_DOCUMENT = 4 * 1024 * 1024
 _SUMMARY_CHARS = 2000
 _PARTIAL_LINE_CAP = 4096
-_USAGE_LIMIT = re.compile(
-    r"usage limit|hit your limit|rate limit (?:reached|exceeded)|limit reached|"
-    r"quota exceeded|too many requests|\b429\b",
-    re.IGNORECASE,
-)
+_STDERR_TAIL = 64 * 1024  # what is kept of stderr to read a provider's error from
 _TOOL_ITEMS = {"command_execution", "mcp_tool_call", "file_change", "web_search"}
 
 
@@ -39,6 +40,8 @@ class OutputParser(Protocol):
     """Fed every chunk of an iteration's output; then asked for the Observation."""
 
     def feed(self, chunk: bytes) -> None: ...
+
+    def feed_stderr(self, chunk: bytes) -> None: ...
 
     def finish(self) -> Observation: ...
 
@@ -90,6 +93,9 @@ class TextParser:
                 self._check(line)
         self._partial, self._partial_too_long = b"", False
         self._grow_partial(chunk[last + 1 :])
+
+    def feed_stderr(self, chunk: bytes) -> None:
+        """Plain output: what an agent writes to stderr is not read."""
 
     def finish(self) -> Observation:
         if not self._partial_too_long:
@@ -167,11 +173,15 @@ class _EventParser(abc.ABC):
         self._marker = done_marker.strip()
         self._lines = _JsonLines()
         self._text = TextParser(done_marker, output_format)
+        self._stderr = _Tail()
 
     def feed(self, chunk: bytes) -> None:
         self._text.feed(chunk)
         for event in self._lines.feed(chunk):
             self._take(event)
+
+    def feed_stderr(self, chunk: bytes) -> None:
+        self._stderr.feed(chunk)
 
     def _drain(self) -> Observation:
         """Take the last, unterminated line; the output as plain text."""
@@ -183,8 +193,30 @@ class _EventParser(abc.ABC):
     def _take(self, event: dict[str, Any]) -> None: ...
 
 
+class _Tail:
+    """The last bytes of a stream, bounded."""
+
+    def __init__(self, limit: int = _STDERR_TAIL) -> None:
+        self._data = bytearray()
+        self._limit = limit
+
+    def feed(self, chunk: bytes) -> None:
+        self._data += chunk
+        if len(self._data) > self._limit:
+            del self._data[: len(self._data) - self._limit]
+
+    def text(self) -> str:
+        return self._data.decode("utf-8", errors="replace")
+
+
 class ClaudeParser(_EventParser):
-    """Claude Code ``--output-format json`` and ``stream-json``."""
+    """Claude Code ``--output-format json`` and ``stream-json``.
+
+    ``json`` is one result object, or (with verbose settings) a JSON array of
+    every message; ``stream-json`` is one event a line. Tokens are the sum over
+    ``modelUsage`` when it is there (it counts every model the run used, a
+    subagent's included), else the result's ``usage``.
+    """
 
     def __init__(self, output_format: str, done_marker: str) -> None:
         super().__init__(output_format, done_marker)
@@ -195,26 +227,40 @@ class ClaudeParser(_EventParser):
         self._message_tools: set[str] = set()
         self._tools_before = 0
         self._rate_limit: RateLimitEvent | None = None
+        self._session_id: str | None = None
+        # A JSON array (or a pretty-printed object) spans lines: kept whole, bounded.
+        self._document = bytearray()
+        self._too_big = False
+
+    def feed(self, chunk: bytes) -> None:
+        super().feed(chunk)
+        if not self._too_big:
+            self._document += chunk
+            if len(self._document) > MAX_DOCUMENT:
+                self._document.clear()
+                self._too_big = True
 
     def finish(self) -> Observation:
         text_view = self._drain()
+        if self._result is None and not self._too_big:
+            for event in _document_events(bytes(self._document)):
+                self._take(event)
         result = self._result
+        tools = self._tools_before + len(self._message_tools)
+        stderr_limit = detect_limit(self._stderr.text())
         if result is None:
             return Observation(
                 format=self._format,
                 done=text_view.done,
-                tool_calls=self._tools_before + len(self._message_tools),
-                rate_limit=self._rate_limit,
+                tool_calls=tools,
+                rate_limit=self._rate_limit or stderr_limit,
+                session_id=self._session_id,
                 note='no {"type": "result"} object in the output; read as plain text',
             )
         subtype = as_str(result.get("subtype")) or "unknown"
         is_error = result.get("is_error") is True or subtype != "success"
         final = as_str(result.get("result")) or ""
-        usage = as_dict(result.get("usage"))
-        tokens_in = sum(
-            as_int(usage.get(key))
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        tokens_in, tokens_out, cached, models = _claude_tokens(result)
         denials = result.get("permission_denials")
         error = None
         if is_error:
@@ -226,25 +272,39 @@ class ClaudeParser(_EventParser):
             )
             error = _clip(final or listed or f"claude ended with subtype {subtype}")
         rate_limit = self._rate_limit
-        if rate_limit is None and is_error and error and _USAGE_LIMIT.search(error):
-            rate_limit = RateLimitEvent(status="rejected")
+        if rate_limit is None and (is_error or is_limit_answer(final)):
+            # Some releases end a refused run with subtype success and the limit
+            # as the whole answer: that answer is read for it too.
+            status = result.get("api_error_status")
+            rate_limit = detect_limit((error or final) + (f" {status}" if status else ""))
+        if rate_limit is None:
+            rate_limit = stderr_limit
+        if rate_limit is not None and error is None:
+            error = _clip(final)
+            is_error = True
         return Observation(
             format=self._format,
             done=not is_error and has_marker_line(final, self._marker),
             is_error=is_error,
             tokens_in=tokens_in,
-            tokens_out=as_int(usage.get("output_tokens")),
+            tokens_out=tokens_out,
+            tokens_cached=cached,
             cost_usd=as_float(result.get("total_cost_usd")),
-            tool_calls=self._tools_before + len(self._message_tools),
+            cost_reported="total_cost_usd" in result,
+            tool_calls=tools,
             permission_denials=len(denials) if isinstance(denials, list) else 0,
             turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
             error=error,
             rate_limit=rate_limit,
             summary=_clip(final) if final else None,
+            models=models,
+            session_id=as_str(result.get("session_id")) or self._session_id,
         )
 
     def _take(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        if self._session_id is None and (session := as_str(event.get("session_id"))):
+            self._session_id = session
         if kind == "result":
             self._result = event
         elif kind == "assistant":
@@ -269,44 +329,119 @@ class ClaudeParser(_EventParser):
                 )
 
 
+def _document_events(data: bytes) -> list[dict[str, Any]]:
+    """The objects of a whole JSON document: an array of messages, or one object."""
+    stripped = data.strip()
+    if not stripped.startswith((b"[", b"{")):
+        return []
+    try:
+        value = json.loads(stripped)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return []
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [item for item in value if isinstance(item, dict)]
+    return []
+
+
+def _claude_tokens(
+    result: dict[str, Any],
+) -> tuple[int, int, int, tuple[ModelTokens, ...]]:
+    """(input incl. cache, output, cache reads, per model) from a Claude result."""
+    model_usage = result.get("modelUsage")
+    models = []
+    if isinstance(model_usage, dict):
+        for name, usage in model_usage.items():
+            if not isinstance(usage, dict):
+                continue
+            read = as_int(usage.get("cacheReadInputTokens"))
+            fresh = as_int(usage.get("inputTokens")) + as_int(usage.get("cacheCreationInputTokens"))
+            models.append(
+                ModelTokens(
+                    model=str(name),
+                    input=fresh,
+                    cached=read,
+                    output=as_int(usage.get("outputTokens")),
+                )
+            )
+    if any(m.input or m.cached or m.output for m in models):
+        return (
+            sum(m.input + m.cached for m in models),
+            sum(m.output for m in models),
+            sum(m.cached for m in models),
+            tuple(models),
+        )
+    usage = as_dict(result.get("usage"))
+    cached = as_int(usage.get("cache_read_input_tokens"))
+    tokens_in = (
+        as_int(usage.get("input_tokens"))
+        + as_int(usage.get("cache_creation_input_tokens"))
+        + cached
+    )
+    return tokens_in, as_int(usage.get("output_tokens")), cached, tuple(models)
+
+
 class CodexParser(_EventParser):
-    """Codex ``exec --json``: one event a line."""
+    """Codex ``exec --json``: one event a line.
+
+    ``{"type": "error", "message": "Reconnecting... 1/5 …"}`` is Codex retrying
+    a dropped stream: when a turn then completes, the error was recovered from
+    and is no error of the iteration.
+    """
 
     def __init__(self, done_marker: str) -> None:
         super().__init__("codex-json", done_marker)
         self._events = 0
         self._tokens_in = 0
+        self._tokens_cached = 0
         self._tokens_out = 0
         self._tool_calls = 0
         self._last_message = ""
         self._error: str | None = None
         self._turns = 0
+        self._thread_id: str | None = None
 
     def finish(self) -> Observation:
         text_view = self._drain()
+        stderr_limit = detect_limit(self._stderr.text())
         if not self._events:
             return Observation(
                 format="codex-json",
                 done=text_view.done,
+                rate_limit=stderr_limit,
                 note="no Codex JSON events in the output; read as plain text",
             )
-        is_error = self._error is not None
-        rate_limit = (
-            RateLimitEvent(status="rejected")
-            if self._error and _USAGE_LIMIT.search(self._error)
-            else None
-        )
+        error = self._error
+        rate_limit = (detect_limit(error) if error else None) or stderr_limit
+        if rate_limit is not None and error is None:
+            error = _clip(self._stderr.text().strip()) or "codex reported a provider limit"
+        is_error = error is not None
         return Observation(
             format="codex-json",
             done=not is_error and has_marker_line(self._last_message, self._marker),
             is_error=is_error,
             tokens_in=self._tokens_in,
             tokens_out=self._tokens_out,
+            tokens_cached=self._tokens_cached,
             tool_calls=self._tool_calls,
             turns=self._turns or None,
-            error=self._error,
+            error=error,
             rate_limit=rate_limit,
             summary=_clip(self._last_message) if self._last_message else None,
+            models=(
+                (
+                    ModelTokens(
+                        model="",
+                        input=self._tokens_in - self._tokens_cached,
+                        cached=self._tokens_cached,
+                        output=self._tokens_out,
+                    ),
+                )
+                if self._tokens_in or self._tokens_out
+                else ()
+            ),
+            session_id=self._thread_id,
         )
 
     def _take(self, event: dict[str, Any]) -> None:
@@ -314,18 +449,27 @@ class CodexParser(_EventParser):
         if not isinstance(kind, str):
             return
         self._events += 1
+        if kind == "thread.started":
+            self._thread_id = as_str(event.get("thread_id")) or self._thread_id
         if kind in ("turn.completed", "turn.failed"):
             self._turns += 1
             usage = event.get("usage")
             if isinstance(usage, dict):
+                cached = min(
+                    as_int(usage.get("cached_input_tokens")), as_int(usage.get("input_tokens"))
+                )
                 self._tokens_in += as_int(usage.get("input_tokens"))
+                self._tokens_cached += cached
                 self._tokens_out += as_int(usage.get("output_tokens"))
-        if kind == "turn.failed":
+        if kind == "turn.completed":
+            self._error = None  # the turn recovered from whatever came before it
+        elif kind == "turn.failed":
             error = event.get("error")
             message = as_str(error.get("message")) if isinstance(error, dict) else None
             self._error = _clip(message or "the turn failed")
         elif kind == "error":
-            self._error = _clip(as_str(event.get("message")) or "codex reported an error")
+            message = as_str(event.get("message")) or json.dumps(event.get("error"))
+            self._error = _clip(message or "codex reported an error")
         elif kind == "item.completed":
             item = event.get("item")
             if not isinstance(item, dict):
@@ -338,13 +482,19 @@ class CodexParser(_EventParser):
 
 
 class GeminiParser:
-    """Gemini CLI ``-o json``: a single (often pretty-printed) JSON document."""
+    """Gemini CLI ``-o json``: a single (often pretty-printed) JSON document.
+
+    Tokens are each model's ``total`` (thoughts and tool tokens included);
+    errors come as ``{"error": {"type", "message", "code"}}``, on stdout or
+    (from the CLIs that write errors apart) on stderr.
+    """
 
     def __init__(self, done_marker: str) -> None:
         self._marker = done_marker.strip()
         self._text = TextParser(done_marker, "gemini-json")
         self._document = bytearray()
         self._too_big = False
+        self._stderr = _Tail()
 
     def feed(self, chunk: bytes) -> None:
         self._text.feed(chunk)
@@ -355,44 +505,76 @@ class GeminiParser:
             self._document.clear()
             self._too_big = True
 
+    def feed_stderr(self, chunk: bytes) -> None:
+        self._stderr.feed(chunk)
+
     def finish(self) -> Observation:
         text_view = self._text.finish()
         parsed = _first_object(bytes(self._document))
+        stderr_text = self._stderr.text()
+        stderr_doc = _first_object(stderr_text.encode())
+        if stderr_doc is not None and stderr_doc.get("error") and not (parsed or {}).get("error"):
+            # The CLI wrote its error apart, on stderr: it is this run's error.
+            parsed = {**(parsed or {}), "error": stderr_doc["error"]}
         if parsed is None:
             return Observation(
                 format="gemini-json",
                 done=text_view.done,
+                rate_limit=detect_limit(stderr_text),
                 note="no Gemini JSON document in the output; read as plain text",
             )
         response = as_str(parsed.get("response")) or ""
         error = parsed.get("error")
         message = None
+        limit_text = ""
         if error:
-            message = as_str(error.get("message")) if isinstance(error, dict) else as_str(error)
+            if isinstance(error, dict):
+                message = as_str(error.get("message"))
+                limit_text = " ".join(
+                    str(error.get(key, "")) for key in ("type", "message", "code", "status")
+                )
+            else:
+                message = as_str(error)
+                limit_text = message or ""
             message = _clip(message or "gemini reported an error")
         stats = as_dict(parsed.get("stats"))
-        tokens_in = tokens_out = 0
-        models = stats.get("models")
-        for model in models.values() if isinstance(models, dict) else []:
+        tokens_in = tokens_out = cached_total = 0
+        models: list[ModelTokens] = []
+        per_model = stats.get("models")
+        for name, model in per_model.items() if isinstance(per_model, dict) else []:
             tokens = model.get("tokens") if isinstance(model, dict) else None
-            if isinstance(tokens, dict):
-                tokens_in += as_int(tokens.get("prompt"))
-                tokens_out += as_int(tokens.get("candidates"))
+            if not isinstance(tokens, dict):
+                continue
+            prompt = as_int(tokens.get("prompt")) or as_int(tokens.get("input"))
+            cached = min(as_int(tokens.get("cached")), prompt)
+            produced = sum(as_int(tokens.get(key)) for key in ("candidates", "thoughts", "tool"))
+            total = as_int(tokens.get("total"))
+            # The total is the whole bill (thoughts and tool tokens too); the
+            # parts fill in for an older CLI that printed none.
+            output = max(total - prompt, produced) if total else produced
+            tokens_in += prompt
+            tokens_out += output
+            cached_total += cached
+            models.append(
+                ModelTokens(model=str(name), input=prompt - cached, cached=cached, output=output)
+            )
         tools = as_dict(stats.get("tools"))
+        rate_limit = None
+        if message is not None:
+            rate_limit = detect_limit(f"{limit_text} {message}")
         return Observation(
             format="gemini-json",
             done=message is None and has_marker_line(response, self._marker),
             is_error=message is not None,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
+            tokens_cached=cached_total,
             tool_calls=as_int(tools.get("totalCalls")),
             error=message,
-            rate_limit=(
-                RateLimitEvent(status="rejected")
-                if message and _USAGE_LIMIT.search(message)
-                else None
-            ),
+            rate_limit=rate_limit,
             summary=_clip(response) if response else None,
+            models=tuple(models),
+            session_id=as_str(parsed.get("session_id")),
         )
 
 

@@ -118,6 +118,29 @@ class RunPolicy:
             "past it (or with no reset time) the run stops."
         ),
     )
+    limit_backoff_max: Duration = attrs.field(
+        default=Duration(60 * 60),
+        validator=positive_duration,
+        metadata=_doc(
+            "forge supervise: a provider limit with no reset time is waited out 1 minute, "
+            "then twice as long at each refusal in a row, up to this."
+        ),
+    )
+    permission: str = attrs.field(
+        default="",
+        metadata=_doc(
+            "The executor's permission level (a key of its [permissions]); "
+            "empty: the level its definition names."
+        ),
+    )
+    session: str = attrs.field(
+        default="",
+        validator=in_choices(("", "fresh", "continue")),
+        metadata=_doc(
+            '"continue": each iteration continues the agent\'s previous session (when its '
+            'executor can); "fresh": a new session each time; empty: the executor\'s choice.'
+        ),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.executor and self.cmd:

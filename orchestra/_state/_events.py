@@ -126,6 +126,10 @@ class IterationFinished(Event):
     circuit: str | None = None
     cannot_start: bool = False
     integrity_detail: str | None = None
+    cost_estimated: bool = False
+    tokens_cached: int = 0
+    session: str | None = None
+    pause: float | None = None
 
 
 @attrs.frozen(kw_only=True)

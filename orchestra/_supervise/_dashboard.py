@@ -114,7 +114,7 @@ class Dashboard:
                 loop.verify,
                 score,
                 str(loop.tokens),
-                f"${loop.cost_usd:.2f}",
+                f"{'~' if loop.cost_estimated else ''}${loop.cost_usd:.2f}",
                 loop.last_event[:60],
             )
         header = (

@@ -91,7 +91,8 @@ def executor_for(setup: LoopSetup) -> Executor:
     if run_policy.cmd:
         return shell_command(run_policy.cmd)
     if run_policy.executor:
-        return load_executor(run_policy.executor, setup.root)
+        executor = load_executor(run_policy.executor, setup.root)
+        return executor.for_policy(run_policy.permission, run_policy.session)
     raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
 
 

@@ -1,0 +1,46 @@
+"""Cost estimated from tokens, for agent CLIs that report none.
+
+An executor definition may carry a price table (``[prices."<model>"]``, US
+dollars per million tokens); the iteration's tokens per model, as the output
+reports them, are priced with it. An estimate is marked as such wherever a cost
+is shown, since the table is the user's, not the provider's bill.
+"""
+
+from __future__ import annotations
+
+from ._definition import ExecutorSpec, ModelPrice
+from ._observation import Observation
+
+_PER = 1_000_000
+
+
+def estimate_cost(spec: ExecutorSpec, observation: Observation) -> float | None:
+    """The iteration's cost from ``spec.prices``; None when no price applies.
+
+    A model the table does not name is priced as ``price_model`` (the model
+    the definition runs when the output names none); without it, that model's
+    tokens make the whole estimate unknown rather than too low.
+    """
+    if not spec.prices or not observation.models:
+        return None
+    total = 0.0
+    for usage in observation.models:
+        price = _price_for(spec, usage.model)
+        if price is None:
+            return None
+        cached_price = price.cached_input if price.cached_input is not None else price.input
+        total += (
+            usage.input * price.input + usage.cached * cached_price + usage.output * price.output
+        ) / _PER
+    return round(total, 6)
+
+
+def _price_for(spec: ExecutorSpec, model: str) -> ModelPrice | None:
+    if model and model in spec.prices:
+        return spec.prices[model]
+    # "claude-opus-4-5-20251101" and "claude-opus-4-5[1m]" are priced as "claude-opus-4-5":
+    # the longest name the model's starts with.
+    for name in sorted(spec.prices, key=len, reverse=True):
+        if model and model.startswith(name):
+            return spec.prices[name]
+    return spec.prices.get(spec.price_model) if spec.price_model else None

@@ -1,0 +1,97 @@
+"""What ``forge init`` writes: a commented forge.toml; Forge's hooks merged into Claude's settings.
+
+Both are pure: they take what is there and return what should be, so a
+re-run that finds its own work changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ._detect import Detected
+
+HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit"
+PRE_TOOL_USE = "forge hook pre-tool-use"
+STOP = "forge hook stop"
+_PROMPT = (
+    "Work the next task in tasks.md. When no task is left, end your final message "
+    "with a line FORGE_DONE."
+)
+
+
+def forge_toml(found: Detected) -> str:
+    """A commented forge.toml for what was found."""
+    lines = [
+        "# forge.toml, written by `forge init`. Every key: docs/policy.md in Forge's docs.",
+        "",
+        "[verify]",
+    ]
+    if found.test_command:
+        lines += [f"# Found: {found.test_source}.", f'command = "{found.test_command}"']
+    else:
+        lines += [
+            "# No test command found: set the one that proves the work.",
+            '# command = "make test"',
+        ]
+    lines += ["max_failures = 3", "", "[run]"]
+    if found.agents:
+        lines += [
+            f"# Agent CLIs on PATH: {', '.join(found.agents)}. Executors: docs/executors.md.",
+            f'executor = "{found.agents[0]}"',
+        ]
+    else:
+        lines += [
+            "# No agent CLI (claude, codex, gemini) on PATH: name one, or a command.",
+            '# executor = "claude"',
+            '# cmd = "my-agent --once"',
+        ]
+    lines += [
+        f'prompt = "{_PROMPT}"',
+        "max_iterations = 5",
+        '# permission = "edit"     # read-only | edit | full (and edit-and-run for claude)',
+        '# session = "fresh"       # or "continue": each iteration resumes the last session',
+        "",
+        "[budget]",
+        "# Ceilings; with none set, the spend gate cannot open.",
+        "# max_tokens = 2_000_000",
+        "# max_cost_usd = 20.0",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def merge_claude_hooks(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``settings`` with Forge's PreToolUse and Stop hooks added; whether anything changed.
+
+    What is there stays: other keys, other hooks, and a Forge hook already
+    present (under any matcher) is not added twice.
+    """
+    merged = copy.deepcopy(settings)
+    hooks = merged.setdefault("hooks", {})
+    changed = False
+    wanted: tuple[tuple[str, str, dict[str, str], int | None], ...] = (
+        ("PreToolUse", PRE_TOOL_USE, {"matcher": HOOK_MATCHER}, None),
+        ("Stop", STOP, {}, 900),
+    )
+    for event, command, extra, timeout in wanted:
+        entries = hooks.setdefault(event, [])
+        if _has_command(entries, command):
+            continue
+        hook: dict[str, Any] = {"type": "command", "command": command}
+        if timeout is not None:
+            hook["timeout"] = timeout
+        entries.append({**extra, "hooks": [hook]})
+        changed = True
+    return merged, changed
+
+
+def _has_command(entries: object, command: str) -> bool:
+    if not isinstance(entries, list):
+        return False
+    for entry in entries:
+        inner = entry.get("hooks") if isinstance(entry, dict) else None
+        for hook in inner if isinstance(inner, list) else []:
+            if isinstance(hook, dict) and str(hook.get("command", "")).endswith(command):
+                return True
+    return False
