@@ -28,9 +28,11 @@ if TYPE_CHECKING:
     from ._model import SEVERITIES as SEVERITIES
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
+    from ._model import NotifyPolicy as NotifyPolicy
     from ._model import Policy as Policy
     from ._model import ProtectPolicy as ProtectPolicy
     from ._model import RateLimitPolicy as RateLimitPolicy
+    from ._model import ReportPolicy as ReportPolicy
     from ._model import RunPolicy as RunPolicy
     from ._model import SecscanPolicy as SecscanPolicy
     from ._model import StagnationPolicy as StagnationPolicy
@@ -89,6 +91,8 @@ if not TYPE_CHECKING:
                 "StagnationPolicy",
                 "StagnationWeights",
                 "SupervisePolicy",
+                "NotifyPolicy",
+                "ReportPolicy",
                 "VerifyPolicy",
             ),
             "._reference": (
