@@ -111,9 +111,7 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
     ending = ENDINGS[index % len(ENDINGS)]
     trip = TRIPS[index % len(TRIPS)]
     w = _Writer(change, run_id, clock=index * 3.0)
-    w.add(
-        RunStarted(run_id=run_id, plan={"max_iterations": 5}, supervised=True, circuit="closed")
-    )
+    w.add(RunStarted(run_id=run_id, plan={"max_iterations": 5}, supervised=True, circuit="closed"))
     detail: str | None = None
     gate: str | None = None
     trips = 0
@@ -124,8 +122,11 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
     iterations = 1
     if index % 5 == 1:  # a provider refused for a while
         w.iteration(
-            2, rate_limit={"status": "rejected", "resets_at": BASE + 900, "kind": "five_hour"},
-            judged=False, score=None, window_score=None,
+            2,
+            rate_limit={"status": "rejected", "resets_at": BASE + 900, "kind": "five_hour"},
+            judged=False,
+            score=None,
+            window_score=None,
         )
         w.add(OtherEvent(name="provider.paused", fields={"seconds": 60, "reason": "five_hour"}))
         iterations = 2
@@ -138,18 +139,39 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
         iterations += 1
     elif ending in ("circuit-open", "gate-open", "gate-error"):
         if trip == "integrity":
-            harmed = [{"path": "forge.toml", "protection": "frozen", "harm": "deleted",
-                       "action": "restored"}]
+            harmed = [
+                {
+                    "path": "forge.toml",
+                    "protection": "frozen",
+                    "harm": "deleted",
+                    "action": "restored",
+                }
+            ]
             w.add(ProtectViolation(run_id=run_id, iteration=iterations, harmed=harmed))
         reason = f"{trip}: tripped in loop {change}"
-        w.add(BreakerOpened(run_id=run_id, reason=reason, cooldown=30.0, opens=1,
-                            evidence={"condition": trip}))
-        w.add(BreakerHalfOpen(run_id=run_id, reason="the cooldown has elapsed", cooldown=30.0,
-                              opens=1), 30.0)
+        w.add(
+            BreakerOpened(
+                run_id=run_id, reason=reason, cooldown=30.0, opens=1, evidence={"condition": trip}
+            )
+        )
+        w.add(
+            BreakerHalfOpen(
+                run_id=run_id, reason="the cooldown has elapsed", cooldown=30.0, opens=1
+            ),
+            30.0,
+        )
         w.iteration(iterations + 1, verify="FAIL", trip=f"{trip}: again")
         iterations += 1
-        w.add(BreakerOpened(run_id=run_id, reason=f"probe failed: {trip}", cooldown=60.0,
-                            opens=2, escalated=True, evidence={"condition": trip}))
+        w.add(
+            BreakerOpened(
+                run_id=run_id,
+                reason=f"probe failed: {trip}",
+                cooldown=60.0,
+                opens=2,
+                escalated=True,
+                evidence={"condition": trip},
+            )
+        )
         trips = 2
         detail = f"probe failed: {trip} (opened 2 times; max_opens is exhausted)"
         if ending != "circuit-open":
@@ -165,12 +187,17 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
         iterations += 1
         detail = "the executor failed: exit 127"
     if ending != "interrupted":
-        w.add(RunStopped(run_id=run_id, reason=ending, iterations=iterations, gate=gate,
-                         detail=detail))
+        w.add(
+            RunStopped(
+                run_id=run_id, reason=ending, iterations=iterations, gate=gate, detail=detail
+            )
+        )
     return w.events, _entry(change, ending, iterations, detail, trips)
 
 
-def _entry(change: str, ending: str, iterations: int, detail: str | None, trips: int) -> dict[str, Any]:
+def _entry(
+    change: str, ending: str, iterations: int, detail: str | None, trips: int
+) -> dict[str, Any]:
     return {
         "change": change,
         "reason": ending,
@@ -231,13 +258,39 @@ def write_run(
 # --- strict HTML checks -------------------------------------------------------
 
 _VOID = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-     "track", "wbr"}
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "source",
+        "track",
+        "wbr",
+    }
 )
 # Elements an SVG may close itself (<rect/>); in HTML proper only void elements may.
 _SVG = frozenset(
-    {"svg", "rect", "line", "polyline", "polygon", "circle", "path", "text", "title", "desc",
-     "defs", "pattern", "g"}
+    {
+        "svg",
+        "rect",
+        "line",
+        "polyline",
+        "polygon",
+        "circle",
+        "path",
+        "text",
+        "title",
+        "desc",
+        "defs",
+        "pattern",
+        "g",
+    }
 )
 
 
@@ -341,7 +394,8 @@ def check_page(html: str) -> PageCheck:
             assert ident in page.ids, f"aria-labelledby names a missing id {ident}"
     outside = [link for link in page.links if not link.startswith("#")]
     assert not outside, f"links outside the page: {outside[:5]}"
-    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    assert "Content-Security-Policy" in html
+    assert "default-src 'none'" in html
     assert "<script" not in html.lower()
     return page
 
@@ -376,7 +430,10 @@ def chromium() -> str:
                 "install it with `sudo apt-get install -y chromium`"
             )
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        for command in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "chromium"],
+        ):
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
             if done.returncode != 0:
                 raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
@@ -398,14 +455,19 @@ class Browsed:
 _CONSOLE = re.compile(r":CONSOLE[^\]]*\]\s*(.*)")
 
 
-def browse(path: Path, profile: Path, *, screenshot: Path | None = None, size: str = "1280,2000") -> Browsed:
+def browse(
+    path: Path, profile: Path, *, screenshot: Path | None = None, size: str = "1280,2000"
+) -> Browsed:
     """Load a local page in a fresh profile: its DOM, its console messages (errors, CSP
     refusals of any load) and, optionally, a screenshot."""
     binary = chromium()
     url = path.resolve().as_uri()
     base = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
     done = subprocess.run(
-        [*base, "--dump-dom", url], capture_output=True, text=True, timeout=120,
+        [*base, "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -414,7 +476,10 @@ def browse(path: Path, profile: Path, *, screenshot: Path | None = None, size: s
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         shot = subprocess.run(
             [*base, f"--window-size={size}", f"--screenshot={screenshot}", url],
-            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
         )
         assert shot.returncode == 0, shot.stderr[-2000:]
         console += [m.group(1) for m in _CONSOLE.finditer(shot.stderr)]

@@ -75,9 +75,7 @@ def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> Non
     endings = {loop["change"]: loop["ending"] for loop in document["loops"]}
     assert sorted(endings.values()) == sorted(ENDINGS)
     escalated = {loop["change"] for loop in document["loops"] if loop["escalated"]}
-    assert escalated == {
-        c for c, e in endings.items() if e not in ("done", "interrupted")
-    }
+    assert escalated == {c for c, e in endings.items() if e not in ("done", "interrupted")}
     _, markdown = report_files(repo, RUN)
     assert "**NEEDS A PERSON — 7 of 9 loop(s) escalated, 1 done**" in markdown
     assert "- Limiter waits: 7 time(s) a loop waited for a permit" in markdown
@@ -110,7 +108,8 @@ def test_an_earlier_run_and_a_killed_run_have_their_reports(repo: Repo) -> None:
     assert earlier.code == 0, earlier
     _, old = report_files(repo, EARLIER)
     assert f"run `{EARLIER}`" in old
-    assert "| loop-002 |" in old and "| loop-005 |" not in old
+    assert "| loop-002 |" in old
+    assert "| loop-005 |" not in old
 
 
 def test_report_files_where_asked_and_clear_errors(repo: Repo, tmp_path: Path) -> None:
@@ -126,7 +125,8 @@ def test_report_files_where_asked_and_clear_errors(repo: Repo, tmp_path: Path) -
     assert "--run 20200101T000000Z-dead: no such run" in unknown.err
     assert RUN in unknown.err
     folder = repo.forge("report", "--html", str(tmp_path))
-    assert folder.code == 2 and "is a folder" in folder.err
+    assert folder.code == 2
+    assert "is a folder" in folder.err
     assert "Traceback" not in unknown.err + folder.err
 
 
@@ -137,7 +137,9 @@ def test_no_runs_yet_is_a_clear_error(repo: Repo) -> None:
     assert "Traceback" not in done.err
 
 
-def test_the_browser_loads_the_page_with_no_error_and_no_request(repo: Repo, tmp_path: Path) -> None:
+def test_the_browser_loads_the_page_with_no_error_and_no_request(
+    repo: Repo, tmp_path: Path
+) -> None:
     changes = write_run(repo.root, RUN, 50, secret_line="<img src=http://example.invalid/x.png>")
     assert repo.forge("report").code == 0
     page = repo.root / ".forge" / "runs" / RUN / "report.html"
@@ -147,7 +149,9 @@ def test_the_browser_loads_the_page_with_no_error_and_no_request(repo: Repo, tmp
     assert rows == changes
     assert seen.dom.index('id="escalations"') < seen.dom.index('id="loops"')
     # A phone's width too.
-    phone = browse(page, tmp_path / "phone", screenshot=artefact("report-phone.png"), size="390,2400")
+    phone = browse(
+        page, tmp_path / "phone", screenshot=artefact("report-phone.png"), size="390,2400"
+    )
     assert phone.console == [], phone.console
 
 
@@ -156,7 +160,7 @@ def test_the_browser_check_catches_errors_and_requests(tmp_path: Path) -> None:
     bad = tmp_path / "bad.html"
     bad.write_text(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'">'
         '<title>bad</title></head><body><img src="http://example.invalid/x.png" alt="x">'
         "</body></html>",
         encoding="utf-8",
@@ -200,7 +204,8 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     assert "- Trip: integrity — integrity: forge.toml deleted" in markdown
     assert "- Trip: verify — verify: 4 consecutive failures" in markdown
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
-    assert "worktree" in markdown and "`cart.py`" in markdown  # where the work is, what changed
+    assert "worktree" in markdown
+    assert "`cart.py`" in markdown
     seen = browse(html_path, tmp_path / "profile", screenshot=artefact("report-demo.png"))
     assert seen.console == [], seen.console
     assert seen.dom.index('id="escalations"') < seen.dom.index('id="loops"')
@@ -222,4 +227,5 @@ def test_a_batch_can_leave_the_report_out(repo: Repo) -> None:
     assert not any(line.startswith("report:") for line in done.lines)
     # forge report still writes it on demand.
     again = repo.forge("report")
-    assert again.code == 0 and (folder / "report.html").exists()
+    assert again.code == 0
+    assert (folder / "report.html").exists()

@@ -34,8 +34,11 @@ white-space:pre-wrap;word-break:break-word}
 background:#f6f8fa}
 .outcome.bad{border-color:var(--bad)}.outcome.good{border-color:var(--good)}
 .outcome.warn{border-color:var(--warn)}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.8em 0}
-dl.facts dt{color:var(--muted)}dl.facts dd{margin:0}
+dl.facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 12px;margin:.8em 0}
+dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;min-width:0;overflow-wrap:anywhere}
+@media (max-width:600px){dl.facts{grid-template-columns:minmax(0,1fr)}
+dl.facts dt{font-weight:600;margin-top:4px}main{padding:8px}}
+code{overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:top}
