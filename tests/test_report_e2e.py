@@ -82,7 +82,7 @@ def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> Non
     # The circuit-open loop (index 1, trip stagnation): its trip, evidence and the commands.
     section = markdown.split("### loop-001")[1].split("###")[0]
     assert "- Trip: stagnation — probe failed: stagnation (opening 2, escalated)" in section
-    assert "- Evidence: condition: stagnation" in section
+    assert "- Evidence:" not in section  # the condition alone is said by the trip
     assert "last line of iteration 3" in section
     assert "forge circuit loop-001 --reset\nforge supervise --only loop-001" in section
     # A gate that opened: its own command to clear it.
@@ -202,6 +202,8 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
     assert "- Trip: integrity — integrity: forge.toml deleted" in markdown
+    assert "- Evidence: harmed: forge.toml deleted (protected: frozen) — restored" in markdown
+    assert "- Trip: stagnation — probe failed: no progress (opening 2, escalated)" in markdown
     assert "- Trip: verify — verify: 4 consecutive failures" in markdown
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
     assert "worktree" in markdown

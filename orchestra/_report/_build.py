@@ -408,6 +408,9 @@ class _Fold:
 
     def opened(self, event: BreakerOpened, now: float) -> None:
         condition = str((event.evidence or {}).get("condition") or _condition(event.reason))
+        if condition == "probe" and self.trips:
+            # A failed probe repeats the trip that opened the circuit: name that one.
+            condition = self.trips[-1].condition
         self.trips.append(
             Trip(
                 condition,
@@ -555,6 +558,22 @@ def resume_commands(
 def _condition(reason: str) -> str:
     head = reason.split(":", 1)[0].strip()
     return head if head in ("integrity", "verify", "budget", "stagnation") else "probe"
+
+
+def evidence_lines(evidence: Mapping[str, Any] | None) -> list[str]:
+    """A trip's evidence in words, one line a figure (the condition is said elsewhere)."""
+    lines = []
+    for key, value in (evidence or {}).items():
+        if key == "condition":
+            continue
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            shown = "; ".join(_harm(v) if "path" in v else _fields_text(v) for v in value)
+        elif isinstance(value, dict):
+            shown = _fields_text(value)
+        else:
+            shown = str(value)
+        lines.append(f"{key.replace('_', ' ')}: {shown}")
+    return lines
 
 
 def _harm(harmed: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 
-from ._build import DONE, INTERRUPTED, UNFINISHED, format_seconds
+from ._build import DONE, INTERRUPTED, UNFINISHED, evidence_lines, format_seconds
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 
@@ -205,11 +205,9 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
     if loop.detail:
         facts.append(("Detail", escape(loop.detail)))
     facts.append(("Iterations", _iterations(loop)))
-    if last_trip is not None and last_trip.evidence:
-        evidence = "; ".join(
-            f"{escape(str(k))}: {escape(_short(v))}" for k, v in last_trip.evidence.items()
-        )
-        facts.append(("Evidence", evidence))
+    evidence = evidence_lines(last_trip.evidence) if last_trip is not None else []
+    if evidence:
+        facts.append(("Evidence", "<br>".join(escape(_short(line)) for line in evidence)))
     if loop.recovery:
         tried = "; ".join(escape(f"{n.name} {n.text}".strip()) for n in loop.recovery)
         facts.append(("Recovery tried", tried))

@@ -7,7 +7,7 @@ list of events and its progress score as a line of figures.
 
 from __future__ import annotations
 
-from ._build import format_seconds
+from ._build import evidence_lines, format_seconds
 from ._html import money, when
 from ._model import BatchReport, LoopReport
 
@@ -107,8 +107,9 @@ def _escalation(loop: LoopReport) -> list[str]:
             f"- Trip: {trip.condition} — {trip.reason} (opening {trip.opens}"
             f"{', escalated' if trip.escalated else ''})"
         )
-        if trip.evidence:
-            lines.append("- Evidence: " + "; ".join(f"{k}: {v}" for k, v in trip.evidence.items()))
+        evidence = evidence_lines(trip.evidence)
+        if evidence:
+            lines.append("- Evidence: " + "; ".join(evidence))
     if loop.detail:
         lines.append(f"- Detail: {loop.detail}")
     lines.append(f"- Iterations: {_iterations(loop)}")

@@ -271,6 +271,7 @@ def endings_svg(counts: dict[str, int], tones: dict[str, str]) -> str:
         x += width
     words = ", ".join(f"{ending}: {count}" for ending, count in counts.items())
     return (
-        '<svg class="endings" viewBox="0 0 600 16" role="img" aria-label="Loops by ending: '
+        '<svg class="endings" viewBox="0 0 600 16" preserveAspectRatio="none" role="img" '
+        'aria-label="Loops by ending: '
         f'{escape(words, quote=True)}">{"".join(parts)}</svg>'
     )
