@@ -246,7 +246,7 @@ class _Fold:
         self.ready: float | None = None  # when the loop could have started its next iteration
         self.open_since: float | None = None  # the circuit opened, not yet half-open
         self.pending_cooldown: tuple[float, float, str] | None = None
-        self.pause_until: float | None = None
+        self.refused = False  # the provider refused: the next wait is its pause
         self.stopped: RunStopped | None = None
         self.circuit: str | None = None
         self.last_verify: str | None = None
@@ -328,12 +328,13 @@ class _Fold:
             self.named(event, now)
 
     def gap(self, now: float, number: int) -> None:
+        refused, self.refused = self.refused, False
         if self.ready is None or self.open_since is not None:
             return
         waited = now - self.ready
         if waited < LIMITER_GAP:
             return
-        if self.pause_until is not None:
+        if refused:
             self.mark(
                 PROVIDER_PAUSE,
                 self.ready,
@@ -343,7 +344,6 @@ class _Fold:
                 number,
             )
             self.paused += waited
-            self.pause_until = None
         else:
             label = f"waited {_secs(waited)} for a rate-limit permit before iteration {number}"
             self.mark(LIMITER_WAIT, self.ready, waited, label, NEUTRAL, number)
@@ -359,16 +359,7 @@ class _Fold:
             limit = event.rate_limit or {}
             which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
             note = f"the provider refused: {which}"
-            resets = _number(limit.get("resets_at"))
-            self.pause_until = resets
-            self.mark(
-                PROVIDER_PAUSE,
-                now,
-                0,
-                f"iteration {event.iteration}: {note}",
-                WARN,
-                event.iteration,
-            )
+            self.refused = True
         verify = event.verify
         parts = [f"iteration {event.iteration}", _exit_words(event)]
         if verify:
@@ -386,6 +377,9 @@ class _Fold:
         else:
             tone = NEUTRAL
         self.mark(ITERATION, start, now - start, ", ".join(parts), tone, event.iteration)
+        if note is not None:
+            label = f"iteration {event.iteration}: {note}"
+            self.mark(PROVIDER_PAUSE, now, 0, label, WARN, event.iteration)
         self.rows.append(
             IterationRow(
                 number=event.iteration,
@@ -453,6 +447,10 @@ class _Fold:
             )
             self.paused += length
             self.mark(PROVIDER_PAUSE, now, length, label, WARN)
+            # The pause is on the strip: the idle time it covers is not a wait of its own.
+            self.refused = False
+            if self.ready is not None:
+                self.ready = max(self.ready, now + length)
         else:
             self.mark(OTHER, now, 0, label, NEUTRAL)
 

@@ -89,6 +89,7 @@ def gather_report(
             roots.add(Path(entry["dir"]))
     facts: list[LoopFacts] = []
     needle = run_id.encode()
+    shared: dict[Path, tuple[str, list[str]]] = {}
     for where in sorted(roots):
         for name in list_changes(where):
             paths = ChangePaths(where, name)
@@ -105,17 +106,23 @@ def gather_report(
             read = parse_timeline(data)
             notes.extend(read.problems(paths.timeline))
             events = read.typed()
-            facts.append(_facts(paths, events, run_id, output_lines))
+            facts.append(_facts(paths, events, run_id, output_lines, shared))
     return build_report(run_id, summary, facts, root=str(root.resolve()), notes=notes)
 
 
-def _facts(paths: ChangePaths, events: list[Any], run_id: str, output_lines: int) -> LoopFacts:
+def _facts(
+    paths: ChangePaths,
+    events: list[Any],
+    run_id: str,
+    output_lines: int,
+    shared: dict[Path, tuple[str, list[str]]],
+) -> LoopFacts:
     last_log = None
     for event in events:
         if isinstance(event, IterationFinished) and event.run_id == run_id and event.log:
             last_log = paths.folder / event.log
     tail = _tail(last_log, output_lines) if last_log is not None else []
-    where, files = _work(paths)
+    where, files = _work(paths, shared)
     return LoopFacts(
         change=paths.name,
         root=str(paths.root),
@@ -143,18 +150,26 @@ def _tail(path: Path, lines: int) -> list[str]:
     return kept[-lines:] if lines > 0 else []
 
 
-def _work(paths: ChangePaths) -> tuple[str | None, list[str]]:
-    """Where the loop's work is (its worktree and branch, or the repository) and what changed."""
+def _work(
+    paths: ChangePaths, shared: dict[Path, tuple[str, list[str]]]
+) -> tuple[str | None, list[str]]:
+    """Where the loop's work is (its worktree and branch, or the repository) and what changed.
+
+    Loops that share a repository's working tree share its answer (``shared``):
+    a batch of many such loops asks git once.
+    """
     worktree = paths.root / STATE_DIR / "worktrees" / paths.name
     if (worktree / ".git").exists():
         branch = f"forge/{paths.name}"
         where = f"branch {branch}, worktree {worktree}"
         committed = git_output(paths.root, "diff", "--name-only", f"HEAD...{branch}") or b""
         return where, sorted(set(_lines(committed)) | set(_uncommitted(worktree)))
-    head = git_output(paths.root, "rev-parse", "--abbrev-ref", "HEAD")
-    name = head.decode(errors="replace").strip() if head else None
-    where = f"branch {name} in {paths.root}" if name else str(paths.root)
-    return where, sorted(_uncommitted(paths.root))
+    if paths.root not in shared:
+        head = git_output(paths.root, "rev-parse", "--abbrev-ref", "HEAD")
+        name = head.decode(errors="replace").strip() if head else None
+        where = f"branch {name} in {paths.root}" if name else str(paths.root)
+        shared[paths.root] = (where, sorted(_uncommitted(paths.root)))
+    return shared[paths.root]
 
 
 def _uncommitted(workdir: Path) -> list[str]:
