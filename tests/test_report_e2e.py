@@ -112,6 +112,21 @@ def test_an_earlier_run_and_a_killed_run_have_their_reports(repo: Repo) -> None:
     assert "| loop-005 |" not in old
 
 
+def test_an_unreadable_summary_is_said_and_the_timelines_read(repo: Repo) -> None:
+    write_run(repo.root, RUN, 3)
+    summary = repo.root / ".forge" / "runs" / RUN / "summary.json"
+    summary.write_text('{"run_id": ', encoding="utf-8")
+    done = repo.forge("report")
+    assert done.code == 0, done
+    assert f"{summary}: unreadable" in done.err
+    html, markdown = report_files(repo, RUN)
+    check_page(html)
+    assert "UNFINISHED — the supervisor left no summary" in markdown
+    assert "## What could not be read" in markdown
+    for change in ("loop-000", "loop-001", "loop-002"):
+        assert f"| {change} |" in markdown
+
+
 def test_report_files_where_asked_and_clear_errors(repo: Repo, tmp_path: Path) -> None:
     write_run(repo.root, RUN, 2)
     html, markdown = tmp_path / "out.html", tmp_path / "out.md"

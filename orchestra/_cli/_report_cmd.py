@@ -78,7 +78,20 @@ def _output_path(value: str | None, flag: str) -> Path | None:
 def after_batch(
     root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
 ) -> None:
-    """Write the batch's report and send its notifications; never raises a ForgeError."""
+    """Write the batch's report and send its notifications; never raises.
+
+    The batch is over and its summary written: whatever goes wrong here is
+    said on stderr, and the batch ends with the exit code its loops earned.
+    """
+    try:
+        _after_batch(root, policy, summary, summary_path, out)
+    except Exception as exc:  # a report's failure must not become the batch's
+        out.note(f"report: failed ({type(exc).__name__}: {exc}); the batch's result stands")
+
+
+def _after_batch(
+    root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
+) -> None:
     run_id = str(summary["run_id"])
     files = {"summary": str(summary_path)}
     try:
