@@ -127,6 +127,26 @@ def test_an_unreadable_summary_is_said_and_the_timelines_read(repo: Repo) -> Non
         assert f"| {change} |" in markdown
 
 
+def test_the_latest_batch_is_not_a_persons_forge_run(repo: Repo) -> None:
+    write_run(repo.root, RUN, 2)
+    solo = repo.forge("run", "--change", "solo", "--cmd", "echo FORGE_DONE", "--yes")
+    assert solo.code == 0, solo
+    [solo_run] = (repo.change_dir("solo") / "runs").iterdir()
+    assert solo_run.name > RUN  # the newer run
+    latest = repo.forge("report", "--json")
+    assert json.loads(latest.out)["run_id"] == RUN
+    asked = repo.forge("report", "--run", solo_run.name, "--json")
+    assert asked.code == 0, asked
+    document = json.loads(asked.out)
+    assert (
+        document["outcome"]
+        == "A forge run, not a supervised batch — 1 of 1 loop(s) done, 0 escalated"
+    )
+    assert [(loop["change"], loop["ending"]) for loop in document["loops"]] == [("solo", "done")]
+    _, markdown = report_files(repo, solo_run.name)
+    assert "_Built from the timeline: a forge run keeps no summary._" in markdown
+
+
 def test_report_files_where_asked_and_clear_errors(repo: Repo, tmp_path: Path) -> None:
     write_run(repo.root, RUN, 2)
     html, markdown = tmp_path / "out.html", tmp_path / "out.md"

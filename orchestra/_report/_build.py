@@ -182,8 +182,14 @@ def build_report(
     exit_code = summary.get("exit_code") if summary else None
     limiter = summary.get("limiter") if summary else None
     waits = limiter.get("waits") if isinstance(limiter, dict) else None
+    supervised = any(
+        isinstance(event, RunStarted) and event.supervised
+        for events in segments.values()
+        for event in events[:1]
+    )
     report = BatchReport(
         run_id=run_id,
+        supervised=supervised or summary is not None,
         root=root,
         outcome="",
         from_summary=summary is not None,
@@ -204,6 +210,13 @@ def _outcome(report: BatchReport) -> str:
     total = len(report.loops)
     done = sum(1 for loop in report.loops if loop.ending == DONE)
     escalated = len(report.escalations)
+    if not report.from_summary and not report.supervised:
+        running = sum(1 for loop in report.loops if loop.ending == UNFINISHED)
+        still = f", {running} without an ending (still running, or killed)" if running else ""
+        return (
+            f"A forge run, not a supervised batch — {done} of {total} loop(s) done, "
+            f"{escalated} escalated{still}"
+        )
     if not report.from_summary:
         return (
             f"UNFINISHED — the supervisor left no summary (killed?); {done} of {total} "

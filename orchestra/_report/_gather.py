@@ -57,11 +57,40 @@ def resolve_run(roots: list[Path], wanted: str | None) -> str:
             hint="run forge supervise (or forge run --yes) first",
         )
     if wanted in (None, "latest"):
-        return runs[-1]
+        # The latest batch: a person's forge run this morning is not last night's batch.
+        batches = (run_id for run_id in reversed(runs) if _is_batch(roots, run_id))
+        return next(batches, runs[-1])
     if wanted not in runs:
         recent = ", ".join(runs[-5:])
         raise UsageError(f"--run {wanted}: no such run", hint=f"the most recent: {recent}")
     return wanted
+
+
+def _is_batch(roots: list[Path], run_id: str) -> bool:
+    """Whether ``run_id`` was a ``forge supervise`` run (it has a summary, or says so)."""
+    if any((run_folder(root, run_id) / "summary.json").exists() for root in roots):
+        return True
+    needle = run_id.encode()
+    for root in roots:
+        for name in list_changes(root):
+            try:
+                data = ChangePaths(root, name).timeline.read_bytes()
+            except OSError:
+                continue
+            if needle not in data:
+                continue
+            for line in data.splitlines():
+                if needle in line and b'"run.started"' in line and _supervised_start(line):
+                    return True
+    return False
+
+
+def _supervised_start(line: bytes) -> bool:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("supervised") is True
 
 
 def read_summary(root: Path, run_id: str) -> tuple[dict[str, Any] | None, list[str]]:

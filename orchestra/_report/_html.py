@@ -83,6 +83,13 @@ def render_html(report: BatchReport) -> str:
     )
 
 
+def source_note(report: BatchReport) -> str:
+    """Why a report without a summary was built from the timelines."""
+    if not report.supervised:
+        return "Built from the timeline: a forge run keeps no summary."
+    return "Built from the timelines alone: the run left no summary."
+
+
 def ending_tone(ending: str) -> str:
     if ending == DONE:
         return GOOD
@@ -156,11 +163,7 @@ def _header(report: BatchReport) -> str:
     ]
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     tones = {ending: ending_tone(ending) for ending in counts}
-    source = (
-        ""
-        if report.from_summary
-        else '<p class="muted">Built from the timelines alone: the run left no summary.</p>'
-    )
+    source = "" if report.from_summary else f'<p class="muted">{escape(source_note(report))}</p>'
     return (
         '<header id="summary">\n<h1>Forge morning report</h1>\n'
         f'<p class="outcome {tone}" id="outcome">{escape(report.outcome)}</p>\n'

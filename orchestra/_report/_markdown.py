@@ -8,7 +8,7 @@ list of events and its progress score as a line of figures.
 from __future__ import annotations
 
 from ._build import evidence_lines, format_seconds
-from ._html import money, when
+from ._html import money, source_note, when
 from ._model import BatchReport, LoopReport
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
@@ -32,7 +32,7 @@ def render_markdown(report: BatchReport, *, max_events: int = 30) -> str:
     """The report as Markdown."""
     lines = [f"# Forge morning report — run `{report.run_id}`", "", f"**{report.outcome}**", ""]
     if not report.from_summary:
-        lines += ["_Built from the timelines alone: the run left no summary._", ""]
+        lines += [f"_{source_note(report)}_", ""]
     spend = report.spend
     wall = report.wall_time
     counts = ", ".join(f"{_ending(e)}: {n}" for e, n in report.counts().items())

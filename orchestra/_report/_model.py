@@ -190,6 +190,7 @@ class BatchReport:
         limiter: The shared limiter's figures at the end, as the summary holds them.
         limiter_waits: How many times a loop waited for a permit (None: unknown).
         notes: What could not be read, in words.
+        supervised: False for a ``forge run`` (one loop, no supervisor).
     """
 
     run_id: str
@@ -205,6 +206,7 @@ class BatchReport:
     limiter: dict[str, Any] | None = None
     limiter_waits: int | None = None
     notes: tuple[str, ...] = ()
+    supervised: bool = True
 
     @property
     def wall_time(self) -> float | None:
