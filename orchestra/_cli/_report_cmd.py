@@ -92,6 +92,11 @@ def after_batch(
 def _after_batch(
     root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
 ) -> None:
+    notify = policy.notify
+    if not policy.report.write and not (
+        notify.on_escalate or notify.on_finish or notify.on_alert or notify.webhook
+    ):
+        return  # nothing to write and nobody to tell
     run_id = str(summary["run_id"])
     files = {"summary": str(summary_path)}
     try:
