@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 
-from ._build import DONE, INTERRUPTED, UNFINISHED, evidence_lines, format_seconds
+from ._build import DONE, INTERRUPTED, UNFINISHED
+from ._fold import evidence_lines, format_seconds
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 

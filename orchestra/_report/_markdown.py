@@ -7,7 +7,7 @@ list of events and its progress score as a line of figures.
 
 from __future__ import annotations
 
-from ._build import evidence_lines, format_seconds
+from ._fold import evidence_lines, format_seconds
 from ._html import money, source_note, when
 from ._model import BatchReport, LoopReport
 
