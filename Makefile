@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench reliability docs clean
+.PHONY: demo screenshot test lint typecheck pytest bench reliability docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml
 # bundled fake agent (no API key): one loop finishes, one's verify keeps failing
 # until its circuit opens and escalates, one spins until stagnation opens its circuit,
 # one deletes a protected file (restored; it escalates), all under one small
-# rate limit. The demo's earlier state is cleared first.
+# rate limit. The demo's earlier state is cleared first. It ends by naming the
+# morning report (forge report) written next to the run's summary.
 demo: $(STAMP)
 	@git worktree prune; for change in demo-checkout demo-billing demo-search demo-docs; do \
 	  git worktree remove --force .forge/worktrees/$$change 2>/dev/null; \
@@ -27,7 +28,19 @@ demo: $(STAMP)
 	done; true
 	$(BIN)/forge supervise; code=$$?; \
 	echo; echo "forge supervise exited $$code (1: not every loop ended done — by design here)"; \
-	echo "next: $(BIN)/forge status   ·   $(BIN)/forge timeline demo-billing"
+	echo "next: $(BIN)/forge status   ·   $(BIN)/forge timeline demo-billing   ·   $(BIN)/forge report --open"; \
+	echo "report: $(CURDIR)/$$(ls -1d .forge/runs/*/ | tail -n 1)report.html"
+
+# docs/report.png, the README's picture of the report: the demo's, as headless
+# chromium draws it (apt-get install chromium).
+screenshot: demo
+	@command -v chromium >/dev/null || { echo "make screenshot needs chromium (apt-get install -y chromium)"; exit 2; }
+	profile=$$(mktemp -d); \
+	chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+	  --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+	  --user-data-dir=$$profile --window-size=1000,1400 --screenshot=docs/report.png \
+	  "file://$(CURDIR)/$$(ls -1d .forge/runs/*/ | tail -n 1)report.html" 2>/dev/null; \
+	code=$$?; rm -rf $$profile; test $$code -eq 0 && echo "wrote docs/report.png"
 
 test: lint typecheck pytest
 

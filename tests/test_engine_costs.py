@@ -75,6 +75,8 @@ def test_git_commands_per_iteration(
             repo.write(
                 "forge.toml",
                 '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+                # The report's git calls come once, after the batch: not an iteration's.
+                "[report]\nwrite = false\n"
                 f'[[loop]]\nchange = "{change}"\ncmd = {json.dumps(cmd)}\n'
                 f"max_iterations = {iterations}\n",
             )

@@ -432,6 +432,26 @@ def _add_init(commands: _Commands, common: argparse.ArgumentParser) -> None:
     init.set_defaults(handler="_init_cmd:run")
 
 
+def _add_report(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    report = commands.add_parser(
+        "report",
+        parents=[common],
+        help="a supervised batch's morning report, as HTML and Markdown",
+        description="Write the report of a forge supervise run: its outcome, the loops that "
+        "escalated (first) with what to run to resume them, every loop's timeline and "
+        "progress score, and the spend. One self-contained HTML file (no network needed) and "
+        "its Markdown twin, by default next to the run's summary.json. Works on any earlier "
+        "run, and from the timelines alone when the run left no summary.",
+    )
+    report.add_argument(
+        "--run", metavar="RUN-ID", help="the run (default: the latest); see .forge/runs/"
+    )
+    report.add_argument("--html", metavar="FILE", help="write the HTML page here")
+    report.add_argument("--markdown", metavar="FILE", help="write the Markdown here")
+    report.add_argument("--open", action="store_true", help="open the HTML page in a browser")
+    report.set_defaults(handler="_report_cmd:run")
+
+
 _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "init": _add_init,
     "verify": _add_verify,
@@ -449,6 +469,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "policy": _add_policy,
     "spend": _add_spend,
     "timeline": _add_timeline,
+    "report": _add_report,
 }
 
 

@@ -110,6 +110,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
     _print_table(runs, results, out)
     out.line(f"summary: {path}", style="dim")
+    from ._report_cmd import after_batch  # the report and the notifications: at the end only
+
+    after_batch(project.root, policy, summary, path, out)
     if interrupted:
         out.line("supervise: INTERRUPTED — every loop's state is written; rerun to continue")
     if out.json_mode:

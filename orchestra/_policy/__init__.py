@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     from ._model import AlertsPolicy as AlertsPolicy
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
+    from ._model import NotifyPolicy as NotifyPolicy
     from ._model import Policy as Policy
     from ._model import PolicyRails as PolicyRails
     from ._model import ProtectPolicy as ProtectPolicy
     from ._model import RateLimitPolicy as RateLimitPolicy
     from ._model import RecoveryPolicy as RecoveryPolicy
+    from ._model import ReportPolicy as ReportPolicy
     from ._model import RunPolicy as RunPolicy
     from ._model import SecscanPolicy as SecscanPolicy
     from ._model import StagnationPolicy as StagnationPolicy
@@ -99,6 +101,8 @@ if not TYPE_CHECKING:
                 "AlertsPolicy",
                 "PolicyRails",
                 "RecoveryPolicy",
+                "NotifyPolicy",
+                "ReportPolicy",
                 "VerifyPolicy",
             ),
             "._rails": (

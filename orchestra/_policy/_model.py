@@ -12,7 +12,9 @@ import attrs
 
 from .._durations import Duration
 from ._fields import (
+    Check,
     ConflictError,
+    FieldError,
     at_least,
     between,
     in_choices,
@@ -601,6 +603,66 @@ class PolicyRails:
 
 @_table
 @attrs.frozen
+class ReportPolicy:
+    """``[report]``: the morning report forge supervise writes when a batch ends."""
+
+    write: bool = attrs.field(
+        default=True,
+        metadata=_doc(
+            "Write report.html and report.md next to summary.json at the end of every "
+            "forge supervise (forge report writes them on demand either way)."
+        ),
+    )
+    output_lines: int = attrs.field(
+        default=20,
+        validator=at_least(0),
+        metadata=_doc("Lines of an escalated loop's last output the report shows."),
+    )
+
+
+def _url(_instance: Any, attribute: "attrs.Attribute[Any]", value: str) -> None:
+    if value and not value.startswith(("http://", "https://")):
+        raise FieldError(attribute.name, "an http:// or https:// URL, or empty", value)
+
+
+@_table
+@attrs.frozen
+class NotifyPolicy:
+    """``[notify]``: commands run, and a URL posted to, when a batch needs a person or ends.
+
+    Each command runs with sh -c, the summary as JSON on its stdin and FORGE_EVENT,
+    FORGE_RUN_ID, FORGE_CHANGE, FORGE_REPORT, FORGE_SUMMARY and FORGE_EXIT_CODE set.
+    """
+
+    on_escalate: str = attrs.field(
+        default="",
+        metadata=_doc(
+            "Run once for each loop that escalated (unset: none).", example="notify-send forge"
+        ),
+    )
+    on_finish: str = attrs.field(
+        default="", metadata=_doc("Run once when the batch ends, whatever its outcome.")
+    )
+    on_alert: str = attrs.field(
+        default="", metadata=_doc("Run once for each alert raised during the batch.")
+    )
+    webhook: str = attrs.field(
+        default="",
+        validator=Check(_url, {"pattern": "^(https?://.*)?$"}),
+        metadata=_doc(
+            "POST the same JSON to this URL for every event above (unset: none).",
+            example="https://chat.example.com/hooks/forge",
+        ),
+    )
+    timeout: Duration = attrs.field(
+        default=Duration(30),
+        validator=positive_duration,
+        metadata=_doc("Longest a command or the webhook may take; past it, it is stopped."),
+    )
+
+
+@_table
+@attrs.frozen
 class Policy:
     """The effective policy: built-in defaults, extended files, forge.toml, flags."""
 
@@ -642,6 +704,12 @@ class Policy:
     )
     policy: PolicyRails = attrs.field(
         factory=PolicyRails, metadata=_doc("Policies looser than the shipped defaults.")
+    )
+    report: ReportPolicy = attrs.field(
+        factory=ReportPolicy, metadata=_doc("The morning report of forge supervise.")
+    )
+    notify: NotifyPolicy = attrs.field(
+        factory=NotifyPolicy, metadata=_doc("Notifications when a batch escalates or ends.")
     )
 
 

@@ -1,0 +1,131 @@
+"""``forge report``: a batch's morning report as HTML and Markdown; and the end of a batch.
+
+``forge supervise`` calls :func:`after_batch` once its ``summary.json`` is
+written: it writes the report next to it (unless ``[report] write = false``)
+and sends the ``[notify]`` notifications. Nothing there may change the
+batch's exit code: a report or a notification that fails is reported and the
+batch ends as it would have.
+"""
+
+from __future__ import annotations
+
+import argparse
+import webbrowser
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._errors import EXIT_OK, ForgeError, UsageError
+from .._report import gather_report, resolve_run, run_folder, write_report
+from ._common import policy_from, project_from
+from ._console import Output
+from ._status_cmd import _declared_roots
+
+if TYPE_CHECKING:
+    from .._policy import Policy
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    roots = [project.root, *(_declared_roots(project) or [])]
+    run_id = resolve_run(roots, args.run)
+    output_lines = 20
+    try:
+        output_lines = policy_from(project, args=args).policy.report.output_lines
+    except ForgeError as exc:  # a broken policy must not hide last night's report
+        out.note(f"note: the policy could not be read ({exc.message}); using defaults")
+    report = gather_report(project.root, run_id, other_roots=roots[1:], output_lines=output_lines)
+    html = _output_path(args.html, "--html")
+    markdown = _output_path(args.markdown, "--markdown")
+    files = write_report(report, project.root, html=html, markdown=markdown)
+    for note in report.notes:
+        out.note(note)
+    out.line(report.outcome)
+    out.line(f"report: {files.html}")
+    out.line(f"markdown: {files.markdown}")
+    if args.open and files.html is not None:
+        opened = webbrowser.open(files.html.resolve().as_uri())
+        if not opened:
+            out.note("--open: no browser found; open the file above")
+    if out.json_mode:
+        out.document(
+            {
+                "run_id": run_id,
+                "outcome": report.outcome,
+                "from_summary": report.from_summary,
+                "html": str(files.html),
+                "markdown": str(files.markdown),
+                "loops": [
+                    {"change": loop.change, "ending": loop.ending, "escalated": loop.escalated}
+                    for loop in report.loops
+                ],
+            }
+        )
+    return EXIT_OK
+
+
+def _output_path(value: str | None, flag: str) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{flag} {value}: is a folder; name a file")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {value}: no such folder {path.parent}")
+    return path
+
+
+def after_batch(
+    root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
+) -> None:
+    """Write the batch's report and send its notifications; never raises.
+
+    The batch is over and its summary written: whatever goes wrong here is
+    said on stderr, and the batch ends with the exit code its loops earned.
+    """
+    try:
+        _after_batch(root, policy, summary, summary_path, out)
+    except Exception as exc:  # a report's failure must not become the batch's
+        out.note(f"report: failed ({type(exc).__name__}: {exc}); the batch's result stands")
+
+
+def _after_batch(
+    root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
+) -> None:
+    notify = policy.notify
+    if not policy.report.write and not (
+        notify.on_escalate or notify.on_finish or notify.on_alert or notify.webhook
+    ):
+        return  # nothing to write and nobody to tell
+    run_id = str(summary["run_id"])
+    files = {"summary": str(summary_path)}
+    try:
+        report = gather_report(
+            root,
+            run_id,
+            other_roots=[Path(str(e["dir"])) for e in summary.get("loops") or [] if e.get("dir")],
+            output_lines=policy.report.output_lines,
+        )
+    except (ForgeError, OSError) as exc:
+        out.note(f"report: cannot be made: {getattr(exc, 'message', exc)}")
+        return
+    if policy.report.write:
+        try:
+            written = write_report(report, root)
+        except (ForgeError, OSError) as exc:
+            out.note(f"report: cannot be written: {getattr(exc, 'message', exc)}")
+        else:
+            files["html"] = str(written.html)
+            files["markdown"] = str(written.markdown)
+            out.line(f"report: {written.html}", style="bold")
+    from .._notify import notify_batch  # only a batch that ends sends anything
+
+    notify_batch(
+        policy.notify,
+        summary,
+        report,
+        root=root,
+        run_folder=run_folder(root, run_id),
+        files=files,
+        say=lambda text: out.note(text, style="red"),
+    )

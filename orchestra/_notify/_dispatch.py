@@ -1,0 +1,125 @@
+"""Which notifications a finished batch sends, and sending them.
+
+When ``forge supervise`` ends it sends, in this order: ``escalate`` once for
+every loop that needs a person, ``alert`` once for every alert raised during
+the batch, then ``finish`` once. Each goes to its ``[notify]`` command (when
+set) and to the webhook (when set), with the run's summary as JSON plus the
+event's own part (``loop`` or ``alert``) and where the report is. Every
+delivery is logged to ``.forge/runs/<id>/notify.log``; none fails the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._state import utc_now_iso
+from ._send import Delivery, post_webhook, run_command
+
+if TYPE_CHECKING:
+    from .._policy import NotifyPolicy
+    from .._report import BatchReport
+
+ESCALATE = "escalate"
+ALERT = "alert"
+FINISH = "finish"
+LOG_NAME = "notify.log"
+
+
+def batch_notices(
+    summary: Mapping[str, Any], report: BatchReport
+) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """Every notification a batch sends: its event, its JSON and its ``FORGE_*`` variables."""
+    notices: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+    entries = {
+        (str(e.get("dir")), e.get("change")): e
+        for e in summary.get("loops") or []
+        if isinstance(e, dict)
+    }
+    for loop in report.escalations:
+        entry = entries.get((loop.root, loop.change)) or {"change": loop.change, "dir": loop.root}
+        part = {
+            **entry,
+            "ending": loop.ending,
+            "gate": loop.gate,
+            "trip": loop.trips[-1].reason if loop.trips else None,
+            "resume": list(loop.resume),
+        }
+        notices.append(
+            (ESCALATE, {**summary, "event": ESCALATE, "loop": part}, {"FORGE_CHANGE": loop.change})
+        )
+    for loop in report.loops:
+        for alert in loop.alerts:
+            if alert.name.endswith(("cleared", "resolved")):
+                continue
+            part = {"change": loop.change, "name": alert.name, "text": alert.text, "ts": alert.at}
+            notices.append(
+                (ALERT, {**summary, "event": ALERT, "alert": part}, {"FORGE_CHANGE": loop.change})
+            )
+    notices.append((FINISH, {**summary, "event": FINISH}, {}))
+    return notices
+
+
+def notify_batch(
+    policy: NotifyPolicy,
+    summary: Mapping[str, Any],
+    report: BatchReport,
+    *,
+    root: Path,
+    run_folder: Path,
+    files: Mapping[str, str],
+    say: Callable[[str], None],
+) -> list[Delivery]:
+    """Send the batch's notifications (see the module's docstring); returns how each went.
+
+    Args:
+        policy: The ``[notify]`` table.
+        summary: The run's summary, as written to ``summary.json``.
+        report: The run's report (which loops escalated, which alerts were raised).
+        root: Where the commands run.
+        run_folder: ``.forge/runs/<id>/``, for the log.
+        files: ``html``, ``markdown`` and ``summary``: the files' paths, for the payload.
+        say: Where a failed delivery is reported (the terminal).
+    """
+    commands = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
+    if not any(commands.values()) and not policy.webhook:
+        return []
+    timeout = policy.timeout.seconds
+    deliveries: list[Delivery] = []
+    base_env = {
+        "FORGE_RUN_ID": str(summary.get("run_id", report.run_id)),
+        "FORGE_REPORT": files.get("html", ""),
+        "FORGE_REPORT_MARKDOWN": files.get("markdown", ""),
+        "FORGE_SUMMARY": files.get("summary", ""),
+        "FORGE_EXIT_CODE": str(summary.get("exit_code", "")),
+        "FORGE_ROOT": str(root),
+    }
+    for event, payload, own_env in batch_notices(summary, report):
+        payload = {**payload, "report": dict(files)}
+        env = {**base_env, "FORGE_EVENT": event, "FORGE_CHANGE": "", **own_env}
+        if commands[event]:
+            deliveries.append(
+                run_command(commands[event], event, payload, env, timeout=timeout, cwd=root)
+            )
+        if policy.webhook:
+            deliveries.append(post_webhook(policy.webhook, event, payload, timeout=timeout))
+    _log(run_folder / LOG_NAME, deliveries)
+    for delivery in deliveries:
+        if not delivery.ok:
+            say(delivery.line())
+    return deliveries
+
+
+def _log(path: Path, deliveries: list[Delivery]) -> None:
+    """Append each delivery to the log; a log that cannot be written is not the batch's failure."""
+    if not deliveries:
+        return
+    stamp = utc_now_iso()
+    text = "".join(f"{stamp} {delivery.line()}\n" for delivery in deliveries)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError:
+        pass

@@ -1,0 +1,283 @@
+"""Folding a run's summary and its loops' timelines into a :class:`BatchReport` (pure).
+
+The timeline is the log of record: the report reads each loop's events from
+the ``run.started`` of the run asked for up to the next run's start. The
+summary, when there is one, adds what only the supervisor knew (its exit code,
+the limiter's waits, loops that never started); when there is none (the
+supervisor was killed) the report says so and is built from the timelines alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .._state import Event, RunStarted
+from ._fold import Fold, epoch, number
+from ._model import BatchReport, LoopReport, Spend, Trip
+
+DONE = "done"
+INTERRUPTED = "interrupted"
+UNFINISHED = "unfinished"
+# Endings after which the loop goes on by itself when the batch is run again.
+_RERUN_ONLY = frozenset({INTERRUPTED, UNFINISHED, "provider-limit", "executor-failed"})
+
+
+@attrs.frozen
+class LoopFacts:
+    """What the I/O side gathered about one loop, for the builder.
+
+    Attributes:
+        change: The change's name.
+        root: The repository whose ``.forge`` holds its state.
+        events: The change's whole timeline, decoded.
+        where: Its branch or worktree, in words.
+        files_changed: Paths changed in its working tree.
+        output_tail: The last lines of its last iteration's log.
+        output_source: The log they come from.
+    """
+
+    change: str
+    root: str
+    events: Sequence[Event]
+    where: str | None = None
+    files_changed: Sequence[str] = ()
+    output_tail: Sequence[str] = ()
+    output_source: str | None = None
+
+
+def run_segment(events: Sequence[Event], run_id: str) -> list[Event]:
+    """The events of one run: from its ``run.started`` up to another run's start."""
+    segment: list[Event] = []
+    inside = False
+    for event in events:
+        if isinstance(event, RunStarted):
+            inside = event.run_id == run_id
+        if not inside:
+            continue
+        other_run = getattr(event, "run_id", None)
+        if isinstance(other_run, str) and other_run != run_id:
+            continue  # a concurrent run's event (a person's forge run)
+        segment.append(event)
+    return segment
+
+
+def build_report(
+    run_id: str,
+    summary: Mapping[str, Any] | None,
+    facts: Sequence[LoopFacts],
+    *,
+    root: str,
+    notes: Sequence[str] = (),
+    max_files: int = 40,
+) -> BatchReport:
+    """The report of run ``run_id``.
+
+    Args:
+        run_id: The run.
+        summary: Its ``summary.json``, or None when it left none.
+        facts: Every loop that took part (and any other change: a change
+            whose timeline has no start of this run and no summary entry is left out).
+        root: The project's root.
+        notes: Problems met while reading, shown in the report.
+        max_files: How many changed files a loop lists before "and N more".
+    """
+    segments = {(f.root, f.change): run_segment(f.events, run_id) for f in facts}
+    summary_loops = _summary_loops(summary)
+    starts = [
+        t
+        for events in segments.values()
+        for t in (epoch(e.ts) for e in events[:1] if isinstance(e, RunStarted))
+        if t is not None
+    ]
+    started_at = number(summary.get("started_at")) if summary else None
+    if started_at is None and starts:
+        started_at = min(starts)
+    base = started_at or 0.0
+    loops: list[LoopReport] = []
+    for fact in facts:
+        segment = segments[(fact.root, fact.change)]
+        entry = summary_loops.get((fact.root, fact.change)) or summary_loops.get(("", fact.change))
+        if not segment and entry is None:
+            continue
+        loops.append(_loop(fact, segment, entry, base, root=root, max_files=max_files))
+    known = {(loop.root, loop.change) for loop in loops}
+    for (where, change), entry in summary_loops.items():
+        if where and (where, change) not in known:
+            fact = LoopFacts(change=change, root=where, events=())
+            loops.append(_loop(fact, [], entry, base, root=root, max_files=max_files))
+    # The summary's order is the declared one; loops it does not list follow by start.
+    declared = {key: index for index, key in enumerate(summary_loops)}
+    loops.sort(
+        key=lambda loop: (
+            declared.get((loop.root, loop.change), declared.get(("", loop.change), len(declared))),
+            loop.marks[0].start if loop.marks else 0.0,
+            loop.change,
+        )
+    )
+    finished_at = number(summary.get("finished_at")) if summary else None
+    if finished_at is None:
+        ends = [t for events in segments.values() for t in (epoch(e.ts) for e in events[-1:]) if t]
+        finished_at = max(ends) if ends else None
+    span = max([1.0] + [m.start + m.duration for loop in loops for m in loop.marks])
+    if started_at is not None and finished_at is not None:
+        span = max(span, finished_at - started_at)
+    interrupted = bool(summary.get("interrupted")) if summary else False
+    exit_code = summary.get("exit_code") if summary else None
+    limiter = summary.get("limiter") if summary else None
+    waits = limiter.get("waits") if isinstance(limiter, dict) else None
+    supervised = any(
+        isinstance(event, RunStarted) and event.supervised
+        for events in segments.values()
+        for event in events[:1]
+    )
+    report = BatchReport(
+        run_id=run_id,
+        supervised=supervised or summary is not None,
+        root=root,
+        outcome="",
+        from_summary=summary is not None,
+        started_at=started_at,
+        finished_at=finished_at,
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        interrupted=interrupted,
+        span=span,
+        loops=tuple(attrs.evolve(loop, position=index) for index, loop in enumerate(loops)),
+        limiter=limiter if isinstance(limiter, dict) else None,
+        limiter_waits=waits if isinstance(waits, int) else None,
+        notes=tuple(notes),
+    )
+    return attrs.evolve(report, outcome=_outcome(report))
+
+
+def _outcome(report: BatchReport) -> str:
+    total = len(report.loops)
+    done = sum(1 for loop in report.loops if loop.ending == DONE)
+    escalated = len(report.escalations)
+    if not report.from_summary and not report.supervised:
+        running = sum(1 for loop in report.loops if loop.ending == UNFINISHED)
+        still = f", {running} without an ending (still running, or killed)" if running else ""
+        return (
+            f"A forge run, not a supervised batch — {done} of {total} loop(s) done, "
+            f"{escalated} escalated{still}"
+        )
+    if not report.from_summary:
+        return (
+            f"UNFINISHED — the supervisor left no summary (killed?); {done} of {total} "
+            f"loop(s) done, {escalated} escalated, as the timelines tell"
+        )
+    if report.interrupted:
+        return f"INTERRUPTED — {done} of {total} loop(s) done, {escalated} escalated"
+    if total and done == total:
+        return f"ALL DONE — every one of {total} loop(s) finished"
+    return f"NEEDS A PERSON — {escalated} of {total} loop(s) escalated, {done} done"
+
+
+def _summary_loops(summary: Mapping[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    loops = summary.get("loops") if summary else None
+    for entry in loops if isinstance(loops, list) else ():
+        if isinstance(entry, dict) and isinstance(entry.get("change"), str):
+            where = entry.get("dir") if isinstance(entry.get("dir"), str) else ""
+            found[(str(where), entry["change"])] = entry
+    return found
+
+
+def _loop(
+    fact: LoopFacts,
+    segment: Sequence[Event],
+    entry: Mapping[str, Any] | None,
+    base: float,
+    *,
+    root: str,
+    max_files: int,
+) -> LoopReport:
+    fold = Fold(base)
+    fold.walk(segment)
+    stopped = fold.stopped
+    ending = UNFINISHED
+    gate = detail = None
+    iterations = max((row.number for row in fold.rows), default=0)
+    max_iterations = None
+    started = next((e for e in segment if isinstance(e, RunStarted)), None)
+    if started is not None:
+        planned = started.plan.get("max_iterations")
+        max_iterations = planned if isinstance(planned, int) else None
+    if stopped is not None:
+        ending, gate, detail, iterations = (
+            stopped.reason,
+            stopped.gate,
+            stopped.detail,
+            stopped.iterations,
+        )
+    if entry is not None:
+        reason = entry.get("reason")
+        ending = reason if isinstance(reason, str) else ending
+        detail = entry.get("detail") if isinstance(entry.get("detail"), str) else detail
+        if isinstance(entry.get("iterations"), int):
+            iterations = entry["iterations"]
+        if isinstance(entry.get("max_iterations"), int):
+            max_iterations = entry["max_iterations"]
+    spend = fold.spend
+    if not segment and entry is not None:
+        recorded = entry.get("spend")
+        money: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        spend = Spend(int(money.get("tokens") or 0), 0, float(money.get("cost_usd") or 0.0))
+    # Every ending but done asks a person to look, except an interruption or a
+    # killed batch: those go on when the batch runs again.
+    escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)
+    files = tuple(fact.files_changed)
+    return LoopReport(
+        change=fact.change,
+        root=fact.root,
+        ending=ending,
+        escalated=escalated,
+        iterations=iterations,
+        max_iterations=max_iterations,
+        gate=gate,
+        detail=detail,
+        trips=tuple(fold.trips),
+        notices=tuple(fold.notices),
+        marks=tuple(fold.marks),
+        rows=tuple(fold.rows),
+        spend=spend,
+        circuit=fold.circuit if entry is None else (entry.get("circuit") or fold.circuit),
+        verify=fold.last_verify,
+        resume=resume_commands(fact.change, ending, gate, fold.trips, fact.root, root),
+        where=fact.where,
+        files_changed=files[:max_files],
+        files_more=max(0, len(files) - max_files),
+        output_tail=tuple(fact.output_tail),
+        output_source=fact.output_source,
+        limiter_wait=round(fold.limiter_wait, 3),
+        paused=round(fold.paused, 3),
+        cooldown=round(fold.cooldown, 3),
+    )
+
+
+def resume_commands(
+    change: str, ending: str, gate: str | None, trips: Sequence[Trip], where: str, root: str
+) -> tuple[str, ...]:
+    """The commands that clear what stopped a loop and run it again, in order."""
+    if ending == DONE:
+        return ()
+    prefix = "" if where in ("", root) else f"cd {where} && "
+    rerun = f"forge supervise --only {change}"
+    if ending in _RERUN_ONLY or ending == "worktree-failed":
+        return (rerun,)
+    if gate == "verify circuit-breaker":
+        clear = [
+            f"{prefix}forge verify --change {change}",
+            f"{prefix}forge verify --change {change} --reset-breaker",
+        ]
+    elif gate == "spend budget":
+        clear = [f"{prefix}forge spend {change}", f"{prefix}forge spend {change} --reset"]
+    elif gate == "secscan":
+        clear = [f"{prefix}forge secscan", f"{prefix}forge secscan waive FINGERPRINT --reason WHY"]
+    elif gate == "forge state":
+        clear = [f"{prefix}forge status", f"{prefix}forge timeline {change}"]
+    else:  # the loop circuit (any trip), its iterations used up, a gate's error
+        clear = [f"{prefix}forge timeline {change}", f"{prefix}forge circuit {change} --reset"]
+    return (*clear, rerun)

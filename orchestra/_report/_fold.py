@@ -1,0 +1,370 @@
+"""Walking one loop's events of a run into the marks of its timeline strip (pure).
+
+Each event becomes what a person sees on the strip: an iteration's bar, a
+cooldown's band, a circuit's moment, an integrity restoration, an alert. What
+the timeline does not record directly is inferred from the gaps between
+events: a second or more idle before an iteration, with the circuit closed,
+was a wait for a rate-limit permit, or for the provider's reset when the
+provider had just refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .._state import (
+    AlertCleared,
+    AlertRaised,
+    BreakerClosed,
+    BreakerHalfOpen,
+    BreakerOpened,
+    BreakerReset,
+    ContractEvent,
+    Event,
+    IterationFinished,
+    IterationStarted,
+    OtherEvent,
+    ProtectViolation,
+    RecoveryStep,
+    RunStarted,
+    RunStopped,
+    SpendReset,
+    StateCorrupt,
+    StateRebuilt,
+    VerifyRecorded,
+    event_name,
+)
+from ._model import (
+    ALERT,
+    BAD,
+    CIRCUIT,
+    COOLDOWN,
+    GOOD,
+    INTEGRITY,
+    ITERATION,
+    LIMITER_WAIT,
+    NEUTRAL,
+    OTHER,
+    PROVIDER_PAUSE,
+    RECOVERY,
+    VERIFY,
+    WARN,
+    IterationRow,
+    Mark,
+    Notice,
+    Spend,
+    Trip,
+)
+
+# A gap this long between one iteration and the next, with the circuit closed,
+# was spent waiting for a rate-limit permit (the loop's own work between two
+# iterations takes milliseconds).
+LIMITER_GAP = 1.0
+
+
+def epoch(ts: str | None) -> float | None:
+    """A timeline's ``ts`` (ISO-8601 UTC) as epoch seconds, None when unreadable."""
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:
+        return None
+
+
+def number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+class Fold:
+    """The walk over one loop's segment of the timeline."""
+
+    def __init__(self, base: float) -> None:
+        self.base = base
+        self.marks: list[Mark] = []
+        self.rows: list[IterationRow] = []
+        self.trips: list[Trip] = []
+        self.notices: list[Notice] = []
+        self.spend = Spend()
+        self.started: dict[int, float] = {}
+        self.ready: float | None = None  # when the loop could have started its next iteration
+        self.open_since: float | None = None  # the circuit opened, not yet half-open
+        self.pending_cooldown: tuple[float, float, str] | None = None
+        self.refused = False  # the provider refused: the next wait is its pause
+        self.stopped: RunStopped | None = None
+        self.circuit: str | None = None
+        self.last_verify: str | None = None
+        self.limiter_wait = 0.0
+        self.paused = 0.0
+        self.cooldown = 0.0
+
+    def at(self, event: Event) -> float:
+        moment = epoch(event.ts)
+        return max(0.0, (moment if moment is not None else self.base) - self.base)
+
+    def mark(
+        self, kind: str, start: float, duration: float, label: str, tone: str, it: int | None = None
+    ) -> None:
+        self.marks.append(
+            Mark(kind, round(start, 3), round(max(0.0, duration), 3), label, tone, it)
+        )
+
+    def walk(self, events: Sequence[Event]) -> None:
+        for event in events:
+            self.one(event)
+        self.close_cooldown(None)
+
+    def close_cooldown(self, until: float | None) -> None:
+        if self.pending_cooldown is None:
+            return
+        start, planned, reason = self.pending_cooldown
+        end = until if until is not None else start + planned
+        self.mark(
+            COOLDOWN, start, end - start, f"cooldown {_secs(end - start)} after: {reason}", WARN
+        )
+        self.cooldown += max(0.0, end - start)
+        self.pending_cooldown = None
+
+    def one(self, event: Event) -> None:
+        now = self.at(event)
+        if isinstance(event, RunStarted):
+            self.ready = now
+            self.circuit = event.circuit
+        elif isinstance(event, IterationStarted):
+            self.started[event.iteration] = now
+            self.gap(now, event.iteration)
+        elif isinstance(event, IterationFinished):
+            self.iteration(event, now)
+        elif isinstance(event, VerifyRecorded):
+            self.last_verify = event.verdict
+            if event.iteration is None:  # a hook's or a person's verify, not the loop's
+                tone = GOOD if event.verdict == "PASS" else BAD
+                label = (
+                    f"verify {event.verdict} ({event.consecutive_failures} consecutive failures)"
+                )
+                self.mark(VERIFY, now, event.duration, label, tone)
+        elif isinstance(event, BreakerOpened):
+            self.opened(event, now)
+        elif isinstance(event, BreakerHalfOpen):
+            self.close_cooldown(now)
+            self.open_since = None
+            self.circuit = "half-open"
+            self.ready = now
+            self.mark(CIRCUIT, now, 0, "circuit HALF-OPEN: one probe iteration", WARN)
+        elif isinstance(event, BreakerClosed):
+            self.close_cooldown(now)
+            self.circuit = "closed"
+            self.mark(CIRCUIT, now, 0, f"circuit CLOSED: {event.reason}", GOOD)
+        elif isinstance(event, ProtectViolation):
+            harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
+            self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
+        elif isinstance(event, RunStopped):
+            self.stopped = event
+        elif isinstance(event, BreakerReset):
+            self.mark(OTHER, now, 0, f"a person reset the {event.breaker}", NEUTRAL)
+        elif isinstance(event, SpendReset):
+            self.mark(OTHER, now, 0, "a person reset the spend totals", NEUTRAL)
+        elif isinstance(event, StateCorrupt):
+            self.mark(OTHER, now, 0, f"state file {event.file} was unreadable: moved aside", BAD)
+        elif isinstance(event, StateRebuilt):
+            self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
+        elif isinstance(event, AlertRaised):
+            self.notice(ALERT, event.kind, f"{event.alert}: {event.detail}", event, now, BAD)
+        elif isinstance(event, AlertCleared):
+            self.notice(ALERT, event.kind, event.alert, event, now, GOOD)
+        elif isinstance(event, RecoveryStep):
+            text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
+            if event.escalated:
+                text += " (reached: escalated)"
+            self.notice(RECOVERY, event.kind, text, event, now, WARN)
+        elif isinstance(event, ContractEvent | OtherEvent):
+            self.named(event, now)
+
+    def notice(self, kind: str, name: str, text: str, event: Event, now: float, tone: str) -> None:
+        self.notices.append(Notice(name, text, event.ts))
+        self.mark(kind, now, 0, f"{name}: {text}", tone)
+
+    def gap(self, now: float, number: int) -> None:
+        refused, self.refused = self.refused, False
+        if self.ready is None or self.open_since is not None:
+            return
+        waited = now - self.ready
+        if waited < LIMITER_GAP:
+            return
+        if refused:
+            self.mark(
+                PROVIDER_PAUSE,
+                self.ready,
+                waited,
+                f"waited {_secs(waited)} for the provider's reset",
+                WARN,
+                number,
+            )
+            self.paused += waited
+        else:
+            label = f"waited {_secs(waited)} for a rate-limit permit before iteration {number}"
+            self.mark(LIMITER_WAIT, self.ready, waited, label, NEUTRAL, number)
+            self.limiter_wait += waited
+
+    def iteration(self, event: IterationFinished, now: float) -> None:
+        start = self.started.get(event.iteration, max(0.0, now - event.duration))
+        spend = Spend(event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated)
+        self.spend = self.spend + spend
+        note = None
+        if event.rate_limit is not None or not event.judged:
+            limit = event.rate_limit or {}
+            which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
+            note = f"the provider refused: {which}"
+            if event.pause:
+                note += f"; every loop paused {_secs(event.pause)}"
+            self.refused = True
+        verify = event.verify
+        parts = [f"iteration {event.iteration}", _exit_words(event)]
+        if verify:
+            parts.append(f"verify {verify}")
+        if event.score is not None:
+            parts.append(f"score {event.score:+d}")
+        if event.done:
+            parts.append("done")
+        if event.trip:
+            parts.append(f"tripped: {event.trip}")
+        if event.trip or verify == "FAIL" or (event.exit not in (0, None)) or event.timed_out:
+            tone = BAD
+        elif event.done or verify == "PASS":
+            tone = GOOD
+        else:
+            tone = NEUTRAL
+        self.mark(ITERATION, start, now - start, ", ".join(parts), tone, event.iteration)
+        if note is not None:
+            label = f"iteration {event.iteration}: {note}"
+            self.mark(PROVIDER_PAUSE, now, 0, label, WARN, event.iteration)
+        self.rows.append(
+            IterationRow(
+                number=event.iteration,
+                start=round(start, 3),
+                duration=event.duration,
+                exit=event.exit,
+                verify=verify,
+                score=event.score,
+                window_score=event.window_score,
+                risk=event.risk,
+                trip=event.trip,
+                spend=spend,
+                judged=event.judged,
+                note=note or event.error or event.failure or event.start_error,
+            )
+        )
+        if event.circuit:
+            self.circuit = event.circuit
+        self.ready = now
+
+    def opened(self, event: BreakerOpened, now: float) -> None:
+        condition = str((event.evidence or {}).get("condition") or _condition(event.reason))
+        if condition == "probe" and self.trips:
+            # A failed probe repeats the trip that opened the circuit: name that one.
+            condition = self.trips[-1].condition
+        self.trips.append(
+            Trip(
+                condition,
+                event.reason,
+                event.opens,
+                event.cooldown,
+                event.escalated,
+                event.evidence,
+                event.ts,
+            )
+        )
+        self.circuit = "open"
+        if event.escalated:
+            label = f"circuit OPEN for good (opening {event.opens}): {event.reason}; escalated"
+            self.mark(CIRCUIT, now, 0, label, BAD)
+            return
+        label = f"circuit OPEN (opening {event.opens}): {event.reason}"
+        self.mark(CIRCUIT, now, 0, label, BAD)
+        self.pending_cooldown = (now, event.cooldown or 0.0, event.reason)
+        self.open_since = now
+
+    def named(self, event: ContractEvent | OtherEvent, now: float) -> None:
+        name = event_name(event)
+        text = _fields_text(event.fields)
+        label = f"{name}: {text}" if text else name
+        self.notices.append(Notice(name, text, event.ts))
+        if name.startswith("alert."):
+            tone = GOOD if name.endswith(("cleared", "resolved")) else BAD
+            self.mark(ALERT, now, 0, label, tone)
+        elif name.startswith("recovery"):
+            self.mark(RECOVERY, now, 0, label, WARN)
+        else:
+            self.mark(OTHER, now, 0, label, NEUTRAL)
+
+
+def _condition(reason: str) -> str:
+    head = reason.split(":", 1)[0].strip()
+    return head if head in ("integrity", "verify", "budget", "stagnation") else "probe"
+
+
+def evidence_lines(evidence: Mapping[str, Any] | None) -> list[str]:
+    """A trip's evidence in words, one line a figure (the condition is said elsewhere)."""
+    lines = []
+    for key, value in (evidence or {}).items():
+        if key == "condition":
+            continue
+        if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            shown = "; ".join(_harm(v) if "path" in v else _fields_text(v) for v in value)
+        elif isinstance(value, dict):
+            shown = _fields_text(value)
+        else:
+            shown = str(value)
+        lines.append(f"{key.replace('_', ' ')}: {shown}")
+    return lines
+
+
+def _harm(harmed: Mapping[str, Any]) -> str:
+    path = harmed.get("path", "?")
+    words = f"{path} {harmed.get('harm', 'harmed')}"
+    if harmed.get("protection"):
+        words += f" (protected: {harmed['protection']})"
+    if harmed.get("action"):
+        words += f" — {harmed['action']}"
+    return words
+
+
+def _exit_words(event: IterationFinished) -> str:
+    if event.start_error:
+        return f"could not start: {event.start_error}"
+    if event.timed_out:
+        return "timed out"
+    if event.signal is not None:
+        return f"killed by signal {event.signal}"
+    return f"exit {event.exit}" if event.exit is not None else "no exit code"
+
+
+def _fields_text(fields: Mapping[str, Any], limit: int = 160) -> str:
+    """A generic event's scalar fields, ``key=value`` (for kinds the report does not know)."""
+    parts = []
+    for key, value in fields.items():
+        if key in ("run_id",) or isinstance(value, dict | list) or value is None:
+            continue
+        parts.append(f"{key}={value}")
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _secs(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def format_seconds(seconds: float) -> str:
+    """Seconds as a person reads them: ``4.2s``, ``12m05s``, ``3h10m``."""
+    return _secs(seconds)

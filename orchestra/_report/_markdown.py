@@ -1,0 +1,152 @@
+"""The report in Markdown, for a pull request comment or a chat message.
+
+The same content as the HTML page, in the same order (escalations first),
+with the charts replaced by the words they stand for: each loop's strip as its
+list of events and its progress score as a line of figures.
+"""
+
+from __future__ import annotations
+
+from ._fold import evidence_lines, format_seconds
+from ._html import money, source_note, when
+from ._model import BatchReport, LoopReport
+
+_GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}"
+
+
+def _ending(ending: str) -> str:
+    return f"{_GLYPH.get(ending, '❌')} {ending}"
+
+
+def render_markdown(report: BatchReport, *, max_events: int = 30) -> str:
+    """The report as Markdown."""
+    lines = [f"# Forge morning report — run `{report.run_id}`", "", f"**{report.outcome}**", ""]
+    if not report.from_summary:
+        lines += [f"_{source_note(report)}_", ""]
+    spend = report.spend
+    wall = report.wall_time
+    counts = ", ".join(f"{_ending(e)}: {n}" for e, n in report.counts().items())
+    waits = (
+        f"{report.limiter_waits} time(s) a loop waited for a permit"
+        if report.limiter_waits is not None
+        else "not recorded (no summary)"
+    )
+    waited = sum(loop.limiter_wait for loop in report.loops)
+    lines += [
+        f"- Started: {when(report.started_at)}; wall time "
+        f"{format_seconds(wall) if wall is not None else 'unknown'}",
+        f"- Exit code: {report.exit_code if report.exit_code is not None else 'none'}",
+        f"- Loops: {len(report.loops)} — {counts}",
+        f"- Spend: {spend.tokens:,} tokens, {spend.tool_calls:,} tool calls, {money(spend)}",
+        f"- Limiter waits: {waits}; about {format_seconds(waited)} spent waiting",
+        "",
+        f"## Escalations ({len(report.escalations)})",
+        "",
+    ]
+    if not report.escalations:
+        lines += ["No escalations: no loop needs a person.", ""]
+    for loop in report.escalations:
+        lines += _escalation(loop)
+    lines += [
+        "## Loops",
+        "",
+        "| Loop | Ending | Iterations | Trips | Tokens | Cost | Detail |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for loop in report.loops:
+        lines.append(
+            f"| {_cell(loop.change)} | {_ending(loop.ending)} | {_iterations(loop)} | "
+            f"{len(loop.trips)} | {loop.spend.tokens:,} | {money(loop.spend)} | "
+            f"{_cell(loop.detail or '')} |"
+        )
+    lines += ["", "## Timelines", ""]
+    for loop in report.loops:
+        lines += _timeline(loop, max_events)
+    lines += [
+        "## Spend",
+        "",
+        "| Loop | Tokens | Tool calls | Cost |",
+        "|---|---:|---:|---:|",
+    ]
+    for loop in report.loops:
+        lines.append(
+            f"| {_cell(loop.change)} | {loop.spend.tokens:,} | {loop.spend.tool_calls:,} | "
+            f"{money(loop.spend)} |"
+        )
+    lines.append(f"| **Total** | {spend.tokens:,} | {spend.tool_calls:,} | {money(spend)} |")
+    if spend.estimated:
+        lines += ["", "_A cost marked ~ (estimated) was estimated from token counts._"]
+    if report.notes:
+        lines += ["", "## What could not be read", ""]
+        lines += [f"- {note}" for note in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _iterations(loop: LoopReport) -> str:
+    cap = f"/{loop.max_iterations}" if loop.max_iterations is not None else ""
+    return f"{loop.iterations}{cap}"
+
+
+def _escalation(loop: LoopReport) -> list[str]:
+    lines = [f"### {loop.change} — {_ending(loop.ending)}", ""]
+    if loop.gate:
+        lines.append(f"- Gate: {loop.gate}")
+    if loop.trips:
+        trip = loop.trips[-1]
+        lines.append(
+            f"- Trip: {trip.condition} — {trip.reason} (opening {trip.opens}"
+            f"{', escalated' if trip.escalated else ''})"
+        )
+        evidence = evidence_lines(trip.evidence)
+        if evidence:
+            lines.append("- Evidence: " + "; ".join(evidence))
+    if loop.detail:
+        lines.append(f"- Detail: {loop.detail}")
+    lines.append(f"- Iterations: {_iterations(loop)}")
+    if loop.recovery:
+        lines.append(
+            "- Recovery tried: " + "; ".join(f"{n.name} {n.text}".strip() for n in loop.recovery)
+        )
+    if loop.alerts:
+        lines.append("- Alerts: " + "; ".join(f"{n.name} {n.text}".strip() for n in loop.alerts))
+    if loop.where:
+        lines.append(f"- Work in: {_code(loop.where)}")
+    if loop.output_tail:
+        lines += ["", f"Last {len(loop.output_tail)} line(s) of output:", "", "```text"]
+        lines += [line.replace("```", "`\u200b``") for line in loop.output_tail]
+        lines.append("```")
+    if loop.resume:
+        lines += ["", "To look, clear and resume:", "", "```sh", *loop.resume, "```"]
+    lines.append("")
+    return lines
+
+
+def _timeline(loop: LoopReport, max_events: int) -> list[str]:
+    lines = [f"### {loop.change} — {_ending(loop.ending)}", ""]
+    scores = [f"{r.number}: {r.score:+d}" for r in loop.rows if r.score is not None]
+    if scores:
+        lines += [f"Progress score by iteration: {', '.join(scores)}", ""]
+    if loop.where:
+        lines += [f"Work in {_code(loop.where)}", ""]
+    if loop.files_changed:
+        more = f" and {loop.files_more} more" if loop.files_more else ""
+        listed = ", ".join(_code(f) for f in loop.files_changed)
+        lines += [f"Files changed: {listed}{more}", ""]
+    shown = loop.marks[:max_events]
+    for mark in shown:
+        took = f" ({format_seconds(mark.duration)})" if mark.duration else ""
+        lines.append(f"- {format_seconds(mark.start)}: {mark.label}{took}")
+    if len(loop.marks) > len(shown):
+        lines.append(f"- … and {len(loop.marks) - len(shown)} more event(s)")
+    lines.append("")
+    return lines

@@ -1,0 +1,233 @@
+"""The morning report's content: what a batch did, built from its state, before any rendering.
+
+Every class here is a frozen snapshot. The builder (``_build``) fills them from a
+run's ``summary.json`` and its loops' timelines; the HTML and Markdown
+renderers read them and nothing else, so both say the same thing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+# What a mark on a loop's timeline strip stands for. A kind this release does not
+# know (an event another version writes) is shown as ``other`` with its name.
+ITERATION = "iteration"
+VERIFY = "verify"
+CIRCUIT = "circuit"
+COOLDOWN = "cooldown"
+LIMITER_WAIT = "limiter-wait"
+PROVIDER_PAUSE = "provider-pause"
+INTEGRITY = "integrity"
+ALERT = "alert"
+RECOVERY = "recovery"
+OTHER = "other"
+MARK_KINDS = (
+    ITERATION,
+    VERIFY,
+    CIRCUIT,
+    COOLDOWN,
+    LIMITER_WAIT,
+    PROVIDER_PAUSE,
+    INTEGRITY,
+    ALERT,
+    RECOVERY,
+    OTHER,
+)
+
+# How a mark went, for its colour and its glyph (never the colour alone).
+GOOD = "good"
+BAD = "bad"
+WARN = "warn"
+NEUTRAL = "neutral"
+
+
+@attrs.frozen
+class Spend:
+    """Tokens, tool calls and cost; ``estimated`` when any cost was estimated, not reported."""
+
+    tokens: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    estimated: bool = False
+
+    def __add__(self, other: Spend) -> Spend:
+        return Spend(
+            self.tokens + other.tokens,
+            self.tool_calls + other.tool_calls,
+            round(self.cost_usd + other.cost_usd, 6),
+            self.estimated or other.estimated,
+        )
+
+
+@attrs.frozen
+class Mark:
+    """One thing on a loop's timeline strip.
+
+    Attributes:
+        kind: One of ``MARK_KINDS``.
+        start: Seconds from the batch's start.
+        duration: Seconds it lasted (0 for a moment).
+        label: What happened, in words (the strip's text alternative).
+        tone: ``good``, ``bad``, ``warn`` or ``neutral``.
+        iteration: The iteration it belongs to, if any.
+    """
+
+    kind: str
+    start: float
+    duration: float
+    label: str
+    tone: str = NEUTRAL
+    iteration: int | None = None
+
+
+@attrs.frozen
+class IterationRow:
+    """One iteration as the report lists it."""
+
+    number: int
+    start: float
+    duration: float
+    exit: int | None
+    verify: str | None
+    score: int | None
+    window_score: int | None
+    risk: str | None
+    trip: str | None
+    spend: Spend
+    judged: bool = True
+    note: str | None = None
+
+
+@attrs.frozen
+class Trip:
+    """A loop circuit's opening: why, what evidence, and whether it escalated."""
+
+    condition: str
+    reason: str
+    opens: int
+    cooldown: float | None
+    escalated: bool
+    evidence: dict[str, Any] | None = None
+    at: str | None = None
+
+
+@attrs.frozen
+class Notice:
+    """An alert, a recovery step or another event the strip shows by name."""
+
+    name: str
+    text: str
+    at: str | None = None
+
+
+@attrs.frozen
+class LoopReport:
+    """One loop of the batch.
+
+    Attributes:
+        change: The change's name.
+        root: The repository whose ``.forge`` holds its state.
+        ending: How it ended (``done``, ``circuit-open`` ...), or ``unfinished``
+            when its timeline stops without an ending (the batch was killed).
+        escalated: Whether a person must act before it goes on.
+        gate: The gate that stopped it, if a gate did.
+        detail: The ending in words.
+        resume: The commands that reset or resume it, in order.
+        where: The branch or worktree holding its work.
+        files_changed: Paths changed in its working tree (capped; ``files_more`` beyond).
+        output_tail: The last lines of its last iteration's output (already redacted).
+    """
+
+    change: str
+    root: str
+    ending: str
+    escalated: bool
+    iterations: int
+    max_iterations: int | None
+    gate: str | None = None
+    detail: str | None = None
+    trips: tuple[Trip, ...] = ()
+    notices: tuple[Notice, ...] = ()
+    marks: tuple[Mark, ...] = ()
+    rows: tuple[IterationRow, ...] = ()
+    spend: Spend = Spend()
+    circuit: str | None = None
+    verify: str | None = None
+    resume: tuple[str, ...] = ()
+    where: str | None = None
+    files_changed: tuple[str, ...] = ()
+    files_more: int = 0
+    output_tail: tuple[str, ...] = ()
+    output_source: str | None = None
+    limiter_wait: float = 0.0
+    paused: float = 0.0
+    cooldown: float = 0.0
+    position: int = 0
+
+    @property
+    def alerts(self) -> tuple[Notice, ...]:
+        return tuple(n for n in self.notices if n.name.startswith("alert."))
+
+    @property
+    def recovery(self) -> tuple[Notice, ...]:
+        return tuple(n for n in self.notices if n.name.startswith("recovery"))
+
+
+@attrs.frozen
+class BatchReport:
+    """The whole batch.
+
+    Attributes:
+        run_id: The run's id.
+        outcome: The batch's outcome in words.
+        from_summary: False when the run left no ``summary.json`` (it was
+            killed) and the report was built from the timelines alone.
+        started_at, finished_at: Wall-clock epochs (None when unknown).
+        exit_code: ``forge supervise``'s exit code, when it got to write one.
+        span: Seconds covered by the timeline strips.
+        limiter: The shared limiter's figures at the end, as the summary holds them.
+        limiter_waits: How many times a loop waited for a permit (None: unknown).
+        notes: What could not be read, in words.
+        supervised: False for a ``forge run`` (one loop, no supervisor).
+    """
+
+    run_id: str
+    root: str
+    outcome: str
+    from_summary: bool
+    started_at: float | None
+    finished_at: float | None
+    exit_code: int | None
+    interrupted: bool
+    span: float
+    loops: tuple[LoopReport, ...]
+    limiter: dict[str, Any] | None = None
+    limiter_waits: int | None = None
+    notes: tuple[str, ...] = ()
+    supervised: bool = True
+
+    @property
+    def wall_time(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return max(0.0, self.finished_at - self.started_at)
+
+    @property
+    def spend(self) -> Spend:
+        total = Spend()
+        for loop in self.loops:
+            total = total + loop.spend
+        return total
+
+    @property
+    def escalations(self) -> tuple[LoopReport, ...]:
+        return tuple(loop for loop in self.loops if loop.escalated)
+
+    def counts(self) -> dict[str, int]:
+        """Loops by ending, most frequent first (ties by name)."""
+        tally: dict[str, int] = {}
+        for loop in self.loops:
+            tally[loop.ending] = tally.get(loop.ending, 0) + 1
+        return dict(sorted(tally.items(), key=lambda item: (-item[1], item[0])))

@@ -1,0 +1,277 @@
+"""The report's charts as inline SVG, drawn by a few functions (no library, no script).
+
+Each chart is an ``<svg role="img">`` named by a ``<title>`` and described by a
+``<desc>`` that says in words what it shows, and each shape carries a
+``<title>`` of its own (a tooltip, and what a screen reader reads). Colour is
+never the only signal: what went wrong is also drawn hatched or as a
+different shape, and the legend names every shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from ._model import (
+    ALERT,
+    BAD,
+    CIRCUIT,
+    COOLDOWN,
+    GOOD,
+    INTEGRITY,
+    ITERATION,
+    LIMITER_WAIT,
+    PROVIDER_PAUSE,
+    RECOVERY,
+    VERIFY,
+    WARN,
+    IterationRow,
+    Mark,
+)
+
+COLOURS = {GOOD: "#1a7f37", BAD: "#cf222e", WARN: "#9a6700", "neutral": "#57606a"}
+STRIP_WIDTH = 600
+_LANE_BAR = (4, 18)  # iterations: y, height
+_LANE_WAIT = (26, 10)  # cooldowns, limiter waits, provider pauses
+_LANE_EVENT = 46  # moments: circuit, integrity, alerts, recovery, verify (centre y)
+STRIP_HEIGHT = 58
+
+# The patterns every chart refers to, defined once per page (see ``defs_svg``).
+PATTERNS = """<pattern id="p-bad" width="6" height="6" patternUnits="userSpaceOnUse" \
+patternTransform="rotate(45)"><rect width="6" height="6" fill="#cf222e"/>\
+<line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2"/></pattern>\
+<pattern id="p-cool" width="6" height="6" patternUnits="userSpaceOnUse" \
+patternTransform="rotate(-45)"><rect width="6" height="6" fill="#f6e7b0"/>\
+<line x1="0" y1="0" x2="0" y2="6" stroke="#9a6700" stroke-width="1.5"/></pattern>\
+<pattern id="p-pause" width="6" height="6" patternUnits="userSpaceOnUse">\
+<rect width="6" height="6" fill="#e8e0f5"/><path d="M0 3H6M3 0V6" stroke="#6639ba" \
+stroke-width="1"/></pattern>"""
+
+
+def defs_svg() -> str:
+    """A hidden SVG holding the patterns, placed once at the top of the page."""
+    return (
+        '<svg class="defs" aria-hidden="true" focusable="false" width="0" height="0">'
+        f"<defs>{PATTERNS}</defs></svg>"
+    )
+
+
+def _title(text: str) -> str:
+    return f"<title>{escape(text)}</title>"
+
+
+def strip_svg(marks: Sequence[Mark], span: float, ident: str, summary: str) -> str:
+    """One loop's timeline strip over the batch's ``span`` seconds.
+
+    Args:
+        marks: What happened, from the start of the batch.
+        span: The batch's length in seconds (the strip's full width).
+        ident: A prefix for the chart's ids (unique in the page).
+        summary: The strip in words, for its ``<desc>``.
+    """
+    scale = STRIP_WIDTH / max(span, 1e-9)
+    shapes: list[str] = []
+    for mark in marks:
+        x = round(mark.start * scale, 1)
+        width = max(2.0, round(mark.duration * scale, 1))
+        shapes.append(_shape(mark, x, width))
+    axis = (
+        f'<line x1="0" y1="{STRIP_HEIGHT - 1}" x2="{STRIP_WIDTH}" y2="{STRIP_HEIGHT - 1}" '
+        'stroke="#d0d7de"/>'
+    )
+    return (
+        f'<svg class="strip" viewBox="0 0 {STRIP_WIDTH} {STRIP_HEIGHT}" role="img" '
+        f'aria-labelledby="{ident}-t {ident}-d">'
+        f'<title id="{ident}-t">Timeline strip</title><desc id="{ident}-d">{escape(summary)}</desc>'
+        f"{axis}{''.join(shapes)}</svg>"
+    )
+
+
+def _shape(mark: Mark, x: float, width: float) -> str:
+    colour = COLOURS.get(mark.tone, COLOURS["neutral"])
+    tip = _title(mark.label)
+    if mark.kind == ITERATION:
+        y, height = _LANE_BAR
+        if mark.tone == BAD:
+            fill, stroke = "url(#p-bad)", colour
+        elif mark.tone == GOOD:
+            fill, stroke = colour, colour
+        else:
+            fill, stroke = "#fff", colour
+        return (
+            f'<rect class="m-iteration" x="{x}" y="{y}" width="{width}" height="{height}" '
+            f'fill="{fill}" stroke="{stroke}">{tip}</rect>'
+        )
+    if mark.kind in (COOLDOWN, LIMITER_WAIT, PROVIDER_PAUSE):
+        y, height = _LANE_WAIT
+        if mark.kind == COOLDOWN:
+            attrs = 'fill="url(#p-cool)" stroke="#9a6700"'
+        elif mark.kind == PROVIDER_PAUSE:
+            attrs = 'fill="url(#p-pause)" stroke="#6639ba"'
+        else:
+            attrs = 'fill="#eaeef2" stroke="#57606a" stroke-dasharray="2 2"'
+        return (
+            f'<rect class="m-{mark.kind}" x="{x}" y="{y}" width="{width}" height="{height}" '
+            f"{attrs}>{tip}</rect>"
+        )
+    cy = _LANE_EVENT
+    if mark.kind == CIRCUIT:
+        # Open: a triangle pointing down (the circuit breaks); otherwise one pointing up.
+        if mark.tone == BAD:
+            points = f"{x - 5},{cy - 5} {x + 5},{cy - 5} {x},{cy + 5}"
+        else:
+            points = f"{x - 5},{cy + 5} {x + 5},{cy + 5} {x},{cy - 5}"
+        return f'<polygon class="m-circuit" points="{points}" fill="{colour}">{tip}</polygon>'
+    if mark.kind == INTEGRITY:
+        points = f"{x},{cy - 6} {x + 6},{cy} {x},{cy + 6} {x - 6},{cy}"
+        return f'<polygon class="m-integrity" points="{points}" fill="{colour}">{tip}</polygon>'
+    if mark.kind == ALERT:
+        return (
+            f'<circle class="m-alert" cx="{x}" cy="{cy}" r="5" fill="#fff" stroke="{colour}" '
+            f'stroke-width="2.5">{tip}</circle>'
+        )
+    if mark.kind == RECOVERY:
+        return (
+            f'<rect class="m-recovery" x="{x - 4}" y="{cy - 4}" width="8" height="8" '
+            f'fill="{colour}">{tip}</rect>'
+        )
+    if mark.kind == VERIFY:
+        return f'<circle class="m-verify" cx="{x}" cy="{cy}" r="4" fill="{colour}">{tip}</circle>'
+    return (
+        f'<line class="m-other" x1="{x}" y1="{cy - 6}" x2="{x}" y2="{cy + 6}" '
+        f'stroke="{colour}" stroke-width="2">{tip}</line>'
+    )
+
+
+LEGEND = (
+    ("iteration that went well (verify PASS or done)", "it-good"),
+    ("iteration that failed or tripped (hatched)", "it-bad"),
+    ("iteration, no verdict", "it-none"),
+    ("cooldown: the circuit open (hatched band)", "cool"),
+    ("waiting for a rate-limit permit (dashed)", "wait"),
+    ("provider pause (crossed band)", "pause"),
+    ("circuit opened (triangle down)", "open"),
+    ("circuit half-open or closed (triangle up)", "close"),
+    ("protected path harmed and restored (diamond)", "integrity"),
+    ("alert (ring)", "alert"),
+    ("recovery step (square)", "recovery"),
+    ("verify run by a hook or a person (dot)", "verify"),
+    ("another event (tick)", "other"),
+)
+_LEGEND_SHAPES = {
+    "it-good": Mark(ITERATION, 0, 1, "", GOOD),
+    "it-bad": Mark(ITERATION, 0, 1, "", BAD),
+    "it-none": Mark(ITERATION, 0, 1, "", "neutral"),
+    "cool": Mark(COOLDOWN, 0, 1, "", WARN),
+    "wait": Mark(LIMITER_WAIT, 0, 1, "", "neutral"),
+    "pause": Mark(PROVIDER_PAUSE, 0, 1, "", WARN),
+    "open": Mark(CIRCUIT, 0, 0, "", BAD),
+    "close": Mark(CIRCUIT, 0, 0, "", GOOD),
+    "integrity": Mark(INTEGRITY, 0, 0, "", BAD),
+    "alert": Mark(ALERT, 0, 0, "", BAD),
+    "recovery": Mark(RECOVERY, 0, 0, "", WARN),
+    "verify": Mark(VERIFY, 0, 0, "", GOOD),
+    "other": Mark("other", 0, 0, "", "neutral"),
+}
+
+
+def legend_icon(key: str) -> str:
+    """A small picture of one legend entry (decorative: its text says what it is)."""
+    mark = _LEGEND_SHAPES[key]
+    if mark.kind in (ITERATION, COOLDOWN, LIMITER_WAIT, PROVIDER_PAUSE):
+        top = _LANE_BAR[0] if mark.kind == ITERATION else _LANE_WAIT[0]
+        shape = _shape(mark, 2, 20)
+        box = f"0 {top - 2} 24 {(_LANE_BAR if mark.kind == ITERATION else _LANE_WAIT)[1] + 4}"
+    else:
+        shape = _shape(mark, 12, 0)
+        box = f"0 {_LANE_EVENT - 8} 24 16"
+    return f'<svg class="icon" viewBox="{box}" aria-hidden="true" focusable="false">{shape}</svg>'
+
+
+def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
+    """The progress score by iteration (and its rolling window, dashed); None without scores."""
+    scored = [r for r in rows if r.score is not None]
+    if not scored:
+        return None
+    width, height, pad = 300, 110, 14
+    values = [r.score or 0 for r in scored] + [
+        r.window_score for r in scored if r.window_score is not None
+    ]
+    low, high = min([0, *values]), max([0, *values])
+    if high == low:
+        high = low + 1
+    count = len(scored)
+    step = (width - 2 * pad) / max(count - 1, 1)
+
+    def point(index: int, value: int) -> tuple[float, float]:
+        x = pad + index * step if count > 1 else width / 2
+        y = pad + (high - value) * (height - 2 * pad) / (high - low)
+        return round(x, 1), round(y, 1)
+
+    zero_y = point(0, 0)[1]
+    score_points = [point(i, r.score or 0) for i, r in enumerate(scored)]
+    window = [point(i, r.window_score) for i, r in enumerate(scored) if r.window_score is not None]
+    dots = []
+    for (x, y), row in zip(score_points, scored, strict=True):
+        colour = COLOURS[GOOD] if (row.score or 0) > 0 else COLOURS[BAD]
+        shape = (
+            f'<circle cx="{x}" cy="{y}" r="3.5" fill="{colour}">'
+            if (row.score or 0) > 0
+            else f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" fill="{colour}">'
+        )
+        window_text = f" (window {row.window_score:+d})" if row.window_score is not None else ""
+        closing = "</circle>" if (row.score or 0) > 0 else "</rect>"
+        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}")
+        dots.append(f"{shape}{tip}{closing}")
+    words = ", ".join(f"iteration {r.number}: {r.score:+d}" for r in scored)
+    lines = (
+        f'<line x1="{pad}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
+        'stroke-dasharray="1 3"/>'
+        f'<text x="2" y="{zero_y + 3}" font-size="8" fill="#57606a">0</text>'
+        f'<text x="2" y="{pad}" font-size="8" fill="#57606a">{high:+d}</text>'
+        f'<text x="2" y="{height - pad + 6}" font-size="8" fill="#57606a">{low:+d}</text>'
+    )
+    if len(window) > 1:
+        lines += (
+            f'<polyline points="{_points(window)}" fill="none" stroke="#6639ba" '
+            'stroke-width="1.5" stroke-dasharray="5 3"/>'
+        )
+    if len(score_points) > 1:
+        lines += (
+            f'<polyline points="{_points(score_points)}" fill="none" stroke="#0969da" '
+            'stroke-width="2"/>'
+        )
+    return (
+        f'<svg class="score" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-labelledby="{ident}-t {ident}-d">'
+        f'<title id="{ident}-t">Progress score by iteration</title>'
+        f'<desc id="{ident}-d">{escape(words)}; a dashed line is the rolling window\'s score. '
+        f"Above zero the loop made progress (round dots), at or below it did not (squares).</desc>"
+        f"{lines}{''.join(dots)}</svg>"
+    )
+
+
+def _points(points: Sequence[tuple[float, float]]) -> str:
+    return " ".join(f"{x},{y}" for x, y in points)
+
+
+def endings_svg(counts: dict[str, int], tones: dict[str, str]) -> str:
+    """The loops by ending as one stacked bar, each part labelled in its title."""
+    total = sum(counts.values()) or 1
+    x = 0.0
+    parts = []
+    for ending, count in counts.items():
+        width = 600 * count / total
+        tone = tones.get(ending, "neutral")
+        fill = "url(#p-bad)" if tone == BAD else COLOURS.get(tone, COLOURS["neutral"])
+        parts.append(
+            f'<rect x="{round(x, 1)}" y="0" width="{round(width, 1)}" height="16" fill="{fill}" '
+            f'stroke="#fff">{_title(f"{ending}: {count}")}</rect>'
+        )
+        x += width
+    words = ", ".join(f"{ending}: {count}" for ending, count in counts.items())
+    return (
+        '<svg class="endings" viewBox="0 0 600 16" preserveAspectRatio="none" role="img" '
+        'aria-label="Loops by ending: '
+        f'{escape(words, quote=True)}">{"".join(parts)}</svg>'
+    )

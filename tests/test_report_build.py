@@ -1,0 +1,221 @@
+"""The report's pure core: a run's events folded into what the page shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import pytest
+
+from orchestra._report import LoopFacts, build_report, render_html, render_markdown
+from orchestra._state import (
+    AlertRaised,
+    BreakerClosed,
+    BreakerHalfOpen,
+    BreakerOpened,
+    Event,
+    IterationFinished,
+    IterationStarted,
+    RecoveryStep,
+    RunStarted,
+    RunStopped,
+    decode_event,
+)
+
+from .report_support import check_page, iso
+
+RUN = "20261130T220000Z-ab12"
+
+
+def at(seconds: float, event: Event) -> Event:
+    return attrs.evolve(event, ts=iso(seconds), change="c")
+
+
+def finished(number: int, seconds: float, **fields: Any) -> Event:
+    return at(
+        seconds, IterationFinished(run_id=RUN, iteration=number, duration=2.0, exit=0, **fields)
+    )
+
+
+def one_loop(*events: Event, summary: dict[str, Any] | None = None) -> Any:
+    report = build_report(RUN, summary, [LoopFacts("c", "/repo", list(events))], root="/repo")
+    [loop] = report.loops
+    return loop
+
+
+def kinds(loop: Any) -> list[tuple[str, float, float]]:
+    return [(m.kind, m.start, m.duration) for m in loop.marks]
+
+
+def test_waits_cooldowns_and_circuit_moments_are_placed_on_the_strip() -> None:
+    loop = one_loop(
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1, verify="FAIL", trip="verify: 1 consecutive failures"),
+        at(
+            2.1,
+            BreakerOpened(
+                run_id=RUN, reason="verify: 1 consecutive failures", cooldown=30.0, opens=1
+            ),
+        ),
+        at(32.1, BreakerHalfOpen(run_id=RUN, reason="the cooldown has elapsed", opens=1)),
+        at(32.2, IterationStarted(run_id=RUN, iteration=2)),
+        finished(2, 34.2, verify="PASS"),
+        at(34.2, BreakerClosed(run_id=RUN, reason="the probe passed", opens=1)),
+        # Five seconds idle with the circuit closed: a wait for a rate-limit permit.
+        at(39.2, IterationStarted(run_id=RUN, iteration=3)),
+        finished(3, 41.2, done=True, verify="PASS"),
+        at(41.3, RunStopped(run_id=RUN, reason="done", iterations=3)),
+    )
+    assert kinds(loop) == [
+        ("iteration", 0.1, 2.0),
+        ("circuit", 2.1, 0.0),
+        ("cooldown", 2.1, 30.0),
+        ("circuit", 32.1, 0.0),
+        ("iteration", 32.2, 2.0),
+        ("circuit", 34.2, 0.0),
+        ("limiter-wait", 34.2, 5.0),
+        ("iteration", 39.2, 2.0),
+    ]
+    assert [m.tone for m in loop.marks if m.kind == "iteration"] == ["bad", "good", "good"]
+    assert loop.cooldown == 30.0
+    assert loop.limiter_wait == 5.0
+    assert loop.ending == "done"
+    assert not loop.escalated
+    assert loop.resume == ()
+
+
+def test_a_provider_pause_and_events_this_release_does_not_know() -> None:
+    limit = {"status": "rejected", "resets_at": 1.0, "kind": "five_hour"}
+    unknown = decode_event(
+        {"ts": iso(20), "seq": 9, "event": "fleet.lease.lost", "change": "c", "host": "b", "n": 2}
+    )
+    loop = one_loop(
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0, IterationStarted(run_id=RUN, iteration=1)),
+        finished(
+            1, 2, rate_limit=limit, judged=False, cost_estimated=True, cost_usd=0.5, pause=60.0
+        ),
+        at(
+            3,
+            AlertRaised(
+                run_id=RUN,
+                iteration=1,
+                alert="no-files",
+                detail="no file modified for 3 iterations",
+            ),
+        ),
+        at(
+            4,
+            RecoveryStep(
+                run_id=RUN,
+                iteration=1,
+                trip_kind="no-progress",
+                step=1,
+                steps=4,
+                strategy="Re-plan.",
+            ),
+        ),
+        unknown,
+        at(62, IterationStarted(run_id=RUN, iteration=2)),
+    )
+    assert [(m.kind, m.start, m.duration) for m in loop.marks] == [
+        ("iteration", 0.0, 2.0),
+        ("provider-pause", 2.0, 0.0),
+        ("alert", 3.0, 0.0),
+        ("recovery", 4.0, 0.0),
+        ("other", 20.0, 0.0),
+        ("provider-pause", 2.0, 60.0),
+    ]
+    assert loop.marks[1].label == (
+        "iteration 1: the provider refused: rejected five_hour; every loop paused 1m00s"
+    )
+    assert loop.paused == 60.0  # the wait before iteration 2 is that pause, counted once
+    assert loop.marks[4].label == "fleet.lease.lost: host=b, n=2"
+    assert loop.marks[2].label == "alert.raised: no-files: no file modified for 3 iterations"
+    assert loop.marks[3].label == "recovery.step: no-progress 1/4: Re-plan."
+    assert [n.name for n in loop.alerts] == ["alert.raised"]
+    assert [n.name for n in loop.recovery] == ["recovery.step"]
+    assert loop.spend.estimated
+    assert loop.spend.cost_usd == 0.5
+    assert loop.ending == "unfinished"
+    assert not loop.escalated
+    html = render_html(build_report(RUN, None, [LoopFacts("c", "/r", [])], root="/r"))
+    check_page(html)
+
+
+def test_only_the_run_asked_for_is_read() -> None:
+    other = "20261129T220000Z-0001"
+    loop = one_loop(
+        at(0, RunStarted(run_id=other, supervised=True)),
+        finished(1, 1),
+        at(2, RunStopped(run_id=other, reason="done", iterations=1)),
+        at(10, RunStarted(run_id=RUN, supervised=True)),
+        at(10, IterationStarted(run_id=RUN, iteration=1)),
+        at(11, IterationFinished(run_id=other, iteration=7)),  # a concurrent forge run's
+        finished(1, 12, tokens=10),
+        at(13, RunStopped(run_id=RUN, reason="iterations-exhausted", iterations=1)),
+    )
+    assert [row.number for row in loop.rows] == [1]
+    assert loop.spend.tokens == 10
+    assert loop.escalated
+    assert loop.resume == (
+        "forge timeline c",
+        "forge circuit c --reset",
+        "forge supervise --only c",
+    )
+
+
+@pytest.mark.parametrize(
+    ("gate", "first"),
+    [
+        ("verify circuit-breaker", "forge verify --change c --reset-breaker"),
+        ("spend budget", "forge spend c --reset"),
+        ("secscan", "forge secscan waive FINGERPRINT --reason WHY"),
+        ("forge state", "forge timeline c"),
+    ],
+)
+def test_each_gate_has_the_command_that_clears_it(gate: str, first: str) -> None:
+    loop = one_loop(
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(1, RunStopped(run_id=RUN, reason="gate-open", iterations=0, gate=gate, detail="open")),
+    )
+    assert loop.escalated
+    assert first in loop.resume
+    assert loop.resume[-1] == "forge supervise --only c"
+    markdown = render_markdown(build_report(RUN, None, [LoopFacts("c", "/repo", [])], root="/repo"))
+    assert "No escalations" in markdown
+
+
+def test_a_loop_in_another_repository_is_resumed_from_there() -> None:
+    facts = LoopFacts(
+        "c",
+        "/other",
+        [
+            at(0, RunStarted(run_id=RUN, supervised=True)),
+            at(1, RunStopped(run_id=RUN, reason="circuit-open", iterations=0)),
+        ],
+    )
+    [loop] = build_report(RUN, None, [facts], root="/repo").loops
+    assert loop.resume[1] == "cd /other && forge circuit c --reset"
+
+
+def test_the_wait_after_a_providers_refusal_is_a_provider_pause() -> None:
+    limit = {"status": "rejected", "resets_at": None, "kind": None}
+    loop = one_loop(
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2, rate_limit=limit, judged=False),
+        at(32, IterationStarted(run_id=RUN, iteration=2)),
+        finished(2, 34),
+        at(40, IterationStarted(run_id=RUN, iteration=3)),
+    )
+    assert kinds(loop)[1:4] == [
+        ("provider-pause", 2.0, 0.0),
+        ("provider-pause", 2.0, 30.0),
+        ("iteration", 32.0, 2.0),
+    ]
+    assert kinds(loop)[4] == ("limiter-wait", 34.0, 6.0)
+    assert loop.paused == 30.0
+    assert loop.limiter_wait == 6.0
+    assert loop.rows[0].note == "the provider refused: rejected"

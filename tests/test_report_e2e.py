@@ -1,0 +1,268 @@
+"""``forge report``: the morning report, through the real command and a real headless browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .report_support import (
+    ENDINGS,
+    TRIPS,
+    artefact,
+    browse,
+    check_page,
+    write_run,
+)
+from .support import Repo
+
+RUN = "20261130T220000Z-ab12"
+EARLIER = "20261129T220000Z-0001"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def report_files(repo: Repo, run_id: str) -> tuple[str, str]:
+    folder = repo.root / ".forge" / "runs" / run_id
+    return (
+        (folder / "report.html").read_text(encoding="utf-8"),
+        (folder / "report.md").read_text(encoding="utf-8"),
+    )
+
+
+@pytest.mark.parametrize("loops", [1, 50, 200])
+def test_a_synthetic_batch_renders_every_loop(repo: Repo, loops: int) -> None:
+    changes = write_run(repo.root, RUN, loops)
+    done = repo.forge("report")
+    assert done.code == 0, done
+    folder = repo.root / ".forge" / "runs" / RUN
+    assert f"report: {folder / 'report.html'}" in done.lines
+    assert f"markdown: {folder / 'report.md'}" in done.lines
+    html, markdown = report_files(repo, RUN)
+    page = check_page(html)
+    assert page.rows == changes  # every loop's row, in the declared order
+    # Escalations come before everything but the header.
+    assert page.section_order[0] == "escalations"
+    assert page.section_order.index("escalations") < page.section_order.index("loops")
+    for change in changes:
+        assert f"| {change} |" in markdown
+    assert markdown.index("## Escalations") < markdown.index("## Loops")
+    if loops >= 50:
+        assert len(html.encode()) < 6_000 * loops, len(html.encode())
+    if loops == 50:
+        text = " ".join(page.text)
+        for ending in ENDINGS:
+            assert ending in text, ending
+        for trip in TRIPS:
+            assert f"{trip} —" in text or f"{trip}: " in text, trip
+        for word in ("alert.raised", "alert.cleared", "recovery.step", "every loop paused 1m00s"):
+            assert word in text, word
+        assert "the provider refused" in text
+        assert "(estimated)" in text
+        assert "integrity: forge.toml deleted" in text
+        # The output is shown as text, never as markup.
+        assert "<script>alert(1)</script>" in text
+        assert "\x1b" not in html
+
+
+def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> None:
+    write_run(repo.root, RUN, len(ENDINGS))  # one loop per ending
+    done = repo.forge("report", "--json")
+    assert done.code == 0, done
+    document = json.loads(done.out)
+    endings = {loop["change"]: loop["ending"] for loop in document["loops"]}
+    assert sorted(endings.values()) == sorted(ENDINGS)
+    escalated = {loop["change"] for loop in document["loops"] if loop["escalated"]}
+    assert escalated == {c for c, e in endings.items() if e not in ("done", "interrupted")}
+    _, markdown = report_files(repo, RUN)
+    assert "**NEEDS A PERSON — 8 of 10 loop(s) escalated, 1 done**" in markdown
+    assert "- Limiter waits: 7 time(s) a loop waited for a permit" in markdown
+    # The circuit-open loop (index 1, trip stagnation): its trip, evidence and the commands.
+    section = markdown.split("### loop-001")[1].split("###")[0]
+    assert "- Trip: stagnation — probe failed: stagnation (opening 2, escalated)" in section
+    assert "- Evidence:" not in section  # the condition alone is said by the trip
+    assert "last line of iteration 3" in section
+    assert "forge circuit loop-001 --reset\nforge supervise --only loop-001" in section
+    # A gate that opened: its own command to clear it.
+    gate = markdown.split("### loop-002")[1].split("###")[0]
+    assert "- Gate: secscan" in gate
+    assert "forge secscan waive FINGERPRINT --reason WHY" in gate
+
+
+def test_an_earlier_run_and_a_killed_run_have_their_reports(repo: Repo) -> None:
+    write_run(repo.root, EARLIER, 3)
+    write_run(repo.root, RUN, 6, summary=False)  # killed: no summary.json
+    latest = repo.forge("report")
+    assert latest.code == 0, latest
+    html, markdown = report_files(repo, RUN)
+    check_page(html)
+    assert "UNFINISHED — the supervisor left no summary (killed?)" in markdown
+    assert "_Built from the timelines alone: the run left no summary._" in markdown
+    assert "- Exit code: none" in markdown
+    # Loop 5 was running when the batch died (no ending in its timeline): unfinished.
+    assert "| loop-005 | … unfinished |" in markdown
+    assert "### loop-005" not in markdown.split("## Loops")[0]  # not an escalation
+    earlier = repo.forge("report", "--run", EARLIER)
+    assert earlier.code == 0, earlier
+    _, old = report_files(repo, EARLIER)
+    assert f"run `{EARLIER}`" in old
+    assert "| loop-002 |" in old
+    assert "| loop-005 |" not in old
+
+
+def test_an_unreadable_summary_is_said_and_the_timelines_read(repo: Repo) -> None:
+    write_run(repo.root, RUN, 3)
+    summary = repo.root / ".forge" / "runs" / RUN / "summary.json"
+    summary.write_text('{"run_id": ', encoding="utf-8")
+    done = repo.forge("report")
+    assert done.code == 0, done
+    assert f"{summary}: unreadable" in done.err
+    html, markdown = report_files(repo, RUN)
+    check_page(html)
+    assert "UNFINISHED — the supervisor left no summary" in markdown
+    assert "## What could not be read" in markdown
+    for change in ("loop-000", "loop-001", "loop-002"):
+        assert f"| {change} |" in markdown
+
+
+def test_the_latest_batch_is_not_a_persons_forge_run(repo: Repo) -> None:
+    write_run(repo.root, RUN, 2)
+    solo = repo.forge("run", "--change", "solo", "--cmd", "echo FORGE_DONE", "--yes")
+    assert solo.code == 0, solo
+    [solo_run] = (repo.change_dir("solo") / "runs").iterdir()
+    assert solo_run.name > RUN  # the newer run
+    latest = repo.forge("report", "--json")
+    assert json.loads(latest.out)["run_id"] == RUN
+    asked = repo.forge("report", "--run", solo_run.name, "--json")
+    assert asked.code == 0, asked
+    document = json.loads(asked.out)
+    assert (
+        document["outcome"]
+        == "A forge run, not a supervised batch — 1 of 1 loop(s) done, 0 escalated"
+    )
+    assert [(loop["change"], loop["ending"]) for loop in document["loops"]] == [("solo", "done")]
+    _, markdown = report_files(repo, solo_run.name)
+    assert "_Built from the timeline: a forge run keeps no summary._" in markdown
+
+
+def test_report_files_where_asked_and_clear_errors(repo: Repo, tmp_path: Path) -> None:
+    write_run(repo.root, RUN, 2)
+    html, markdown = tmp_path / "out.html", tmp_path / "out.md"
+    done = repo.forge("report", "--run", RUN, "--html", str(html), "--markdown", str(markdown))
+    assert done.code == 0, done
+    assert f"report: {html}" in done.lines
+    check_page(html.read_text(encoding="utf-8"))
+    assert markdown.read_text(encoding="utf-8").startswith(f"# Forge morning report — run `{RUN}`")
+    unknown = repo.forge("report", "--run", "20200101T000000Z-dead")
+    assert unknown.code == 2
+    assert "--run 20200101T000000Z-dead: no such run" in unknown.err
+    assert RUN in unknown.err
+    folder = repo.forge("report", "--html", str(tmp_path))
+    assert folder.code == 2
+    assert "is a folder" in folder.err
+    assert "Traceback" not in unknown.err + folder.err
+
+
+def test_no_runs_yet_is_a_clear_error(repo: Repo) -> None:
+    done = repo.forge("report")
+    assert done.code == 2
+    assert "no runs yet" in done.err
+    assert "Traceback" not in done.err
+
+
+def test_the_browser_loads_the_page_with_no_error_and_no_request(
+    repo: Repo, tmp_path: Path
+) -> None:
+    changes = write_run(repo.root, RUN, 50, secret_line="<img src=http://example.invalid/x.png>")
+    assert repo.forge("report").code == 0
+    page = repo.root / ".forge" / "runs" / RUN / "report.html"
+    seen = browse(page, tmp_path / "profile", screenshot=artefact("report-50-loops.png"))
+    assert seen.console == [], seen.console
+    rows = re.findall(r'<tr id="row-[^"]+" data-change="([^"]+)"', seen.dom)
+    assert rows == changes
+    assert seen.dom.index('id="escalations"') < seen.dom.index('id="loops"')
+    # A phone's width too.
+    phone = browse(
+        page, tmp_path / "phone", screenshot=artefact("report-phone.png"), size="390,2400"
+    )
+    assert phone.console == [], phone.console
+
+
+def test_the_browser_check_catches_errors_and_requests(tmp_path: Path) -> None:
+    # The harness itself: a page that makes a request and throws must not pass.
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'">'
+        '<title>bad</title></head><body><img src="http://example.invalid/x.png" alt="x">'
+        "</body></html>",
+        encoding="utf-8",
+    )
+    seen = browse(bad, tmp_path / "profile")
+    assert any("example.invalid" in message for message in seen.console), seen.stderr[-2000:]
+    loose = tmp_path / "loose.html"
+    loose.write_text(
+        '<!DOCTYPE html><html lang="en"><head><title>t</title></head><body>'
+        "<script>missingFunction()</script></body></html>",
+        encoding="utf-8",
+    )
+    thrown = browse(loose, tmp_path / "profile2")
+    assert any("missingFunction" in message for message in thrown.console), thrown.stderr[-2000:]
+    with pytest.raises(AssertionError):
+        check_page(loose.read_text(encoding="utf-8"))
+
+
+def _demo_repo(repo: Repo) -> None:
+    """This repository's demo (forge.toml's loops, the fake agent, its scripts) in ``repo``."""
+    shutil.copy(REPO_ROOT / "forge.toml", repo.root / "forge.toml")
+    (repo.root / "tests" / "demo").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "tests" / "fake_agent.py", repo.root / "tests" / "fake_agent.py")
+    for script in (REPO_ROOT / "tests" / "demo").glob("*.json"):
+        shutil.copy(script, repo.root / "tests" / "demo" / script.name)
+    repo.commit("the demo")
+
+
+def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None:
+    _demo_repo(repo)
+    done = repo.forge("supervise")
+    assert done.code == 1, done
+    [folder] = (repo.root / ".forge" / "runs").iterdir()
+    html_path = folder / "report.html"
+    assert f"report: {html_path}" in done.lines
+    html = html_path.read_text(encoding="utf-8")
+    page = check_page(html)
+    assert page.rows == ["demo-checkout", "demo-billing", "demo-search", "demo-docs"]
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
+    assert "- Trip: integrity — integrity: forge.toml deleted" in markdown
+    assert "- Evidence: harmed: forge.toml deleted (protected: frozen) — restored" in markdown
+    assert "- Trip: stagnation — probe failed: no progress (opening 2, escalated)" in markdown
+    assert "- Trip: verify — verify: 4 consecutive failures" in markdown
+    assert "tried a fourth fix for the declined-card test" in markdown  # the last output
+    assert "worktree" in markdown
+    assert "`cart.py`" in markdown
+    seen = browse(html_path, tmp_path / "profile", screenshot=artefact("report-demo.png"))
+    assert seen.console == [], seen.console
+    assert seen.dom.index('id="escalations"') < seen.dom.index('id="loops"')
+
+
+def test_a_batch_can_leave_the_report_out(repo: Repo) -> None:
+    script = repo.root.parent / "done.sh"
+    script.write_text("echo FORGE_DONE\n")
+    repo.write(
+        "forge.toml",
+        f'[verify]\ncommand = "true"\nspecs = []\n[report]\nwrite = false\n'
+        f'[[loop]]\nchange = "one"\ncmd = "sh {script}"\n',
+    )
+    done = repo.forge("supervise")
+    assert done.code == 0, done
+    [folder] = (repo.root / ".forge" / "runs").iterdir()
+    assert (folder / "summary.json").exists()
+    assert not (folder / "report.html").exists()
+    assert not any(line.startswith("report:") for line in done.lines)
+    # forge report still writes it on demand.
+    again = repo.forge("report")
+    assert again.code == 0
+    assert (folder / "report.html").exists()
