@@ -67,12 +67,16 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
         "html": str(folder / "report.html"),
         "markdown": str(folder / "report.md"),
     }
+    # The escalation was told when the loop stopped, before the batch ended: its
+    # loop's line of the summary, the commands that resume it, where the files will be.
     escalated = json.loads((out / "escalate-escalates-0.json").read_text())
     assert escalated["event"] == "escalate"
     assert escalated["run_id"] == summary["run_id"]
-    assert escalated["loop"]["change"] == "escalates-0"
-    assert escalated["loop"]["reason"] == "circuit-open"
-    assert "forge circuit escalates-0 --reset" in escalated["loop"]["resume"]
+    [entry] = [loop for loop in summary["loops"] if loop["change"] == "escalates-0"]
+    assert {k: v for k, v in escalated["loop"].items() if k in entry} == entry
+    assert escalated["loop"]["ending"] == "circuit-open"
+    assert "forge circuit escalates-0 --reset --reason WHY" in escalated["loop"]["resume"]
+    assert escalated["report"] == finish["report"]
     assert not (out / "escalate-finishes.json").exists()  # a loop that finished is no escalation
     env = dict(
         line.split("=", 1)
@@ -82,13 +86,40 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     assert env["FORGE_EVENT"] == "escalate"
     assert env["FORGE_CHANGE"] == "escalates-0"
     assert env["FORGE_RUN_ID"] == summary["run_id"]
-    assert env["FORGE_REPORT"] == str(folder / "report.html")
-    assert env["FORGE_EXIT_CODE"] == "1"
+    assert env["FORGE_SUMMARY"] == str(folder / "summary.json")
+    assert env["FORGE_REPORT"] == ""  # not written yet
+    assert env["FORGE_EXIT_CODE"] == ""  # nor known
     finish_env = (out / "finish.env").read_text()
     assert "FORGE_EVENT=finish\n" in finish_env
-    log = (folder / "notify.log").read_text()
-    assert "notify: escalate command sent" in log
-    assert "notify: finish command sent" in log
+    log = (folder / "notify.log").read_text().splitlines()
+    assert [line.split(" ", 1)[1].split(" — ")[0] for line in log] == [
+        "notify: escalate command sent",
+        "notify: finish command sent",
+    ]
+    finish_env_vars = dict(line.split("=", 1) for line in finish_env.splitlines() if "=" in line)
+    assert finish_env_vars["FORGE_REPORT"] == str(folder / "report.html")
+    assert finish_env_vars["FORGE_EXIT_CODE"] == "1"
+
+
+def test_an_escalation_is_told_while_the_other_loops_still_run(repo: Repo, tmp_path: Path) -> None:
+    told = tmp_path / "told.json"
+    # The other loop works until the escalation has been told (or 30 s have passed).
+    waits = repo.root.parent / "waits.sh"
+    waits.write_text(
+        f"for i in $(seq 600); do [ -s {told} ] && break; sleep 0.05; done\n"
+        f'[ -s {told} ] && echo "saw the notice" && echo FORGE_DONE\n'
+    )
+    notify = f'[notify]\non_escalate = "cat > {told}.part && mv {told}.part {told}"\n'
+    text = batch_toml(repo, notify).replace(f"sh {repo.root.parent / 'done.sh'}", f"sh {waits}")
+    repo.write(
+        "forge.toml", text.replace('[[loop]]\nchange = "finishes"', '[[loop]]\nchange = "waits"')
+    )
+    done = repo.forge("supervise", "--plain")
+    assert done.code == 1, done
+    _, summary = summary_of(repo)
+    endings = {loop["change"]: loop["reason"] for loop in summary["loops"]}
+    assert endings == {"waits": "done", "escalates-0": "circuit-open"}
+    assert json.loads(told.read_text())["loop"]["change"] == "escalates-0"
 
 
 def _outcome(repo: Repo) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
@@ -240,3 +271,29 @@ def test_the_notify_table_is_checked(repo: Repo) -> None:
     assert done.code == 2
     assert "notify.webhook: expected an http:// or https:// URL" in done.err
     assert os.linesep.join(done.err.splitlines()).count("Traceback") == 0
+
+
+def test_alerts_are_told_as_they_are_raised_and_once(repo: Repo, tmp_path: Path) -> None:
+    told = tmp_path / "alerts.jsonl"
+    idle = repo.root.parent / "idle.sh"
+    idle.write_text("echo 'looking around'\n")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        '[breaker]\non_open = "escalate"\n[alerts]\nno_files = 2\nno_tasks = 2\n'
+        f'[notify]\non_alert = "cat >> {told}; echo >> {told}"\n'
+        f'[[loop]]\nchange = "idle"\ncmd = "sh {idle}"\nmax_iterations = 4\n',
+    )
+    done = repo.forge("supervise", "--plain")
+    assert done.code == 1, done
+    timeline = [
+        json.loads(line)
+        for line in (repo.change_dir("idle") / "timeline.jsonl").read_text().splitlines()
+    ]
+    raised = [(e["alert"], e["iteration"]) for e in timeline if e["event"] == "alert.raised"]
+    assert ("no-files", 2) in raised
+    bodies = list(iter_json_lines(told))
+    assert sorted((b["alert"]["name"], b["alert"]["text"]) for b in bodies) == sorted(
+        (e["alert"], e["detail"]) for e in timeline if e["event"] == "alert.raised"
+    )
+    assert all(b["event"] == "alert" and b["alert"]["change"] == "idle" for b in bodies)

@@ -161,7 +161,7 @@ def test_only_the_run_asked_for_is_read() -> None:
     assert loop.escalated
     assert loop.resume == (
         "forge timeline c",
-        "forge circuit c --reset",
+        "forge circuit c --reset --reason WHY",
         "forge supervise --only c",
     )
 
@@ -197,7 +197,7 @@ def test_a_loop_in_another_repository_is_resumed_from_there() -> None:
         ],
     )
     [loop] = build_report(RUN, None, [facts], root="/repo").loops
-    assert loop.resume[1] == "cd /other && forge circuit c --reset"
+    assert loop.resume[1] == "cd /other && forge circuit c --reset --reason WHY"
 
 
 def test_the_wait_after_a_providers_refusal_is_a_provider_pause() -> None:

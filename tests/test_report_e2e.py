@@ -84,7 +84,7 @@ def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> Non
     assert "- Trip: stagnation — probe failed: stagnation (opening 2, escalated)" in section
     assert "- Evidence:" not in section  # the condition alone is said by the trip
     assert "last line of iteration 3" in section
-    assert "forge circuit loop-001 --reset\nforge supervise --only loop-001" in section
+    assert "forge circuit loop-001 --reset --reason WHY\nforge supervise --only loop-001" in section
     # A gate that opened: its own command to clear it.
     gate = markdown.split("### loop-002")[1].split("###")[0]
     assert "- Gate: secscan" in gate

@@ -22,6 +22,7 @@ from ._console import Output
 from ._status_cmd import _declared_roots
 
 if TYPE_CHECKING:
+    from .._notify import LiveNotices
     from .._policy import Policy
 
 
@@ -76,21 +77,33 @@ def _output_path(value: str | None, flag: str) -> Path | None:
 
 
 def after_batch(
-    root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
+    root: Path,
+    policy: Policy,
+    summary: Mapping[str, Any],
+    summary_path: Path,
+    out: Output,
+    *,
+    live: LiveNotices | None = None,
 ) -> None:
     """Write the batch's report and send its notifications; never raises.
 
     The batch is over and its summary written: whatever goes wrong here is
     said on stderr, and the batch ends with the exit code its loops earned.
+    ``live`` holds what was sent while the batch ran, not to be sent again.
     """
     try:
-        _after_batch(root, policy, summary, summary_path, out)
+        _after_batch(root, policy, summary, summary_path, out, live)
     except Exception as exc:  # a report's failure must not become the batch's
         out.note(f"report: failed ({type(exc).__name__}: {exc}); the batch's result stands")
 
 
 def _after_batch(
-    root: Path, policy: Policy, summary: Mapping[str, Any], summary_path: Path, out: Output
+    root: Path,
+    policy: Policy,
+    summary: Mapping[str, Any],
+    summary_path: Path,
+    out: Output,
+    live: LiveNotices | None,
 ) -> None:
     notify = policy.notify
     if not policy.report.write and not (
@@ -128,4 +141,5 @@ def _after_batch(
         run_folder=run_folder(root, run_id),
         files=files,
         say=lambda text: out.note(text, style="red"),
+        live=live,
     )

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
-from .._engine import DONE, TRIP_CONDITIONS, EventSink, RunSummary, new_run_id
+from .._engine import DONE, INTERRUPTED, TRIP_CONDITIONS, EventSink, RunSummary, new_run_id
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
@@ -31,6 +33,10 @@ from ._common import policy_from, project_from
 from ._console import Output
 from ._run_cmd import cost_warning
 from ._trio_run import run_interruptible
+
+if TYPE_CHECKING:
+    from .._notify import Delivery, LiveNotices
+    from .._policy import Policy
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -95,9 +101,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
     final: list[LimiterStatistics] = []
     started = time.time()
     interrupted = False
+    live = _live_notices(policy, project.root, run_id, events)
     try:
         run_interruptible(
-            _main, runs, limiter, policy.supervise.max_parallel, events, results, dashboard, final
+            _main,
+            runs,
+            limiter,
+            policy.supervise.max_parallel,
+            events,
+            results,
+            dashboard,
+            final,
+            live,
         )
     except KeyboardInterrupt:
         interrupted = True
@@ -110,9 +125,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
     _print_table(runs, results, out)
     out.line(f"summary: {path}", style="dim")
-    from ._report_cmd import after_batch  # the report and the notifications: at the end only
+    from ._report_cmd import after_batch  # the report, and what was not yet said
 
-    after_batch(project.root, policy, summary, path, out)
+    after_batch(project.root, policy, summary, path, out, live=live.notices if live else None)
     if interrupted:
         out.line("supervise: INTERRUPTED — every loop's state is written; rerun to continue")
     if out.json_mode:
@@ -128,14 +143,23 @@ async def _main(
     results: dict[str, RunSummary],
     dashboard: Dashboard | None,
     final: list[LimiterStatistics],
+    live: _Live | None,
 ) -> None:
     try:
         async with trio.open_nursery() as nursery:
             if dashboard is not None:
                 nursery.start_soon(dashboard.run)
-            await supervise(
-                runs, limiter=limiter, max_parallel=max_parallel, on_event=events, results=results
-            )
+            # Notices go out while the loops run; the batch ends once they are sent.
+            async with trio.open_nursery() as notices:
+                await supervise(
+                    runs,
+                    limiter=limiter,
+                    max_parallel=max_parallel,
+                    on_event=events,
+                    results=results,
+                    on_iteration=None if live is None else partial(live.iteration, notices),
+                    on_loop_end=None if live is None else live.loop_ended,
+                )
             nursery.cancel_scope.cancel()
     finally:
         if limiter is not None:
@@ -180,6 +204,67 @@ def _plan_json(run: LoopRun) -> dict[str, Any]:
     }
 
 
+@attrs.define
+class _Live:
+    """Escalations and alerts told to ``[notify]`` as they happen, not at the batch's end."""
+
+    notices: LiveNotices
+    events: EventSink
+
+    def iteration(self, nursery: trio.Nursery, run: LoopRun) -> None:
+        if not self.notices.tells_alerts:
+            return
+        for name, detail in run.progress.raised:
+            send = partial(self.notices.alert, run.setup.change, str(run.setup.root), name, detail)
+            nursery.start_soon(self._send, run.setup.change, send)
+
+    async def loop_ended(self, run: LoopRun, result: RunSummary) -> None:
+        if result.reason in (DONE, INTERRUPTED) or not self.notices.tells_escalations:
+            return
+        from .._report import resume_commands
+
+        root = str(run.setup.root)
+        resume = resume_commands(run.setup.change, result.reason, result.gate, (), root, root)
+        entry = {**_loop_entry(run, result), "gate": result.gate, "resume": list(resume)}
+        await self._send(run.setup.change, partial(self.notices.escalated, entry))
+
+    async def _send(self, change: str, send: Callable[[], list[Delivery]]) -> None:
+        # A command or a POST, bounded by [notify] timeout: off the event loop.
+        for delivery in await trio.to_thread.run_sync(send):
+            if not delivery.ok:
+                self.events("notify", change, delivery.line())
+
+
+def _live_notices(policy: Policy, root: Path, run_id: str, events: EventSink) -> _Live | None:
+    notify = policy.notify
+    if not (notify.on_escalate or notify.on_alert or notify.webhook):
+        return None
+    from .._notify import LiveNotices
+
+    folder = root / STATE_DIR / "runs" / run_id
+    return _Live(LiveNotices(notify, root=root, run_folder=folder, run_id=run_id), events)
+
+
+def _loop_entry(loop: LoopRun, result: RunSummary | None) -> dict[str, Any]:
+    """A loop's line of ``summary.json``."""
+    progress = loop.progress
+    return {
+        "change": loop.setup.change,
+        "dir": str(loop.setup.root),
+        "reason": result.reason if result else None,
+        "iterations": result.iterations if result else progress.iteration,
+        "max_iterations": loop.plan.max_iterations,
+        "detail": result.detail if result else None,
+        "circuit_trips": progress.trips,
+        "circuit": progress.circuit,
+        "verify": progress.verify or None,
+        "spend": {"tokens": progress.tokens, "cost_usd": progress.cost_usd},
+        "recovery": progress.recovery or None,
+        "alerts": list(progress.alerts),
+        "review": list(progress.review),
+    }
+
+
 def _summary(
     project: Project,
     runs: list[LoopRun],
@@ -191,27 +276,7 @@ def _summary(
     waits: list[LimiterStatistics],
     stats: LimiterStatistics | None,
 ) -> dict[str, Any]:
-    loops = []
-    for loop in runs:
-        result = results.get(loop.key)
-        progress = loop.progress
-        loops.append(
-            {
-                "change": loop.setup.change,
-                "dir": str(loop.setup.root),
-                "reason": result.reason if result else None,
-                "iterations": result.iterations if result else progress.iteration,
-                "max_iterations": loop.plan.max_iterations,
-                "detail": result.detail if result else None,
-                "circuit_trips": progress.trips,
-                "circuit": progress.circuit,
-                "verify": progress.verify or None,
-                "spend": {"tokens": progress.tokens, "cost_usd": progress.cost_usd},
-                "recovery": progress.recovery or None,
-                "alerts": list(progress.alerts),
-                "review": list(progress.review),
-            }
-        )
+    loops = [_loop_entry(loop, results.get(loop.key)) for loop in runs]
     return {
         "run_id": run_id,
         "root": str(project.root),

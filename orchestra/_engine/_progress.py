@@ -27,6 +27,8 @@ class LoopProgress:
     risk: str = ""
     recovery: str = ""  # the recovery strategy in force, in one line
     alerts: list[str] = attrs.field(factory=list)  # the alerts raised now
+    # The alerts the last judged iteration raised, with their detail (for notices).
+    raised: list[tuple[str, str]] = attrs.field(factory=list)
     # Iterations a person should look at: output that fell back to plain text.
     review: list[str] = attrs.field(factory=list)
 

@@ -95,6 +95,7 @@ class IterationWatch:
         now_iso: str,
     ) -> list[Event]:
         """An iteration was judged: alerts, a status section, maybe a lesson."""
+        self._progress.raised = []
         if not self._active or not verdict.judged:
             return []
         history = self._seeded()
@@ -117,6 +118,11 @@ class IterationWatch:
                 )
         for name in sorted(set(self._raised) - set(holding)):
             events.append(AlertCleared(run_id=self._run_id, iteration=record.iteration, alert=name))
+        self._progress.raised = [
+            (name, alert.detail)
+            for name, alert in sorted(holding.items())
+            if name not in self._raised
+        ]
         self._raised = {name: alert.detail for name, alert in holding.items()}
         self._progress.alerts = sorted(holding)
         self._write_status(record, before, after, verdict, now_iso)

@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from ._dispatch import LOG_NAME as LOG_NAME
     from ._dispatch import batch_notices as batch_notices
     from ._dispatch import notify_batch as notify_batch
+    from ._live import LiveNotices as LiveNotices
     from ._send import Delivery as Delivery
     from ._send import post_webhook as post_webhook
     from ._send import run_command as run_command
@@ -19,6 +20,7 @@ if not TYPE_CHECKING:
         __name__,
         {
             "._dispatch": ("LOG_NAME", "batch_notices", "notify_batch"),
+            "._live": ("LiveNotices",),
             "._send": ("Delivery", "post_webhook", "run_command"),
         },
     )

@@ -2,7 +2,8 @@
 
 When ``forge supervise`` ends it sends, in this order: ``escalate`` once for
 every loop that needs a person, ``alert`` once for every alert raised during
-the batch, then ``finish`` once. Each goes to its ``[notify]`` command (when
+the batch, then ``finish`` once — leaving out what it already sent while the
+batch ran (see ``_live``). Each goes to its ``[notify]`` command (when
 set) and to the webhook (when set), with the run's summary as JSON plus the
 event's own part (``loop`` or ``alert``) and where the report is. Every
 delivery is logged to ``.forge/runs/<id>/notify.log``; none fails the batch.
@@ -20,6 +21,7 @@ from ._send import Delivery, post_webhook, run_command
 if TYPE_CHECKING:
     from .._policy import NotifyPolicy
     from .._report import BatchReport
+    from ._live import LiveNotices
 
 ESCALATE = "escalate"
 ALERT = "alert"
@@ -28,9 +30,13 @@ LOG_NAME = "notify.log"
 
 
 def batch_notices(
-    summary: Mapping[str, Any], report: BatchReport
+    summary: Mapping[str, Any], report: BatchReport, *, live: LiveNotices | None = None
 ) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
-    """Every notification a batch sends: its event, its JSON and its ``FORGE_*`` variables."""
+    """Every notification a batch sends: its event, its JSON and its ``FORGE_*`` variables.
+
+    With ``live``, the notices sent while the batch ran: its escalations are
+    not sent again, nor any alert (each was sent as it was raised).
+    """
     notices: list[tuple[str, dict[str, Any], dict[str, str]]] = []
     entries = {
         (str(e.get("dir")), e.get("change")): e
@@ -38,6 +44,8 @@ def batch_notices(
         if isinstance(e, dict)
     }
     for loop in report.escalations:
+        if live is not None and (ESCALATE, loop.root, loop.change) in live.sent:
+            continue
         entry = entries.get((loop.root, loop.change)) or {"change": loop.change, "dir": loop.root}
         part = {
             **entry,
@@ -49,7 +57,7 @@ def batch_notices(
         notices.append(
             (ESCALATE, {**summary, "event": ESCALATE, "loop": part}, {"FORGE_CHANGE": loop.change})
         )
-    for loop in report.loops:
+    for loop in report.loops if live is None else ():
         for alert in loop.alerts:
             if alert.name.endswith(("cleared", "resolved")):
                 continue
@@ -70,6 +78,7 @@ def notify_batch(
     run_folder: Path,
     files: Mapping[str, str],
     say: Callable[[str], None],
+    live: LiveNotices | None = None,
 ) -> list[Delivery]:
     """Send the batch's notifications (see the module's docstring); returns how each went.
 
@@ -81,6 +90,7 @@ def notify_batch(
         run_folder: ``.forge/runs/<id>/``, for the log.
         files: ``html``, ``markdown`` and ``summary``: the files' paths, for the payload.
         say: Where a failed delivery is reported (the terminal).
+        live: What was sent while the batch ran, not to be sent again.
     """
     commands = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
     if not any(commands.values()) and not policy.webhook:
@@ -95,7 +105,7 @@ def notify_batch(
         "FORGE_EXIT_CODE": str(summary.get("exit_code", "")),
         "FORGE_ROOT": str(root),
     }
-    for event, payload, own_env in batch_notices(summary, report):
+    for event, payload, own_env in batch_notices(summary, report, live=live):
         payload = {**payload, "report": dict(files)}
         env = {**base_env, "FORGE_EVENT": event, "FORGE_CHANGE": "", **own_env}
         if commands[event]:
@@ -104,14 +114,14 @@ def notify_batch(
             )
         if policy.webhook:
             deliveries.append(post_webhook(policy.webhook, event, payload, timeout=timeout))
-    _log(run_folder / LOG_NAME, deliveries)
+    log_deliveries(run_folder / LOG_NAME, deliveries)
     for delivery in deliveries:
         if not delivery.ok:
             say(delivery.line())
     return deliveries
 
 
-def _log(path: Path, deliveries: list[Delivery]) -> None:
+def log_deliveries(path: Path, deliveries: list[Delivery]) -> None:
     """Append each delivery to the log; a log that cannot be written is not the batch's failure."""
     if not deliveries:
         return

@@ -7,6 +7,7 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from ._build import LoopFacts as LoopFacts
     from ._build import build_report as build_report
+    from ._build import resume_commands as resume_commands
     from ._fold import format_seconds as format_seconds
     from ._gather import gather_report as gather_report
     from ._gather import known_runs as known_runs
@@ -27,7 +28,7 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "._build": ("LoopFacts", "build_report"),
+            "._build": ("LoopFacts", "build_report", "resume_commands"),
             "._fold": ("format_seconds",),
             "._gather": ("gather_report", "known_runs", "resolve_run", "run_folder"),
             "._html": ("render_html",),

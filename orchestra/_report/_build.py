@@ -279,5 +279,8 @@ def resume_commands(
     elif gate == "forge state":
         clear = [f"{prefix}forge status", f"{prefix}forge timeline {change}"]
     else:  # the loop circuit (any trip), its iterations used up, a gate's error
-        clear = [f"{prefix}forge timeline {change}", f"{prefix}forge circuit {change} --reset"]
+        clear = [
+            f"{prefix}forge timeline {change}",
+            f"{prefix}forge circuit {change} --reset --reason WHY",
+        ]
     return (*clear, rerun)

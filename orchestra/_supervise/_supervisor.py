@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -104,18 +104,22 @@ async def supervise(
     on_event: EventSink,
     results: dict[str, RunSummary],
     wall_clock: Callable[[], float] = time.time,
+    on_iteration: Callable[[LoopRun], None] | None = None,
+    on_loop_end: Callable[[LoopRun, RunSummary], Awaitable[None]] | None = None,
 ) -> dict[str, RunSummary]:
     """Run every loop, at most ``max_parallel`` at once, until each stops.
 
     ``results`` fills in as loops end, so a caller that is interrupted still
-    knows how far each got.
+    knows how far each got. ``on_iteration`` is called after each of a loop's
+    iterations, ``on_loop_end`` when a loop has ended (its slot already given
+    to the next loop).
     """
     slots = trio.CapacityLimiter(max_parallel or max(1, len(runs)))
     worktree_lock = trio.Lock()
 
     async def one(run: LoopRun, slot: object) -> None:
+        key = run.key
         try:
-            key = run.key
             try:
                 plan = await _with_worktree(run, worktree_lock)
                 policy = run.setup.policy
@@ -133,7 +137,11 @@ async def supervise(
                     wall_clock,
                 )
                 results[key] = await run_loop(
-                    plan, settings, progress=run.progress, on_event=on_event
+                    plan,
+                    settings,
+                    progress=run.progress,
+                    on_event=on_event,
+                    on_iteration=(None if on_iteration is None else lambda *_: on_iteration(run)),
                 )
             except ForgeError as exc:
                 # One loop's failure to start is that loop's ending, not the supervisor's;
@@ -146,6 +154,8 @@ async def supervise(
                 on_event("loop", run.setup.change, f"cannot run: {exc.message}")
         finally:
             slots.release_on_behalf_of(slot)
+        if on_loop_end is not None and key in results:
+            await on_loop_end(run, results[key])
 
     async with trio.open_nursery() as nursery:
         for run in runs:

@@ -1,0 +1,106 @@
+"""Notifications sent while a batch runs: a loop that escalates, an alert that is raised.
+
+A batch that runs overnight must not keep a loop's escalation until its last
+loop ends: :class:`LiveNotices` sends ``escalate`` the moment a loop stops for
+a person and ``alert`` the moment an alert is raised, and remembers what it
+sent so that the batch's end sends only what was not said yet (``finish``,
+always). Sending blocks (a command, a POST, each bounded by the timeout): the
+supervisor calls :meth:`LiveNotices.escalated` and :meth:`LiveNotices.alert`
+in a worker thread, never on the event loop, and says what failed itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._dispatch import ALERT, ESCALATE, LOG_NAME, log_deliveries
+from ._send import Delivery, post_webhook, run_command
+
+if TYPE_CHECKING:
+    from .._policy import NotifyPolicy
+
+
+class LiveNotices:
+    """What a running batch has said so far, and the means to say more.
+
+    Args:
+        policy: The ``[notify]`` table.
+        root: The project's root, where the commands run.
+        run_folder: ``.forge/runs/<id>/``: the log, and where the summary will be.
+        run_id: The batch's run id.
+    """
+
+    def __init__(
+        self,
+        policy: NotifyPolicy,
+        *,
+        root: Path,
+        run_folder: Path,
+        run_id: str,
+    ) -> None:
+        self._policy = policy
+        self._root = root
+        self._run_folder = run_folder
+        self._run_id = run_id
+        # (event, loop folder, change) of each notice sent.
+        self.sent: set[tuple[str, str, str]] = set()
+
+    @property
+    def tells_escalations(self) -> bool:
+        """Whether anybody listens for escalations (``on_escalate``, or the webhook)."""
+        return bool(self._policy.on_escalate or self._policy.webhook)
+
+    @property
+    def tells_alerts(self) -> bool:
+        """Whether anybody listens for alerts (``on_alert``, or the webhook)."""
+        return bool(self._policy.on_alert or self._policy.webhook)
+
+    def escalated(self, entry: Mapping[str, Any]) -> list[Delivery]:
+        """A loop stopped for a person; ``entry`` is its line of the coming summary."""
+        change, folder = str(entry.get("change")), str(entry.get("dir"))
+        self.sent.add((ESCALATE, folder, change))
+        part = {**entry, "ending": entry.get("reason")}
+        return self._send(ESCALATE, {"loop": part}, change)
+
+    def alert(self, change: str, folder: str, name: str, detail: str) -> list[Delivery]:
+        """An alert was raised on a loop (and was not holding before)."""
+        self.sent.add((ALERT, folder, change))
+        part = {"change": change, "dir": folder, "name": name, "text": detail}
+        return self._send(ALERT, {"alert": part}, change)
+
+    def _send(self, event: str, own: dict[str, Any], change: str) -> list[Delivery]:
+        command = {ESCALATE: self._policy.on_escalate, ALERT: self._policy.on_alert}[event]
+        summary = self._run_folder / "summary.json"
+        payload = {
+            "run_id": self._run_id,
+            "event": event,
+            **own,
+            # Written when the batch ends: the paths say where to look then.
+            "report": {
+                "summary": str(summary),
+                "html": str(self._run_folder / "report.html"),
+                "markdown": str(self._run_folder / "report.md"),
+            },
+        }
+        env = {
+            "FORGE_EVENT": event,
+            "FORGE_RUN_ID": self._run_id,
+            "FORGE_CHANGE": change,
+            "FORGE_ROOT": str(self._root),
+            "FORGE_SUMMARY": str(summary),
+            "FORGE_REPORT": "",
+            "FORGE_REPORT_MARKDOWN": "",
+            "FORGE_EXIT_CODE": "",
+        }
+        timeout = self._policy.timeout.seconds
+        deliveries: list[Delivery] = []
+        if command:
+            deliveries.append(
+                run_command(command, event, payload, env, timeout=timeout, cwd=self._root)
+            )
+        if self._policy.webhook:
+            deliveries.append(post_webhook(self._policy.webhook, event, payload, timeout=timeout))
+        log_deliveries(self._run_folder / LOG_NAME, deliveries)
+        return deliveries
