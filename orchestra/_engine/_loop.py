@@ -71,7 +71,7 @@ from ._gates import (
 )
 from ._progress import LoopProgress
 from ._record import IterationRecord, finished_event, iteration_record
-from ._store import ChangeStore
+from ._store import ChangeStore, Store
 
 _T = TypeVar("_T")
 
@@ -152,9 +152,15 @@ async def run_loop(
     progress: LoopProgress,
     on_event: EventSink | None = None,
     on_iteration: IterationCallback | None = None,
+    store: Store | None = None,
 ) -> RunSummary:
-    """Run one loop until it is done or must stop; the summary says which."""
-    store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
+    """Run one loop until it is done or must stop; the summary says which.
+
+    ``store`` keeps the change's state (default: its files under ``.forge/``;
+    a fleet passes its Redis store).
+    """
+    if store is None:
+        store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
     loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
     try:
         summary = await loop.run()
@@ -198,7 +204,7 @@ async def run_loop(
 class _Loop:
     plan: LoopPlan
     settings: LoopSettings
-    store: ChangeStore
+    store: Store
     progress: LoopProgress
     on_event: EventSink | None
     on_iteration: IterationCallback | None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._model import SEVERITIES as SEVERITIES
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
+    from ._model import FleetPolicy as FleetPolicy
     from ._model import Policy as Policy
     from ._model import ProtectPolicy as ProtectPolicy
     from ._model import RateLimitPolicy as RateLimitPolicy
@@ -79,6 +80,7 @@ if not TYPE_CHECKING:
             "._model": (
                 "BreakerPolicy",
                 "BudgetPolicy",
+                "FleetPolicy",
                 "MAX_ITERATIONS_CEILING",
                 "Policy",
                 "ProtectPolicy",
