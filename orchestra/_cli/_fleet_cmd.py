@@ -275,7 +275,7 @@ def status_cmd(args: argparse.Namespace, out: Output) -> int:
     if not status.hosts:
         out.line("  (none has reported yet)")
     for host, info in sorted(status.hosts.items()):
-        running = ", ".join(info["running"]) or "idle"
+        running = "finished" if info.get("finished") else ", ".join(info["running"]) or "idle"
         skew = info.get("clock_skew")
         clock = f" · clock {skew:+.0f}s from the server's" if skew and abs(skew) >= 1 else ""
         out.line(

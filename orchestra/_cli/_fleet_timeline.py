@@ -72,6 +72,8 @@ async def _follow(
         try:
             lines = await trio.to_thread.run_sync(connection.once, read)
         except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
             if not down:
                 out.note(f"the fleet's Redis server cannot be reached ({exc.reason}); waiting")
             down = True

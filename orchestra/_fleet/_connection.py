@@ -36,16 +36,25 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class FleetUnavailable(StateError):
-    """The fleet's Redis server cannot be reached (refused, timed out, loading)."""
+    """The fleet's Redis server cannot be reached (refused, timed out, loading) or used.
 
-    def __init__(self, url: str, reason: str) -> None:
+    Attributes:
+        outage: The server could not be reached (worth waiting for); False when
+            it answered with an error (an old server, a refused command).
+    """
+
+    def __init__(self, url: str, reason: str, *, outage: bool = True) -> None:
+        what = "cannot be reached" if outage else "refused a command"
         super().__init__(
-            f"the fleet's Redis server cannot be reached: {reason}",
+            f"the fleet's Redis server {what}: {reason}",
             context=(f"server: {_without_password(url)}",),
-            hint="start it, or check [fleet] redis / FORGE_REDIS_URL",
+            hint="start it, or check [fleet] redis / FORGE_REDIS_URL"
+            if outage
+            else "the fleet needs Redis 6.2 or newer",
         )
         self.url = url
         self.reason = reason
+        self.outage = outage
 
 
 class LeaseLost(StateError):
@@ -119,6 +128,8 @@ class Connection:
         except OUTAGE_ERRORS as exc:
             self._note_down(str(exc) or type(exc).__name__)
             raise FleetUnavailable(self.config.url, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.RedisError as exc:
+            raise FleetUnavailable(self.config.url, str(exc), outage=False) from exc
         self._note_up()
         return result
 
@@ -137,8 +148,8 @@ class Connection:
         while True:
             try:
                 return self.once(call)
-            except FleetUnavailable:
-                if self.closing.is_set() or (give_up is not None and give_up()):
+            except FleetUnavailable as exc:
+                if not exc.outage or self.closing.is_set() or (give_up is not None and give_up()):
                     raise
             # Woken early when the host shuts down.
             self.closing.wait(delay)

@@ -47,9 +47,9 @@ local ahead_of_now = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. num(now), '+inf
 for _, member in ipairs(ahead_of_now) do redis.call('ZADD', KEYS[1], num(now), member) end
 
 local paused_for, reason = 0, ''
-local until = tonumber(redis.call('HGET', KEYS[5], 'until') or '0')
-if until > now then
-  paused_for = until - now
+local pause_end = tonumber(redis.call('HGET', KEYS[5], 'until') or '0')
+if pause_end > now then
+  paused_for = pause_end - now
   reason = redis.call('HGET', KEYS[5], 'reason') or ''
 else
   redis.call('DEL', KEYS[5])
@@ -116,11 +116,11 @@ return reply
 PAUSE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local until = now + tonumber(ARGV[1])
+local pause_end = now + tonumber(ARGV[1])
 local current = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
-if until > current then
-  redis.call('HSET', KEYS[1], 'until', string.format('%.6f', until), 'reason', ARGV[2])
-  redis.call('PEXPIREAT', KEYS[1], math.ceil(until * 1000) + 1000)
+if pause_end > current then
+  redis.call('HSET', KEYS[1], 'until', string.format('%.6f', pause_end), 'reason', ARGV[2])
+  redis.call('PEXPIREAT', KEYS[1], math.ceil(pause_end * 1000) + 1000)
 end
 return 1
 """
@@ -204,6 +204,8 @@ class RedisBackend:
                 )
             )
         except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
             return BackendReading(granted=False, ages=(), wait=OUTAGE_RETRY, unavailable=exc.reason)
         granted, wait, paused_for, reason, *ages = reply
         return BackendReading(

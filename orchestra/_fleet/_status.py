@@ -76,6 +76,7 @@ def fleet_status(connection: Connection) -> FleetStatus:
             "running": beat.get("running", []),
             "max_parallel": beat.get("max_parallel"),
             "clock_skew": beat.get("skew"),
+            "finished": bool(beat.get("finished")),
         }
     for change, loop in loops.items():
         if loop.get("state") == RUNNING:

@@ -19,6 +19,7 @@ running theirs renew first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -154,6 +155,8 @@ class Worker:
             nursery.start_soon(self._heartbeat)
             await self._claim_until_all_ended(nursery)
             nursery.cancel_scope.cancel()
+        with contextlib.suppress(FleetUnavailable):
+            await self._beat(finished=True)
         return self.result
 
     # -- claiming -------------------------------------------------------------
@@ -175,7 +178,9 @@ class Worker:
                     lambda client: all_ended(client, self.keys)
                 ):
                     return
-            except FleetUnavailable:
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
                 self._quiet_until = trio.current_time() + self.config.lease
             await trio.sleep(poll)
 
@@ -308,7 +313,9 @@ class Worker:
             await trio.sleep(self.config.heartbeat)
             try:
                 kept = await self._call(lambda _client: self._renew(keys=keys, args=args))
-            except FleetUnavailable:
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
                 if trio.current_time() - renewed_at < self.config.lease:
                     continue
                 kept = 0  # not renewed for a whole lease: another host may hold it now
@@ -344,20 +351,25 @@ class Worker:
     async def _heartbeat(self) -> None:
         while True:
             try:
-                server = await self._call(lambda _client: self.clock.sync())
-                report = json.dumps(
-                    {
-                        "seen": server,
-                        "running": sorted(self.running),
-                        "max_parallel": self.max_parallel,
-                        "skew": round(host_clock() - server, 3),
-                    }
-                )
-                beat = partial(_report_heartbeat, self.keys.hosts, self.host, report)
-                await self._call(beat)
-            except FleetUnavailable:
-                pass
+                await self._beat()
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
             await trio.sleep(self.config.heartbeat)
+
+    async def _beat(self, *, finished: bool = False) -> None:
+        """Read the server's clock, and report this host alive (or gone, when finished)."""
+        server = await self._call(lambda _client: self.clock.sync())
+        report = json.dumps(
+            {
+                "seen": server,
+                "running": sorted(self.running),
+                "max_parallel": self.max_parallel,
+                "skew": round(host_clock() - server, 3),
+                "finished": finished,
+            }
+        )
+        await self._call(partial(_report_heartbeat, self.keys.hosts, self.host, report))
 
     # -- calls to the server ----------------------------------------------------
 
@@ -370,7 +382,9 @@ class Worker:
         while True:
             try:
                 return await self._call(call)
-            except FleetUnavailable:
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
                 await trio.sleep(0.25)
 
 
