@@ -8,6 +8,7 @@ persistence would.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -93,8 +94,9 @@ class RedisServer:
                 log = (self.folder / "redis.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"redis-server exited with {self.process.returncode}: {log}")
             try:
-                if self.client().ping():
-                    return
+                with self.client() as client:
+                    if client.ping():
+                        return
             except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
                 time.sleep(0.02)
         raise RuntimeError("redis-server did not answer within 10s")
@@ -105,10 +107,9 @@ class RedisServer:
         if process is None:
             return
         if save:
-            try:
-                self.client().shutdown(save=True)
-            except redis.exceptions.ConnectionError:
-                pass  # it went down while answering, as SHUTDOWN does
+            # It goes down while answering, as SHUTDOWN does.
+            with self.client() as client, contextlib.suppress(redis.exceptions.ConnectionError):
+                client.shutdown(save=True)
         else:
             process.terminate()
         try:

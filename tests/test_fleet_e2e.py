@@ -1,0 +1,314 @@
+"""The fleet end to end: several ``forge fleet work`` processes on one real Redis server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from .fleet_support import (
+    Fleet,
+    fleet_of,
+    git,
+    git_repo,
+    kill_host,
+    most_starts_in_a_window,
+    read_stamps,
+    stamping_agent,
+    wait_for,
+)
+from .redis_server import RedisServer
+
+# An executor starts some milliseconds after its permit is granted (a process
+# to spawn); the window is exact on the server's grant times, and the
+# executors' own stamps may lag them by up to this much.
+START_LAG = 0.5
+
+
+def one_iteration_loops(fleet: Fleet, count: int, *, calls: int, window: str) -> str:
+    agent = stamping_agent(fleet.tmp, "done", fleet.stamps, {"print": "FORGE_DONE\n"})
+    lines = [
+        "[verify]",
+        'command = "true"',
+        "specs = []",
+        "[rate_limit]",
+        f"calls = {calls}",
+        f'window = "{window}"',
+    ]
+    for number in range(1, count + 1):
+        change = f"c{number:02d}"
+        folder = git_repo(fleet.tmp / "loops" / change)
+        lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+        lines.append(f"cmd = {json.dumps(agent)}")
+    return "\n".join(lines) + "\n"
+
+
+def test_three_workers_share_one_limit_and_run_every_loop_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        submitted = fleet.submit(one_iteration_loops(fleet, 12, calls=5, window="4s"))
+        assert submitted.code == 0, submitted
+        assert "submitted 12 loop(s)" in submitted.out
+        for host in ("w1", "w2", "w3"):
+            fleet.spawn(host, max_parallel=3)
+        assert fleet.wait_all() == [0, 0, 0], [fleet.output(h) for h in ("w1", "w2", "w3")]
+
+        stamps = read_stamps(fleet.stamps)
+        starts = [s for s in stamps if s.what == "start"]
+        ends = [s for s in stamps if s.what == "end"]
+        # Every loop ran to its end exactly once.
+        assert sorted(s.change for s in starts) == [f"c{n:02d}" for n in range(1, 13)]
+        assert sorted(s.change for s in ends) == [f"c{n:02d}" for n in range(1, 13)]
+        # Never more than 5 starts in any 4 s window, over the three hosts together.
+        assert most_starts_in_a_window([s.at for s in starts], 4.0 - START_LAG) <= 5
+        assert starts[-1].at - starts[0].at >= 8.0 - START_LAG  # 12 starts: 3 windows
+
+        status = fleet.status()
+        assert status["counts"] == {"queued": 0, "running": 0, "done": 12, "escalated": 0}
+        hosts = {loop["host"] for loop in status["loops"].values()}
+        assert len(hosts) >= 2, hosts  # a host holds at most 3 loops at once
+        assert all(info["finished"] for info in status["hosts"].values())
+        for change in ("c01", "c12"):
+            events = [e["event"] for e in fleet.timeline(change)]
+            assert events.count("iteration.started") == 1
+            assert events[-1] == "run.stopped"
+        # Every host's summary gathers every loop of the batch.
+        summary = fleet.output("w1")
+        assert all(f"c{n:02d}" in summary for n in range(1, 13))
+
+
+def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        report = {"report": {"tokens": 100, "cost_usd": 0.01}}
+        agent = stamping_agent(
+            tmp_path,
+            "slow",
+            fleet.stamps,
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.1, "print": "FORGE_DONE\n", **report},
+        )
+        lines = [
+            "[verify]",
+            # Fails once per loop folder: the circuit opens once, then a probe passes.
+            'command = "test -f .verified || { touch .verified; exit 1; }"',
+            "specs = []",
+            "max_failures = 1",
+            "[breaker]",
+            'cooldown = "0.3s"',
+            'cooldown_max = "0.6s"',
+            "[rate_limit]",
+            "calls = 100",
+            'window = "1s"',
+        ]
+        for change in ("k1", "k2", "k3", "k4"):
+            folder = git_repo(tmp_path / "loops" / change)
+            lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+            lines += [f"cmd = {json.dumps(agent)}", "max_iterations = 8"]
+        assert fleet.submit("\n".join(lines) + "\n").code == 0
+        doomed = fleet.spawn("w1", max_parallel=2)
+        wait_for(lambda: fleet.output("w1").count("claimed by w1") == 2, what="w1's claims")
+        fleet.spawn("w2", max_parallel=2)
+        fleet.spawn("w3", max_parallel=2)
+        mine = [
+            line.split(":")[0]
+            for line in fleet.output("w1").splitlines()
+            if "claimed by w1" in line
+        ]
+
+        def w1_mid_loop() -> bool:
+            stamps = read_stamps(fleet.stamps)
+            return any(s.change in mine and s.iteration >= 3 and s.what == "start" for s in stamps)
+
+        wait_for(w1_mid_loop, what="w1 in the middle of a loop")
+        kill_host(doomed)
+        killed_at = time.time()
+        rest = fleet.workers[1:]
+        assert [w.wait(timeout=120) for w in rest] == [0, 0], fleet.output("w2")
+
+        status = fleet.status()
+        assert status["counts"]["done"] == 4, status
+        for change in mine:
+            assert status["loops"][change]["host"] in ("w2", "w3")
+        stamps = read_stamps(fleet.stamps)
+        export = fleet.forge("fleet", "export", "--to", str(tmp_path / "exported"))
+        assert export.code == 0, export
+        for change in ("k1", "k2", "k3", "k4"):
+            # Never on two hosts at once: each iteration starts after the previous one ended
+            # (the one cut short by the kill ended with it).
+            intervals = []
+            for start in (s for s in stamps if s.change == change and s.what == "start"):
+                end = [
+                    s.at
+                    for s in stamps
+                    if s.change == change and s.what == "end" and s.iteration == start.iteration
+                ]
+                intervals.append((start.at, end[0] if end else killed_at))
+            for (_, before_end), (after_start, _) in itertools.pairwise(intervals):
+                assert after_start >= before_end, (change, intervals)
+            events = fleet.timeline(change)
+            started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+            assert started == sorted(set(started)), (change, started)  # continuing, never again
+            finished = [e for e in events if e["event"] == "iteration.finished"]
+            folder = tmp_path / "exported" / ".forge" / "changes" / change
+            spend = yaml.safe_load((folder / "spend.yaml").read_text())
+            assert spend["tokens"] == 100 * len(finished), (change, spend, len(finished))
+            breaker = yaml.safe_load((folder / "breaker.yaml").read_text())
+            assert breaker["opens"] == 1  # opened once on the first host, not forgotten
+            assert breaker["finished"] == "done"
+        for change in mine:
+            events = fleet.timeline(change)
+            runs = [e for e in events if e["event"] == "run.started"]
+            assert len(runs) == 2  # the first host's run, then the one that took it over
+            assert runs[1]["plan"]["iterations_used"] >= 3  # resumed, not restarted
+            takeover = [s for s in stamps if s.change == change and s.at > killed_at]
+            # Taken over only once the lease lapsed (renewed every heartbeat until the kill).
+            assert takeover[0].at >= killed_at + 2.0 - 0.3 - 0.1
+        assert "lease lost" not in fleet.output("w2")
+
+
+def test_hosts_whose_clocks_are_minutes_apart_change_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        batch = one_iteration_loops(fleet, 6, calls=3, window="2s")
+        # One loop whose circuit opens once (its verify fails the first time) and cools down.
+        agent = stamping_agent(
+            tmp_path, "twice", fleet.stamps, {"print": "working\n"}, {"print": "FORGE_DONE\n"}
+        )
+        folder = git_repo(tmp_path / "loops" / "cool")
+        batch += "\n".join(
+            [
+                "[[loop]]",
+                'change = "cool"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+                "[loop.verify]",
+                'command = "test -f .verified || { touch .verified; exit 1; }"',
+                "max_failures = 1",
+                "[loop.breaker]",
+                'cooldown = "1s"',
+                'cooldown_max = "2s"',
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        began = time.time()
+        for host, skew in (("behind", "-300"), ("true", "0"), ("ahead", "300")):
+            fleet.spawn(host, max_parallel=3, extra={"FORGE_CLOCK_SKEW": skew})
+        assert fleet.wait_all() == [0, 0, 0]
+        ended = time.time()
+
+        starts = [s for s in read_stamps(fleet.stamps) if s.what == "start"]
+        assert most_starts_in_a_window([s.at for s in starts], 2.0 - START_LAG) <= 3
+        assert len(starts) == 8  # six loops once, the cooling one twice
+        status = fleet.status()
+        assert status["counts"]["done"] == 7
+        skews = {host: info["clock_skew"] for host, info in status["hosts"].items()}
+        assert abs(skews["behind"] + 300) < 5, skews
+        assert abs(skews["ahead"] - 300) < 5, skews
+        # The cooldown was kept on the server's clock: opened at a true time, and the
+        # probe waited its full second whichever host ran it.
+        assert fleet.forge("fleet", "export", "--to", str(tmp_path / "out")).code == 0
+        breaker_file = tmp_path / "out" / ".forge" / "changes" / "cool" / "breaker.yaml"
+        breaker = yaml.safe_load(breaker_file.read_text())
+        assert breaker["opens"] == 1
+        assert began - 1 <= breaker["opened_at"] <= ended + 1
+        cool = [s for s in starts if s.change == "cool"]
+        assert cool[1].at - cool[0].at >= 1.0
+
+
+def test_a_server_restart_mid_batch_loses_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="6s", heartbeat="0.4s") as fleet:
+        report = {"report": {"tokens": 100}}
+        agent = stamping_agent(
+            tmp_path,
+            "three",
+            fleet.stamps,
+            {"hold": 0.3, "print": "working\n", **report},
+            {"hold": 0.3, "print": "working\n", **report},
+            {"hold": 0.1, "print": "FORGE_DONE\n", **report},
+        )
+        lines = ["[verify]", 'command = "true"', "specs = []"]
+        lines += ["[rate_limit]", "calls = 4", 'window = "2s"']
+        changes = [f"r{n}" for n in range(1, 7)]
+        for change in changes:
+            folder = git_repo(tmp_path / "loops" / change)
+            lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+            lines.append(f"cmd = {json.dumps(agent)}")
+        assert fleet.submit("\n".join(lines) + "\n").code == 0
+        fleet.spawn("w1", max_parallel=3)
+        fleet.spawn("w2", max_parallel=3)
+        wait_for(
+            lambda: sum(s.what == "start" for s in read_stamps(fleet.stamps)) >= 5,
+            what="the batch under way",
+        )
+        redis_server.stop(save=True)
+        down_at = time.time()
+        time.sleep(2.5)
+        up_at = time.time()
+        redis_server.start()
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        starts = [s for s in read_stamps(fleet.stamps) if s.what == "start"]
+        # Nothing started while the server was down (a permit granted just before
+        # may start its executor a moment later).
+        assert not [s for s in starts if down_at + START_LAG < s.at < up_at], starts
+        assert len(starts) == 18
+        status = fleet.status()
+        assert status["counts"]["done"] == 6, status
+        assert fleet.forge("fleet", "export", "--to", str(tmp_path / "out")).code == 0
+        for change in changes:
+            events = fleet.timeline(change)
+            started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+            assert started == [1, 2, 3], (change, started)
+            spend_file = tmp_path / "out" / ".forge" / "changes" / change / "spend.yaml"
+            assert yaml.safe_load(spend_file.read_text())["tokens"] == 300
+        outputs = fleet.output("w1") + fleet.output("w2")
+        assert "the Redis server cannot be reached" in outputs
+        assert "the Redis server answers again" in outputs
+
+
+def test_repo_loops_are_cloned_and_their_branches_pushed(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    origin = git_repo(tmp_path / "origin")
+    bare = tmp_path / "project.git"
+    git(tmp_path, "clone", "-q", "--bare", str(origin), str(bare))
+    with fleet_of(tmp_path, redis_server) as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "commits",
+            fleet.stamps,
+            {
+                "shell": 'echo "$FORGE_CHANGE" > "result-$FORGE_CHANGE.txt" && '
+                'git add "result-$FORGE_CHANGE.txt" && git commit -q -m "work on $FORGE_CHANGE"',
+                "print": "FORGE_DONE\n",
+            },
+        )
+        lines = ["[verify]", 'command = "true"', "specs = []"]
+        for change in ("alpha", "beta"):
+            lines += ["[[loop]]", f'change = "{change}"', 'repo = "project.git"']
+            lines += ['ref = "HEAD"', "push = true", f"cmd = {json.dumps(agent)}"]
+        submitted = fleet.submit("\n".join(lines) + "\n")
+        assert submitted.code == 0, submitted
+        fleet.spawn("w1", max_parallel=2)
+        fleet.spawn("w2", max_parallel=2)
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        branches = git(bare, "branch", "--list", "forge/*").split()
+        assert branches == ["forge/alpha", "forge/beta"]
+        for change in ("alpha", "beta"):
+            shown = git(bare, "show", f"forge/{change}:result-{change}.txt")
+            assert shown == f"{change}\n"
+            log = git(bare, "log", "--format=%s", f"forge/{change}")
+            assert log.splitlines() == [f"work on {change}", "initial"]
+        assert "pushed forge/" in fleet.output("w1") + fleet.output("w2")
