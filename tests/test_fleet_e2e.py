@@ -161,10 +161,15 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
             spend = yaml.safe_load((folder / "spend.yaml").read_text())
             assert spend["tokens"] == 100 * len(finished), (change, spend, len(finished))
             breaker = yaml.safe_load((folder / "breaker.yaml").read_text())
-            assert breaker["opens"] == 1  # opened once on the first host, not forgotten
+            # Every opening counted, on whichever host it happened (the first host's
+            # opening is not forgotten by the host that took the loop over).
+            opened = [e for e in events if e["event"] == "breaker.opened"]
+            assert breaker["opens"] == len(opened) >= 1, (change, breaker, len(opened))
             assert breaker["finished"] == "done"
         for change in mine:
             events = fleet.timeline(change)
+            first_run = events[: [e["event"] for e in events].index("run.started", 1)]
+            assert any(e["event"] == "breaker.opened" for e in first_run)
             runs = [e for e in events if e["event"] == "run.started"]
             assert len(runs) == 2  # the first host's run, then the one that took it over
             assert runs[1]["plan"]["iterations_used"] >= 3  # resumed, not restarted
