@@ -229,8 +229,10 @@ def _kill_tree(pid: int, sig: signal.Signals) -> None:
 
 
 @contextmanager
-def fleet_of(tmp: Path, server: RedisServer, **options: str) -> Iterator[Fleet]:
-    fleet = Fleet(tmp, server, **options)
+def fleet_of(
+    tmp: Path, server: RedisServer, *, lease: str = "2s", heartbeat: str = "0.3s"
+) -> Iterator[Fleet]:
+    fleet = Fleet(tmp, server, lease=lease, heartbeat=heartbeat)
     fleet.setup()
     try:
         yield fleet
