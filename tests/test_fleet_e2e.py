@@ -282,7 +282,8 @@ def test_a_server_restart_mid_batch_loses_nothing(
             spend_file = tmp_path / "out" / ".forge" / "changes" / change / "spend.yaml"
             finished = [e for e in events if e["event"] == "iteration.finished"]
             spent = yaml.safe_load(spend_file.read_text())
-            assert spent["tokens"] == 300, (change, spent, finished)
+            brief = [(e["event"], e.get("iteration"), e.get("run_id"), e["ts"]) for e in events]
+            assert spent["tokens"] == 300, (change, spent, brief, down_at, up_at)
         outputs = fleet.output("w1") + fleet.output("w2")
         assert "the Redis server cannot be reached" in outputs
         assert "the Redis server answers again" in outputs
