@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 _INSTALL_LOCK = Path("/tmp/forge-tests-redis-install.lock")
 _WHAT_TO_INSTALL = (
@@ -70,7 +72,10 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, decode_responses=True, socket_timeout=5)
+        # No retries inside the client: a stopped server is seen at once.
+        return redis.Redis(
+            port=self.port, decode_responses=True, socket_timeout=5, retry=Retry(NoBackoff(), 0)
+        )
 
     def start(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

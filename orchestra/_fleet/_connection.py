@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .._errors import StateError
 from ._config import FleetConfig
@@ -108,9 +110,10 @@ class Connection:
             socket_connect_timeout=config.connect_timeout,
             socket_timeout=config.command_timeout,
             decode_responses=True,
-            # A dropped connection is noticed by the next call, which then
-            # fails fast; the fleet's own retry decides what to do.
-            retry_on_timeout=False,
+            # No retries inside the client (its default backs off for seconds):
+            # a lost server is reported at once, and the fleet decides what to
+            # do (the limiter fails closed, writes wait, leases are judged).
+            retry=Retry(NoBackoff(), 0),
         )
         self._on_outage = on_outage
         self._down = False

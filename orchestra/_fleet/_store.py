@@ -137,11 +137,21 @@ class RedisChangeStore:
         self._owns_circuit = owns_circuit
         self._state = LoopState()
         self._revoked = threading.Event()
+        self._lapsed = threading.Event()
         self._script = connection.script(COMMIT)
 
     def revoke(self) -> None:
-        """The lease is lost: refuse every write from now on, at once."""
+        """Another host holds the change now: refuse every write from now on, at once."""
         self._revoked.set()
+
+    def lapse(self) -> None:
+        """The lease could not be renewed in time: stop waiting out outages.
+
+        A write is then tried once: the fence still decides whether it lands
+        (nobody may have claimed the change meanwhile), but no write waits for
+        a server that is gone while the loop is being stopped.
+        """
+        self._lapsed.set()
 
     @property
     def revoked(self) -> bool:
@@ -262,4 +272,4 @@ class RedisChangeStore:
             raise LeaseLost(self.change)
 
     def _gone(self) -> bool:
-        return self._revoked.is_set()
+        return self._revoked.is_set() or self._lapsed.is_set()

@@ -221,6 +221,8 @@ class Worker:
                     summary = await self._run_loop(spec, store, running)
                     nursery.cancel_scope.cancel()
             if store.revoked or summary is None:
+                # Stopped (the lease lapsed) or fenced out: the loop is another host's
+                # to resume once its entry has been idle for a lease.
                 running.lost = True
                 self.result.lost.append(spec.change)
                 self.on_event(
@@ -318,7 +320,11 @@ class Worker:
                     raise
                 if trio.current_time() - renewed_at < self.config.lease:
                     continue
-                kept = 0  # not renewed for a whole lease: another host may hold it now
+                # Not renewed for a whole lease: another host may take it over now.
+                # Stop the executor; what the fence still allows is written.
+                store.lapse()
+                scope.cancel()
+                return
             if int(kept) != 1:
                 store.revoke()
                 scope.cancel()
@@ -355,6 +361,7 @@ class Worker:
             except FleetUnavailable as exc:
                 if not exc.outage:
                     raise
+                self._quiet_until = trio.current_time() + self.config.lease
             await trio.sleep(self.config.heartbeat)
 
     async def _beat(self, *, finished: bool = False) -> None:
