@@ -149,7 +149,7 @@ def run_fleet(folder: Path, url: str, dirs: list[Path], workers: int) -> float:
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         for n in range(workers)
     ]
     codes = [worker.wait() for worker in running]
