@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import time
 from datetime import datetime
 from pathlib import Path
@@ -324,3 +325,66 @@ def test_repo_loops_are_cloned_and_their_branches_pushed(
             log = git(bare, "log", "--format=%s", f"forge/{change}")
             assert log.splitlines() == [f"work on {change}", "initial"]
         assert "pushed forge/" in fleet.output("w1") + fleet.output("w2")
+
+
+def test_a_paused_host_finds_its_loop_taken_over_and_writes_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "steady",
+            fleet.stamps,
+            {"hold": 1.0, "print": "working\n"},
+            {"hold": 0.3, "print": "working\n"},
+            {"hold": 0.1, "print": "FORGE_DONE\n"},
+        )
+        folder = git_repo(tmp_path / "loops" / "p1")
+        batch = "\n".join(
+            [
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[stagnation]",
+                "no_progress = 10",
+                "[[loop]]",
+                'change = "p1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        paused = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        paused.send_signal(signal.SIGSTOP)  # a host that stalls longer than a lease
+        try:
+            fleet.spawn("w2", max_parallel=1)
+            wait_for(lambda: "claimed by w2" in fleet.output("w2"), what="the takeover")
+        finally:
+            paused.send_signal(signal.SIGCONT)
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        assert "lease lost" in fleet.output("w1")
+        assert fleet.status()["loops"]["p1"]["host"] == "w2"
+        events = fleet.timeline("p1")
+        started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+        assert started == sorted(set(started)), started
+        finished = [e["iteration"] for e in events if e["event"] == "iteration.finished"]
+        # The stalled host's first iteration was never recorded: its write came too late.
+        assert 1 not in finished
+        assert finished == sorted(set(finished))
+        assert [e["event"] for e in events].count("run.stopped") == 1  # only the one that ended
+
+
+def test_supervise_fleet_works_the_submitted_batch(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        assert fleet.submit(one_iteration_loops(fleet, 2, calls=10, window="1s")).code == 0
+        worked = fleet.forge("supervise", "--fleet", "--plain")
+        assert worked.code == 0, worked
+        assert "c01: ended done on" in worked.out
+        assert fleet.status()["counts"]["done"] == 2
+        refused = fleet.forge("supervise", "--fleet", "--batch", str(tmp_path / "nightly.toml"))
+        assert refused.code == 2
+        assert "forge fleet submit" in refused.err
