@@ -388,3 +388,43 @@ def test_supervise_fleet_works_the_submitted_batch(
         refused = fleet.forge("supervise", "--fleet", "--batch", str(tmp_path / "nightly.toml"))
         assert refused.code == 2
         assert "forge fleet submit" in refused.err
+
+
+def test_a_host_stopped_with_sigterm_gives_its_loops_back_at_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # A lease far longer than the test: only a loop given back can move this soon.
+    with fleet_of(tmp_path, redis_server, lease="60s", heartbeat="0.3s") as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "long",
+            fleet.stamps,
+            {"hold": 1.0, "print": "working\n"},
+            {"hold": 0.1, "print": "FORGE_DONE\n"},
+        )
+        folder = git_repo(tmp_path / "loops" / "g1")
+        batch = "\n".join(
+            [
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[[loop]]",
+                'change = "g1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        stopping = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        stopping.send_signal(signal.SIGTERM)
+        assert stopping.wait(timeout=30) == 130
+        assert "given back by w1" in fleet.output("w1")
+        fleet.spawn("w2", max_parallel=1)
+        assert fleet.workers[1].wait(timeout=30) == 0, fleet.output("w2")
+        status = fleet.status()
+        assert status["loops"]["g1"]["host"] == "w2"
+        assert status["loops"]["g1"]["reason"] == "done"
+        events = fleet.timeline("g1")
+        runs = [e for e in events if e["event"] == "run.started"]
+        assert runs[1]["plan"]["iterations_used"] == 1  # the interrupted iteration counts

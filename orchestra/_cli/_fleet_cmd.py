@@ -183,8 +183,8 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
             interrupted = True
         if interrupted:
             out.line(
-                "fleet work: INTERRUPTED — this host's loops go to other hosts once their "
-                "leases lapse (their state is on the server)"
+                "fleet work: INTERRUPTED — this host's loops were given back to the fleet "
+                "(their state is on the server; another host goes on with them)"
             )
             return EXIT_INTERRUPTED
         status = fleet_status(connection)

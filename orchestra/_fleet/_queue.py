@@ -53,6 +53,16 @@ redis.call('DEL', KEYS[2])
 return 1
 """
 
+# KEYS: fence, lease, loops, status. ARGV: token, group, entry id, host, lease ms, change,
+# status JSON. A host that stops gives its loop back: the entry looks idle at once.
+RELEASE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('XCLAIM', KEYS[3], ARGV[2], ARGV[4], 0, ARGV[3], 'IDLE', ARGV[5], 'JUSTID')
+redis.call('HSET', KEYS[4], ARGV[6], ARGV[7])
+return 1
+"""
+
 QUEUED = "queued"
 RUNNING = "running"
 DONE_STATE = "done"

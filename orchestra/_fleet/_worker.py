@@ -58,6 +58,8 @@ from ._queue import (
     DONE_STATE,
     ESCALATED,
     FINISH,
+    QUEUED,
+    RELEASE,
     RENEW,
     RUNNING,
     BatchInfo,
@@ -143,6 +145,7 @@ class Worker:
         self._claim = connection.script(CLAIM)
         self._renew = connection.script(RENEW)
         self._finish = connection.script(FINISH)
+        self._release = connection.script(RELEASE)
         self._worktree_lock = trio.Lock()
         # After the server was unreachable, leave others' loops alone for one
         # lease: the hosts running them renew first.
@@ -214,12 +217,21 @@ class Worker:
         self.on_event("fleet", spec.change, f"claimed by {self.host} (fencing token {token})")
         try:
             summary: RunSummary | None = None
-            with trio.CancelScope() as scope:
-                async with trio.open_nursery() as nursery:
-                    renew = partial(self._renew_lease, entry_id, spec.change, token)
-                    nursery.start_soon(renew, store, scope)
-                    summary = await self._run_loop(spec, store, running)
-                    nursery.cancel_scope.cancel()
+            try:
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        renew = partial(self._renew_lease, entry_id, spec.change, token)
+                        nursery.start_soon(renew, store, scope)
+                        summary = await self._run_loop(spec, store, running)
+                        nursery.cancel_scope.cancel()
+            except BaseException:
+                # This host is stopping (cancelled, interrupted; the nursery may wrap
+                # it in a group): give the loop back so that another host takes it
+                # over now rather than after its lease, then go on stopping.
+                if not store.revoked:
+                    with trio.CancelScope(shield=True):
+                        await self._give_back(entry_id, spec.change, token)
+                raise
             if store.revoked or summary is None:
                 # Stopped (the lease lapsed) or fenced out: the loop is another host's
                 # to resume once its entry has been idle for a lease.
@@ -330,6 +342,18 @@ class Worker:
                 scope.cancel()
                 return
             renewed_at = trio.current_time()
+
+    async def _give_back(self, entry_id: str, change: str, token: int) -> None:
+        status = status_json(QUEUED, released_by=self.host, since=self.clock.iso())
+        keys = [self.keys.fence(change), self.keys.lease(change), self.keys.loops, self.keys.status]
+        idle = int(self.config.lease * 1000) + 1
+        args = [token, GROUP, entry_id, self.host, idle, change, status]
+        with trio.move_on_after(self.config.command_timeout):
+            try:
+                if int(await self._call(lambda _client: self._release(keys=keys, args=args))):
+                    self.on_event("fleet", change, f"given back by {self.host}")
+            except FleetUnavailable:
+                pass  # its lease lapses instead
 
     async def _finish_loop(
         self, entry_id: str, change: str, token: int, summary: RunSummary
