@@ -26,13 +26,20 @@ def fleet_timeline(
     """Show the change's timeline from the server; None when the fleet has none for it.
 
     Raises:
-        FleetUnavailable: the server cannot be reached.
+        FleetUnavailable: with ``--fleet``, the server cannot be reached (without
+            it, the note says so and the files are shown).
     """
     config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
     connection = Connection(config)
     keys = config.keys
     try:
-        lines = connection.once(lambda client: timeline_lines(client, keys, args.change))
+        try:
+            lines = connection.once(lambda client: timeline_lines(client, keys, args.change))
+        except FleetUnavailable as exc:
+            if args.fleet:
+                raise
+            out.note(f"{exc.message}; showing this host's files")
+            return None
         if not lines and not args.fleet:
             return None  # not a fleet change: its files are the timeline
         records = [event_record(decode_event(json.loads(line))) for _id, line in lines]
