@@ -81,6 +81,16 @@ def test_three_workers_share_one_limit_and_run_every_loop_once(
         # Every host's summary gathers every loop of the batch.
         summary = fleet.output("w1")
         assert all(f"c{n:02d}" in summary for n in range(1, 13))
+        # Every host saw the fleet-wide use: the warning at 80%, and the countdown.
+        for host in ("w1", "w2", "w3"):
+            assert "limiter: warn: rate limit: " in fleet.output(host)
+        assert "next permit in" in "".join(fleet.output(h) for h in ("w1", "w2", "w3"))
+        shown = fleet.forge("fleet", "status")
+        assert shown.code == 0
+        counted = "12 loop(s) — 0 queued, 0 running, 12 done, 0 escalated"
+        assert f'fleet "nightly": {counted}' in shown.out
+        assert "rate limit: " in shown.out
+        assert any(line.startswith("  w2: last heartbeat ") for line in shown.lines)
 
 
 def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
@@ -287,6 +297,7 @@ def test_a_server_restart_mid_batch_loses_nothing(
         outputs = fleet.output("w1") + fleet.output("w2")
         assert "the Redis server cannot be reached" in outputs
         assert "the Redis server answers again" in outputs
+        assert "limiter: unavailable: rate limit: UNAVAILABLE" in outputs
         assert "lease lost" not in outputs  # an outage shorter than a lease stops no loop
 
 
