@@ -208,8 +208,9 @@ class ServerClock:
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
-        self._server = time.time()
-        self._mono = time.monotonic()
+        # (server epoch, this host's monotonic time) read together; replaced
+        # whole, so a reader in another thread never mixes two syncs.
+        self._anchor = (time.time(), time.monotonic())
 
     def sync(self) -> float:
         """Read the server's clock (blocking; raises :class:`FleetUnavailable`)."""
@@ -217,11 +218,12 @@ class ServerClock:
         server = self._connection.server_time()
         after = time.monotonic()
         # The server read its clock somewhere in the round trip: take the middle.
-        self._server, self._mono = server, (before + after) / 2
+        self._anchor = (server, (before + after) / 2)
         return server
 
     def __call__(self) -> float:
-        return self._server + (time.monotonic() - self._mono)
+        server, mono = self._anchor
+        return server + (time.monotonic() - mono)
 
     def iso(self) -> str:
         """Now, as the ISO-8601 UTC timestamps of the timeline."""

@@ -185,11 +185,20 @@ def next_entry(
 ) -> tuple[str, LoopSpec] | None:
     """A loop for this host: first one a quiet host left (idle past a lease), then a new one."""
     if min_idle_ms is not None:
-        reply = client.xautoclaim(keys.loops, GROUP, host, min_idle_ms, start_id="0-0", count=1)
-        claimed = [entry for entry in reply[1] if entry and entry[1]]
-        if claimed:
-            entry_id, fields = claimed[0]
-            return entry_id, LoopSpec.from_json(fields["loop"])
+        # XAUTOCLAIM looks at a few pending entries per call: follow its cursor
+        # through the whole pending list until one is idle long enough.
+        cursor = "0-0"
+        while True:
+            reply = client.xautoclaim(
+                keys.loops, GROUP, host, min_idle_ms, start_id=cursor, count=1
+            )
+            claimed = [entry for entry in reply[1] if entry and entry[1]]
+            if claimed:
+                entry_id, fields = claimed[0]
+                return entry_id, LoopSpec.from_json(fields["loop"])
+            cursor = reply[0]
+            if cursor == "0-0":
+                break
     reply = client.xreadgroup(GROUP, host, {keys.loops: ">"}, count=1)
     for _stream, entries in reply or ():
         for entry_id, fields in entries:
