@@ -245,3 +245,26 @@ def test_commands_name_what_is_missing_or_wrong(tmp_path: Path, redis_server: Re
     assert down.code == 1
     assert "cannot be reached" in down.err
     assert "Traceback" not in down.err
+
+
+def test_a_quiet_host_s_loop_is_found_however_deep_in_the_pending_list(
+    connection: Connection,
+) -> None:
+    from orchestra._fleet import BatchInfo, LoopSpec, submit
+    from orchestra._fleet._queue import next_entry  # the queue's reader, driven by hand
+
+    keys = connection.config.keys
+    client = connection.client
+    specs = [LoopSpec(change=f"l{n:02d}", policy={}) for n in range(25)]
+    batch = BatchInfo(loops=25, calls=1, window=1.0, warn_at=0.8, submitted_at=0.0, source="b")
+    submit(client, keys, batch, specs, "now", replace=False)
+    delivered: Any = client.xreadgroup("workers", "busy", {keys.loops: ">"}, count=25)
+    ids = [entry_id for entry_id, _fields in delivered[0][1]]
+    # Every entry but the last was just renewed; the last host went quiet long ago.
+    client.xclaim(keys.loops, "workers", "busy", 0, ids[:-1], idle=0, justid=True)
+    client.xclaim(keys.loops, "workers", "busy", 0, ids[-1:], idle=10_000_000, justid=True)
+    found = next_entry(client, keys, "taker", min_idle_ms=5_000_000)
+    assert found is not None
+    assert found[0] == ids[-1]
+    assert found[1].change == "l24"
+    assert next_entry(client, keys, "taker", min_idle_ms=5_000_000) is None
