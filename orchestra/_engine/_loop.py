@@ -42,8 +42,6 @@ from .._state import (
     ProtectViolation,
     RunStarted,
     RunStopped,
-    append_event,
-    exclusive_lock,
     utc_now_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
@@ -317,7 +315,9 @@ class _Loop:
                 # put back before the interruption goes on (synchronously: unwinding),
                 # and a repair that fails must not replace the interruption.
                 with contextlib.suppress(StateError, OSError):
-                    _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
+                    _repair_while_unwinding(
+                        self.plan, self.store, number, self.plan.integrity, label
+                    )
             raise
         self.last = outcome
         integrity, after = await _in_thread(self._after_executor, number, label)
@@ -370,7 +370,7 @@ class _Loop:
     ) -> tuple[IntegrityReport | None, Snapshot | None]:
         """Restore and record any harm, then read the tree once."""
         check = self.plan.integrity
-        report = _inspect(self.plan, number, check, label) if check is not None else None
+        report = _inspect(self.plan, self.store, number, check, label) if check else None
         if self.probe is None:
             if self.prefix is not None:
                 self.status = read_status(self.plan.workdir, self.prefix)
@@ -595,22 +595,25 @@ class _Loop:
             self.on_event(kind, self.plan.paths.name, text)
 
 
-def _inspect(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> IntegrityReport:
+def _inspect(
+    plan: LoopPlan, store: Store, number: int, check: IntegrityCheck, label: str
+) -> IntegrityReport:
     report = check.inspect(label)
     if report.harmed:
         violation = ProtectViolation(
             run_id=plan.run_id, iteration=number, harmed=report.as_record()
         )
-        with exclusive_lock(plan.paths.lock):
-            append_event(plan.paths.timeline, plan.paths.name, violation)
+        store.append(violation)
     return report
 
 
 @trio.lowlevel.enable_ki_protection
-def _repair_while_unwinding(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> None:
+def _repair_while_unwinding(
+    plan: LoopPlan, store: Store, number: int, check: IntegrityCheck, label: str
+) -> None:
     # Protected from a second Ctrl-C: a restore cut in half would leave the
     # harm in place and the next run would take it as its starting point.
-    _inspect(plan, number, check, label)
+    _inspect(plan, store, number, check, label)
 
 
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
