@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from .._engine import DONE, new_run_id
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._fleet import (
@@ -29,7 +31,7 @@ from .._fleet import (
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
 from .._state import STATE_DIR, atomic_write
-from .._supervise import limiter_line, prepare, resolve_loops
+from .._supervise import Dashboard, limiter_line, prepare, resolve_loops
 from ._common import policy_from, project_from
 from ._console import Output
 from ._trio_run import run_interruptible
@@ -135,10 +137,14 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
     cache_flag = getattr(args, "cache", None)
     cache = Path(cache_flag).resolve() if cache_flag else _default_cache()
     printing = threading.Lock()
+    dashboard: list[Dashboard] = []  # set once the worker exists, on a terminal
 
-    def say(text: str) -> None:
+    def say(text: str, change: str | None = None, kind: str = "fleet") -> None:
+        if dashboard:
+            dashboard[0].event(kind, change or "fleet", text)
+            return
         with printing:
-            out.line(text)
+            out.line(text if change is None else f"{change}: {text}")
 
     def on_outage(reason: str | None) -> None:
         if reason is None:
@@ -148,10 +154,10 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind in ("warn", "wait", "pause", "unavailable"):
-            say(f"limiter: {kind}: {limiter_line(stats, time.time())}")
+            say(f"{kind}: {limiter_line(stats, time.time())}", "limiter", "limiter")
 
     def on_event(kind: str, change: str, text: str) -> None:
-        say(f"{change}: {text}")
+        say(text, change, kind)
 
     connection = Connection(config, on_outage=on_outage)
     started = time.time()
@@ -177,10 +183,13 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
             on_event=on_event,
             on_limiter=on_limiter,
         )
+        if out.live and not out.json_mode:
+            dashboard.append(Dashboard(out.console, worker.shown, worker.limiter))
         try:
-            run_interruptible(worker.run)
+            run_interruptible(_work, worker, dashboard[0] if dashboard else None)
         except KeyboardInterrupt:
             interrupted = True
+        dashboard.clear()
         if interrupted:
             out.line(
                 "fleet work: INTERRUPTED — this host's loops were given back to the fleet "
@@ -199,6 +208,14 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
         out.document(summary)
     all_done = all(loop.get("reason") == DONE for loop in status.loops.values())
     return EXIT_OK if all_done else EXIT_ESCALATE
+
+
+async def _work(worker: Worker, dashboard: Dashboard | None) -> None:
+    async with trio.open_nursery() as nursery:
+        if dashboard is not None:
+            nursery.start_soon(dashboard.run)
+        await worker.run()
+        nursery.cancel_scope.cancel()
 
 
 def _default_cache() -> Path:

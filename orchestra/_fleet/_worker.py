@@ -141,6 +141,8 @@ class Worker:
             wall_clock=self.clock,
         )
         self.running: dict[str, Running] = {}
+        # Every loop this host has run, in the order it claimed them (the dashboard's rows).
+        self.shown: list[LoopProgress] = []
         self.result = WorkerResult()
         self._claim = connection.script(CLAIM)
         self._renew = connection.script(RENEW)
@@ -269,6 +271,7 @@ class Worker:
             [run] = prepare([setup], new_run_id())
             plan = run.plan
             running.progress = run.progress
+            self.shown.append(run.progress)
             if setup.worktree:
                 path = await ensure_worktree(root, spec.change, spec.base, self._worktree_lock)
                 plan = attrs.evolve(plan, workdir=path)
