@@ -25,6 +25,7 @@ from .._fleet import (
     default_host,
     export_state,
     fleet_status,
+    host_clock,
     open_worker_batch,
     submit,
 )
@@ -154,13 +155,16 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind in ("warn", "wait", "pause", "unavailable"):
-            say(f"{kind}: {limiter_line(stats, time.time())}", "limiter", "limiter")
+            # The pause's end is on the limiter's wall clock: the server's.
+            now = workers[0].clock() if workers else host_clock()
+            say(f"{kind}: {limiter_line(stats, now)}", "limiter", "limiter")
 
     def on_event(kind: str, change: str, text: str) -> None:
         say(text, change, kind)
 
     connection = Connection(config, on_outage=on_outage)
-    started = time.time()
+    started = host_clock()
+    workers: list[Worker] = []
     interrupted = False
     try:
         batch = run_interruptible(open_worker_batch, connection)
@@ -183,6 +187,7 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
             on_event=on_event,
             on_limiter=on_limiter,
         )
+        workers.append(worker)
         if out.live and not out.json_mode:
             dashboard.append(Dashboard(out.console, worker.shown, worker.limiter))
         try:
@@ -228,7 +233,7 @@ def _summary(status: FleetStatus, host: str, lost: list[str], started: float) ->
         "fleet": status.name,
         "host": host,
         "started_at": started,
-        "finished_at": time.time(),
+        "finished_at": host_clock(),
         "lost_here": lost,
         **status.as_json(),
     }

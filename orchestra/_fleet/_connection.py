@@ -82,8 +82,9 @@ def host_clock() -> float:
     """This host's wall clock, as epoch seconds.
 
     ``FORGE_CLOCK_SKEW`` (seconds, may be negative) is added: a way to see what
-    a host whose clock is off does. Nothing the fleet decides reads it; it is
-    only reported (``forge fleet status`` shows each host's skew).
+    a host whose clock is off does. The fleet decides nothing by it (the
+    server's clock decides); it is reported (``forge fleet status`` shows each
+    host's skew) and stamps what is this host's own (its summary file).
     """
     try:
         skew = float(os.environ.get(CLOCK_SKEW_ENV, "0") or 0)
@@ -209,8 +210,9 @@ class ServerClock:
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
         # (server epoch, this host's monotonic time) read together; replaced
-        # whole, so a reader in another thread never mixes two syncs.
-        self._anchor = (time.time(), time.monotonic())
+        # whole, so a reader in another thread never mixes two syncs. Until the
+        # first sync, the host's own clock is all there is.
+        self._anchor = (host_clock(), time.monotonic())
 
     def sync(self) -> float:
         """Read the server's clock (blocking; raises :class:`FleetUnavailable`)."""
