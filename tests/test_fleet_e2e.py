@@ -196,52 +196,58 @@ def test_hosts_whose_clocks_are_minutes_apart_change_nothing(
 ) -> None:
     with fleet_of(tmp_path, redis_server) as fleet:
         batch = one_iteration_loops(fleet, 6, calls=3, window="2s")
-        # One loop whose circuit opens once (its verify fails the first time) and cools down.
-        agent = stamping_agent(
-            tmp_path, "twice", fleet.stamps, {"print": "working\n"}, {"print": "FORGE_DONE\n"}
-        )
-        folder = git_repo(tmp_path / "loops" / "cool")
-        batch += "\n".join(
-            [
-                "[[loop]]",
-                'change = "cool"',
-                f"dir = {json.dumps(str(folder))}",
-                f"cmd = {json.dumps(agent)}",
-                "[loop.verify]",
-                'command = "test -f .verified || { touch .verified; exit 1; }"',
-                "max_failures = 1",
-                "[loop.breaker]",
-                'cooldown = "1s"',
-                'cooldown_max = "2s"',
-            ]
-        )
-        assert fleet.submit(batch + "\n").code == 0
+        # Three loops whose verify always fails: each circuit opens, cools down for a
+        # second, probes, opens again and escalates, keeping when it last opened.
+        agent = stamping_agent(tmp_path, "stuck", fleet.stamps, {"print": "working\n"})
+        for change in ("cool1", "cool2", "cool3"):
+            folder = git_repo(tmp_path / "loops" / change)
+            batch += "\n".join(
+                [
+                    "[[loop]]",
+                    f'change = "{change}"',
+                    f"dir = {json.dumps(str(folder))}",
+                    f"cmd = {json.dumps(agent)}",
+                    "[loop.verify]",
+                    'command = "exit 1"',
+                    "max_failures = 1",
+                    "[loop.breaker]",
+                    'cooldown = "1s"',
+                    'cooldown_max = "2s"',
+                    "max_opens = 1",
+                    "",
+                ]
+            )
+        assert fleet.submit(batch).code == 0
         began = time.time()
         for host, skew in (("behind", "-300"), ("true", "0"), ("ahead", "300")):
             fleet.spawn(host, max_parallel=3, extra={"FORGE_CLOCK_SKEW": skew})
-        assert fleet.wait_all() == [0, 0, 0]
+        assert fleet.wait_all() == [1, 1, 1]  # the batch did not end all done
         ended = time.time()
 
         starts = [s for s in read_stamps(fleet.stamps) if s.what == "start"]
         assert most_starts_in_a_window([s.at for s in starts], 2.0 - START_LAG) <= 3
-        assert len(starts) == 8  # six loops once, the cooling one twice
+        assert len(starts) == 12  # six loops once, the three stuck ones twice
         status = fleet.status()
-        assert status["counts"]["done"] == 7
+        assert status["counts"]["done"] == 6
+        assert status["counts"]["escalated"] == 3
         skews = {host: info["clock_skew"] for host, info in status["hosts"].items()}
         assert abs(skews["behind"] + 300) < 5, skews
         assert abs(skews["ahead"] - 300) < 5, skews
-        # The cooldown was kept on the server's clock: recorded at a true time, and the
-        # probe waited its full second whichever host ran it.
+        # Each circuit's times are the server's, whichever host's clock ran it: it
+        # opened at a true time, events are stamped with true times, and the probe
+        # waited its full second of cooldown.
         assert fleet.forge("fleet", "export", "--to", str(tmp_path / "out")).code == 0
-        breaker_file = tmp_path / "out" / ".forge" / "changes" / "cool" / "breaker.yaml"
-        breaker = yaml.safe_load(breaker_file.read_text())
-        assert breaker["opens"] == 1
-        assert breaker["finished"] == "done"
-        for event in fleet.timeline("cool"):
-            at = datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
-            assert began - 1 <= at <= ended + 1, event
-        cool = [s for s in starts if s.change == "cool"]
-        assert cool[1].at - cool[0].at >= 1.0
+        for change in ("cool1", "cool2", "cool3"):
+            breaker_file = tmp_path / "out" / ".forge" / "changes" / change / "breaker.yaml"
+            breaker = yaml.safe_load(breaker_file.read_text())
+            assert breaker["opens"] == 2
+            assert breaker["escalated"] is True
+            assert began - 1 <= breaker["opened_at"] <= ended + 1, (change, breaker)
+            for event in fleet.timeline(change):
+                at = datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+                assert began - 1 <= at <= ended + 1, event
+            runs = [s for s in starts if s.change == change]
+            assert runs[1].at - runs[0].at >= 1.0
 
 
 def test_a_server_restart_mid_batch_loses_nothing(
