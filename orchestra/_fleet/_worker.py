@@ -86,7 +86,6 @@ class Running:
 
     change: str
     progress: LoopProgress
-    lost: bool = False
 
 
 @attrs.define
@@ -237,7 +236,6 @@ class Worker:
             if store.revoked or summary is None:
                 # Stopped (the lease lapsed) or fenced out: the loop is another host's
                 # to resume once its entry has been idle for a lease.
-                running.lost = True
                 self.result.lost.append(spec.change)
                 self.on_event(
                     "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
@@ -249,7 +247,6 @@ class Worker:
             if ended:
                 self.result.ran[spec.change] = summary
             else:
-                running.lost = True
                 self.result.lost.append(spec.change)
         finally:
             del self.running[spec.change]
