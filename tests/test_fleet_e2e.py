@@ -23,6 +23,7 @@ from .fleet_support import (
     wait_for,
 )
 from .redis_server import RedisServer
+from .support import run_forge
 
 # An executor starts some milliseconds after its permit is granted (a process
 # to spawn); the window is exact on the server's grant times, and the
@@ -168,6 +169,9 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
             events = fleet.timeline(change)
             started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
             assert started == sorted(set(started)), (change, started)  # continuing, never again
+            # The export is the files one machine keeps: forge reads them as its own.
+            local = run_forge(["timeline", change, "--json"], cwd=tmp_path / "exported")
+            assert json.loads(local.out)["events"] == events
             finished = [e for e in events if e["event"] == "iteration.finished"]
             folder = tmp_path / "exported" / ".forge" / "changes" / change
             spend = yaml.safe_load((folder / "spend.yaml").read_text())
@@ -402,6 +406,12 @@ def test_supervise_fleet_works_the_submitted_batch(
         assert worked.code == 0, worked
         assert "c01: ended done on" in worked.out
         assert fleet.status()["counts"]["done"] == 2
+        # A host that joins a finished batch has nothing to do: it reports the batch.
+        late = fleet.forge("fleet", "work", "--json")
+        assert late.code == 0, late
+        summary = json.loads(late.out)
+        assert summary["counts"]["done"] == 2
+        assert sorted(summary["loops"]) == ["c01", "c02"]
         refused = fleet.forge("supervise", "--fleet", "--batch", str(tmp_path / "nightly.toml"))
         assert refused.code == 2
         assert "forge fleet submit" in refused.err
