@@ -295,7 +295,14 @@ class Worker:
 
     async def _source(self, spec: LoopSpec) -> Path:
         if not spec.repo:
-            return Path(spec.dir)
+            root = Path(spec.dir)
+            if not root.is_dir():
+                raise SourceError(
+                    f"the loop's dir {spec.dir} is not on this host",
+                    hint="a dir loop needs its folder at the same path on every host "
+                    "(shared storage), or name a repo instead",
+                )
+            return root
         return await trio.to_thread.run_sync(
             checkout_repo, spec.repo, spec.ref, spec.change, self.cache
         )
