@@ -296,7 +296,8 @@ class Worker:
     async def _source(self, spec: LoopSpec) -> Path:
         if not spec.repo:
             root = Path(spec.dir)
-            if not root.is_dir():
+            # A shared folder may be a slow network mount: look off the event loop.
+            if not await trio.to_thread.run_sync(root.is_dir):
                 raise SourceError(
                     f"the loop's dir {spec.dir} is not on this host",
                     hint="a dir loop needs its folder at the same path on every host "
