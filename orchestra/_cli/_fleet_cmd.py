@@ -247,15 +247,16 @@ def _print_loops(status: FleetStatus, out: Output) -> None:
     for change, loop in sorted(status.loops.items()):
         state = str(loop.get("state"))
         reason = loop.get("reason") or state
-        where = f" on {loop['host']}" if loop.get("host") else ""
+        where = f"on {loop['host']}" if loop.get("host") else ""
         iterations = loop.get("iterations")
         count = f"{iterations} iteration(s)" if iterations is not None else ""
+        said = " ".join(part for part in (count, where) if part)
         detail = f" — {loop['detail']}" if loop.get("detail") else ""
         style = "green" if reason == DONE else ("red" if state == "escalated" else None)
         out.styled(
             (f"{change.ljust(width)}  ", "bold"),
             (f"{reason:<22}", style),
-            (f"{count}{where}{detail}", None),
+            (f"{said}{detail}", None),
         )
 
 
