@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/secscan_compare.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/limiter.py
+	$(BIN)/python bench/fleet.py
 
 # The slow fault-injection tier: hundreds of kill -9 trials, crash points at
 # every state write, hypothesis over bad input (the fast tier is in make test).

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from .redis_server import redis_server as redis_server  # a real server per test
 from .support import Repo
 
 

@@ -191,6 +191,8 @@ _SAMPLES: list[object] = [
 _COMPANIONS = {
     "breaker.cooldown": {"cooldown_max": "1000d"},
     "breaker.cooldown_max": {"cooldown": 0.1},
+    "fleet.lease": {"heartbeat": 0.001},
+    "fleet.heartbeat": {"lease": "1000d"},
 }
 
 
@@ -211,9 +213,9 @@ def test_the_schema_and_the_loader_agree_on_every_key(
         data: dict[str, Any] = {key: sample}
         for table in reversed(tables):
             data = {table: data}
-        # cooldown_max against cooldown is a rule between keys, checked on loading only:
-        # the other key is set so that it cannot be what refuses the sample.
-        data.get("breaker", {}).update(_COMPANIONS.get(dotted, {}))
+        # cooldown_max against cooldown (heartbeat against lease) is a rule between keys,
+        # checked on loading only: the other key is set so that it cannot refuse the sample.
+        data.get(tables[0], {}).update(_COMPANIONS.get(dotted, {}))
         schema_says = not problems(validator, data)
         assert schema_says == _loader_accepts(data), f"{dotted} = {sample!r}"
 

@@ -146,7 +146,54 @@ def _add_supervise(commands: _Commands, common: argparse.ArgumentParser) -> None
     supervise.add_argument("--batch", metavar="FILE", help="a file of [[loop]] tables to run")
     supervise.add_argument("--only", metavar="C1,C2", help="run only these loops")
     supervise.add_argument("--dry-run", action="store_true", help="print each loop's plan")
+    supervise.add_argument(
+        "--fleet",
+        action="store_true",
+        help="work the batch submitted to the fleet's Redis server (as forge fleet work)",
+    )
     supervise.set_defaults(handler="_supervise_cmd:run")
+
+
+def _add_fleet(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        parents=[common],
+        help="a nightly batch worked by several hosts through one Redis server",
+        description="Several hosts work one batch of loops through one Redis server "
+        "([fleet] redis, or FORGE_REDIS_URL): one rate limit for all, each change "
+        "run by one host at a time, a quiet host's loops taken over by the others.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = fleet.add_subparsers(dest="action", metavar="ACTION", required=True)
+    submit = actions.add_parser(
+        "submit", parents=[common], help="enqueue a batch's [[loop]] tables for the fleet"
+    )
+    submit.add_argument("--batch", metavar="FILE", required=True, help="the batch file")
+    submit.add_argument(
+        "--replace",
+        action="store_true",
+        help="drop the batch already submitted under this name, and all its state",
+    )
+    submit.set_defaults(handler="_fleet_cmd:submit_cmd")
+    work = actions.add_parser(
+        "work", parents=[common], help="claim and run loops on this host until the batch ends"
+    )
+    work.add_argument(
+        "--max-parallel", type=_integer, metavar="N", help="loops at once on this host"
+    )
+    work.add_argument("--host", metavar="NAME", help="this host's name (default: host-pid)")
+    work.add_argument("--cache", metavar="DIR", help="where repo loops are cloned")
+    work.set_defaults(handler="_fleet_cmd:work_cmd")
+    status = actions.add_parser(
+        "status", parents=[common], help="hosts, loops and the shared rate limit"
+    )
+    status.set_defaults(handler="_fleet_cmd:status_cmd")
+    export = actions.add_parser(
+        "export", parents=[common], help="write the batch's state as .forge/ files"
+    )
+    export.add_argument("--to", metavar="DIR", help="the project folder to write into")
+    export.set_defaults(handler="_fleet_cmd:export_cmd")
 
 
 def _add_guard(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -414,6 +461,11 @@ def _add_timeline(commands: _Commands, common: argparse.ArgumentParser) -> None:
     timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
     timeline.add_argument("change", type=_change_name)
     timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    timeline.add_argument(
+        "--fleet",
+        action="store_true",
+        help="read it from the fleet's Redis server (implied when FORGE_REDIS_URL is set)",
+    )
     timeline.set_defaults(handler="_timeline_cmd:run")
 
 
@@ -457,6 +509,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "verify": _add_verify,
     "run": _add_run,
     "supervise": _add_supervise,
+    "fleet": _add_fleet,
     "guard": _add_guard,
     "hook": _add_hook,
     "secscan": _add_secscan,

@@ -40,6 +40,15 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.fleet:
+        if args.batch or args.only or args.dry_run:
+            raise UsageError(
+                "--fleet works the batch already submitted to the fleet",
+                hint="submit it with forge fleet submit --batch FILE, then forge supervise --fleet",
+            )
+        from ._fleet_cmd import work_cmd
+
+        return work_cmd(args, out)
     project = project_from(args)
     overlays = [Path(args.batch).resolve()] if args.batch else []
     for overlay in overlays:
@@ -47,6 +56,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
             raise UsageError(f"--batch {args.batch}: no such file")
     loaded = policy_from(project, args=args, overlays=overlays)
     setups = resolve_loops(loaded, project.root)
+    repos = [s.change for s in setups if s.repo]
+    if repos:
+        raise UsageError(
+            f"loop(s) naming a repo run in a fleet only: {', '.join(repos)}",
+            hint="forge fleet submit --batch FILE, then forge fleet work on each host",
+        )
     if not setups:
         raise UsageError(
             "no loops to supervise",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,13 @@ _SHOWN_FIRST = ("ts", "seq", "event", "change")
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
+    if getattr(args, "fleet", False) or os.environ.get("FORGE_REDIS_URL"):
+        # A fleet's timelines are on its server, with every host's events.
+        from ._fleet_timeline import fleet_timeline
+
+        shown = fleet_timeline(args, out, project, _print_event)
+        if shown is not None:
+            return shown
     paths = ChangePaths(project.root, args.change)
     data = _read_bytes(paths.timeline)
     read = parse_timeline(data)

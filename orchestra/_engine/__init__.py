@@ -3,7 +3,7 @@
 - ``_record``: :class:`IterationRecord`, one iteration's facts as judged and recorded.
 - ``_decide``: :func:`admit` and :func:`decide`, every trip and stop rule, pure.
 - ``_store``: :class:`ChangeStore`, a change's state loaded once and committed once
-  per iteration.
+  per iteration; :class:`Store`, what any other keeper of that state implements.
 - ``_loop``: :func:`run_loop`, the loop itself (I/O at the edges).
 - ``_gates``, ``_endings``, ``_progress``: gate readings, ending names, live progress.
 - ``_recovery``: the strategy handed out after an opening, and the watch after a close (pure).
@@ -24,6 +24,7 @@ from ._decide import cooled_down as cooled_down
 from ._decide import decide as decide
 from ._decide import first_trip_rules as first_trip_rules
 from ._decide import fold_history as fold_history
+from ._decide import started_iterations as started_iterations
 from ._decide import supervised_rules as supervised_rules
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
 from ._endings import DONE as DONE
@@ -58,5 +59,7 @@ from ._replay import Replay as Replay
 from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay
 from ._store import ChangeStore as ChangeStore
+from ._store import Judge as Judge
+from ._store import Store as Store
 from ._whatif import WhatIf as WhatIf
 from ._whatif import what_if as what_if

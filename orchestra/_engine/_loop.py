@@ -43,8 +43,6 @@ from .._state import (
     ProtectViolation,
     RunStarted,
     RunStopped,
-    append_event,
-    exclusive_lock,
     utc_now_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
@@ -74,7 +72,7 @@ from ._gates import (
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, finished_event, iteration_record
 from ._recovery import Strategy, in_force, with_strategy
-from ._store import ChangeStore
+from ._store import ChangeStore, Store
 from ._watch import IterationWatch
 
 _T = TypeVar("_T")
@@ -157,9 +155,15 @@ async def run_loop(
     progress: LoopProgress,
     on_event: EventSink | None = None,
     on_iteration: IterationCallback | None = None,
+    store: Store | None = None,
 ) -> RunSummary:
-    """Run one loop until it is done or must stop; the summary says which."""
-    store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
+    """Run one loop until it is done or must stop; the summary says which.
+
+    ``store`` keeps the change's state (default: its files under ``.forge/``;
+    a fleet passes its Redis store).
+    """
+    if store is None:
+        store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
     loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
     try:
         summary = await loop.run()
@@ -203,7 +207,7 @@ async def run_loop(
 class _Loop:
     plan: LoopPlan
     settings: LoopSettings
-    store: ChangeStore
+    store: Store
     progress: LoopProgress
     on_event: EventSink | None
     on_iteration: IterationCallback | None
@@ -334,7 +338,9 @@ class _Loop:
                 # put back before the interruption goes on (synchronously: unwinding),
                 # and a repair that fails must not replace the interruption.
                 with contextlib.suppress(StateError, OSError):
-                    _repair_while_unwinding(self.plan, number, self.plan.integrity, label)
+                    _repair_while_unwinding(
+                        self.plan, self.store, number, self.plan.integrity, label
+                    )
             raise
         self.last = outcome
         self.session = outcome.observation.session_id or self.session
@@ -389,7 +395,7 @@ class _Loop:
     ) -> tuple[IntegrityReport | None, Snapshot | None]:
         """Restore and record any harm, then read the tree once."""
         check = self.plan.integrity
-        report = _inspect(self.plan, number, check, label) if check is not None else None
+        report = _inspect(self.plan, self.store, number, check, label) if check else None
         if self.probe is None:
             if self.prefix is not None:
                 self.status = read_status(self.plan.workdir, self.prefix)
@@ -651,22 +657,25 @@ def _calls_left(limiter: RateLimiter | None) -> CallsLeft | None:
     return CallsLeft(remaining=stats.remaining, calls=stats.calls)
 
 
-def _inspect(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> IntegrityReport:
+def _inspect(
+    plan: LoopPlan, store: Store, number: int, check: IntegrityCheck, label: str
+) -> IntegrityReport:
     report = check.inspect(label)
     if report.harmed:
         violation = ProtectViolation(
             run_id=plan.run_id, iteration=number, harmed=report.as_record()
         )
-        with exclusive_lock(plan.paths.lock):
-            append_event(plan.paths.timeline, plan.paths.name, violation)
+        store.append(violation)
     return report
 
 
 @trio.lowlevel.enable_ki_protection
-def _repair_while_unwinding(plan: LoopPlan, number: int, check: IntegrityCheck, label: str) -> None:
+def _repair_while_unwinding(
+    plan: LoopPlan, store: Store, number: int, check: IntegrityCheck, label: str
+) -> None:
     # Protected from a second Ctrl-C: a restore cut in half would leave the
     # harm in place and the next run would take it as its starting point.
-    _inspect(plan, number, check, label)
+    _inspect(plan, store, number, check, label)
 
 
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 
@@ -46,6 +47,43 @@ def _signature(path: Path) -> _Signature:
     except FileNotFoundError:
         return None
     return (info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+class Store(Protocol):
+    """Where a running loop keeps its change's state: what :func:`run_loop` calls.
+
+    :class:`ChangeStore` keeps it in the files under ``.forge/``; a fleet keeps
+    it on its Redis server. Every method may block; the loop calls them in a
+    worker thread, except :meth:`stop` while a cancelled loop unwinds.
+    """
+
+    def load(self) -> LoopState:
+        """The change's state and its detectors' history, as the loop starts."""
+        ...
+
+    def refresh(self) -> LoopState:
+        """The state with anything written by someone else since folded in."""
+        ...
+
+    def append(self, *events: Event) -> None:
+        """Record events in the change's timeline."""
+        ...
+
+    def save_circuit(self, circuit: CircuitState, *events: Event) -> LoopState:
+        """Write the loop circuit (and record why) outside an iteration's commit."""
+        ...
+
+    def begin(self, event: IterationStarted) -> LoopState:
+        """An iteration starts: count it as used, then record it."""
+        ...
+
+    def commit(self, record: IterationRecord, judge: Judge) -> tuple[LoopState, Verdict]:
+        """Judge an iteration against the current state and write the outcome, in one go."""
+        ...
+
+    def stop(self, event: Event, *, finished: str | None = None) -> None:
+        """Record how the loop ended (``finished``: the ending its circuit keeps)."""
+        ...
 
 
 class ChangeStore:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._model import AlertsPolicy as AlertsPolicy
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
+    from ._model import FleetPolicy as FleetPolicy
     from ._model import NotifyPolicy as NotifyPolicy
     from ._model import Policy as Policy
     from ._model import PolicyRails as PolicyRails
@@ -87,6 +88,7 @@ if not TYPE_CHECKING:
             "._model": (
                 "BreakerPolicy",
                 "BudgetPolicy",
+                "FleetPolicy",
                 "MAX_ITERATIONS_CEILING",
                 "Policy",
                 "ProtectPolicy",

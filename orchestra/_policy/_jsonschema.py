@@ -65,6 +65,21 @@ _LOOP_KEYS: dict[str, dict[str, Any]] = {
         "type": "string",
         "default": "HEAD",
     },
+    "repo": {
+        "description": "A fleet loop's git URL (instead of dir): each host clones it.",
+        "type": "string",
+        "default": "",
+    },
+    "ref": {
+        "description": "What a repo loop's branch forge/<change> starts from.",
+        "type": "string",
+        "default": "HEAD",
+    },
+    "push": {
+        "description": "Push a repo loop's branch forge/<change> when the loop ends.",
+        "type": "boolean",
+        "default": False,
+    },
 }
 
 _SCALARS: dict[object, dict[str, Any]] = {

@@ -6,6 +6,7 @@ one field of :class:`Policy`. Every field carries a ``doc`` used by
 ``forge policy show`` and by the commented ``policies/default.toml``.
 """
 
+import re
 from typing import Any, TypeGuard, TypeVar
 
 import attrs
@@ -233,7 +234,10 @@ class RateLimitPolicy:
     backend: str = attrs.field(
         default="sqlite",
         validator=_one_of("memory", "sqlite"),
-        metadata=_doc('"sqlite": shared by every forge process on the machine; "memory": one.'),
+        metadata=_doc(
+            '"sqlite": shared by every forge process on the machine; "memory": one. '
+            "A fleet (forge fleet) always shares one limiter on its Redis server."
+        ),
     )
     path: str = attrs.field(
         default=".forge/ratelimit.sqlite3",
@@ -661,6 +665,62 @@ class NotifyPolicy:
     )
 
 
+def _pattern(regex: str, expected: str) -> Any:
+    compiled = re.compile(regex)
+
+    def check(_instance: Any, attribute: "attrs.Attribute[Any]", value: str) -> None:
+        if not compiled.fullmatch(value):
+            raise FieldError(attribute.name, expected, value)
+
+    return Check(check, {"pattern": f"^(?:{regex})$"})
+
+
+@_table
+@attrs.frozen
+class FleetPolicy:
+    """``[fleet]``: several machines working one batch through one Redis server."""
+
+    redis: str = attrs.field(
+        default="",
+        validator=_pattern(
+            r"((redis|rediss|unix)://\S+)?", 'a URL like "redis://host:6379/0" (or "")'
+        ),
+        metadata=_doc(
+            "The Redis server of the fleet (FORGE_REDIS_URL wins when set).",
+            example="redis://localhost:6379/0",
+        ),
+    )
+    name: str = attrs.field(
+        default="forge",
+        validator=_pattern(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", "a name like nightly-2026"),
+        metadata=_doc("Prefix of every key, so several batches can share one server."),
+    )
+    lease: Duration = attrs.field(
+        default=Duration(30),
+        validator=positive_duration,
+        metadata=_doc("A host that has not renewed a loop's lease for this long loses the loop."),
+    )
+    heartbeat: Duration = attrs.field(
+        default=Duration(5),
+        validator=positive_duration,
+        metadata=_doc("How often a host renews its leases and reports that it is alive."),
+    )
+    connect_timeout: Duration = attrs.field(
+        default=Duration(5),
+        validator=positive_duration,
+        metadata=_doc("Time allowed to connect to the Redis server."),
+    )
+    command_timeout: Duration = attrs.field(
+        default=Duration(5),
+        validator=positive_duration,
+        metadata=_doc("Time allowed for one Redis command's answer."),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.heartbeat.seconds >= self.lease.seconds:
+            raise ConflictError("heartbeat", "heartbeat must be shorter than lease")
+
+
 @_table
 @attrs.frozen
 class Policy:
@@ -710,6 +770,9 @@ class Policy:
     )
     notify: NotifyPolicy = attrs.field(
         factory=NotifyPolicy, metadata=_doc("Notifications when a batch escalates or ends.")
+    )
+    fleet: FleetPolicy = attrs.field(
+        factory=FleetPolicy, metadata=_doc("Several machines sharing one Redis: forge fleet.")
     )
 
 

@@ -5,7 +5,8 @@ from its own "now" (ages, waits), never in absolute times. The limiter can
 therefore sleep on trio's clock whatever clock the backend keeps: the memory
 backend reads an injected monotonic clock, the sqlite backend wall-clock epochs
 (so that a restart still counts the calls made before it). A Redis backend,
-for several machines, implements the same :class:`RateLimitBackend`.
+for several machines (``orchestra/_fleet``), implements the same
+:class:`RateLimitBackend`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class BackendReading:
             plain look, before one permit could be.
         paused_for: Seconds left of a provider's pause (0: not paused).
         pause_reason: Why the provider paused us ("" when not paused).
+        unavailable: Why the shared log could not be reached ("" when it was);
+            nothing is granted then (the limiter fails closed and asks again
+            after ``wait``).
     """
 
     granted: bool
@@ -54,6 +58,7 @@ class BackendReading:
     wait: float
     paused_for: float = 0.0
     pause_reason: str = ""
+    unavailable: str = ""
 
 
 class RateLimitBackend(Protocol):

@@ -47,6 +47,8 @@ class LimiterStatistics:
             seen below the threshold since.
         paused_until: Wall-clock epoch at which a provider's pause ends, or None.
         pause_reason: Why the provider paused us, or None.
+        unavailable: Why the shared log cannot be reached (no permit is
+            granted until it can), or None.
     """
 
     calls: int
@@ -59,6 +61,7 @@ class LimiterStatistics:
     warned: bool
     paused_until: float | None
     pause_reason: str | None
+    unavailable: str | None = None
 
 
 EventHandler = Callable[[str, LimiterStatistics], None]
@@ -90,6 +93,8 @@ class RateLimiter:
     - ``"wait"``: the task at the head of the line must wait; once per
       :meth:`acquire`, the expected wait in ``statistics.head_wait``.
     - ``"pause"``: :meth:`pause_until` paused every acquirer.
+    - ``"unavailable"``: the backend's shared log cannot be reached (no permit
+      until it can); once per outage, ``statistics.unavailable`` says why.
 
     Args:
         backend: Where the log lives (:class:`MemoryBackend`, :class:`SqliteBackend` …).
@@ -136,6 +141,7 @@ class RateLimiter:
         self._seen_paused_until: float | None = None
         self._seen_pause_wall: float | None = None
         self._seen_pause_reason: str | None = None
+        self._unavailable: str | None = None
 
     @property
     def rule(self) -> SlidingWindow:
@@ -239,6 +245,7 @@ class RateLimiter:
             warned=self._warned,
             paused_until=self._seen_pause_wall if paused else None,
             pause_reason=self._seen_pause_reason if paused else None,
+            unavailable=self._unavailable,
         )
 
     async def _call(self, function: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
@@ -250,6 +257,14 @@ class RateLimiter:
         return function(*args)
 
     def _observe(self, reading: BackendReading, granted_permits: int) -> None:
+        if reading.unavailable:
+            # Nothing was read: what was last seen of the log stands.
+            first = self._unavailable is None
+            self._unavailable = reading.unavailable
+            if first:
+                self._emit("unavailable")
+            return
+        self._unavailable = None
         now = self._clock()
         self._seen_log = tuple(now - age for age in reading.ages)
         if reading.paused_for > 0:

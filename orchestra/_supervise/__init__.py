@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ._supervisor import interrupted_results as interrupted_results
     from ._supervisor import prepare as prepare
     from ._supervisor import supervise as supervise
+    from ._worktree import WorktreeError as WorktreeError
+    from ._worktree import ensure_worktree as ensure_worktree
 
 # Hidden from type checkers, which read the imports above and must not take
 # every misspelt name for a lazy one.
@@ -44,5 +46,6 @@ if not TYPE_CHECKING:
                 "prepare",
                 "supervise",
             ),
+            "._worktree": ("WorktreeError", "ensure_worktree"),
         },
     )

@@ -40,6 +40,8 @@ _STYLES = {
 def limiter_line(stats: LimiterStatistics, now_wall: float) -> str:
     """The limiter in one line: use, waiters, countdown, pause."""
     line = f"rate limit: {stats.used}/{stats.calls} calls in the last {stats.window:g}s"
+    if stats.unavailable:
+        return f"rate limit: UNAVAILABLE — {stats.unavailable}; no executor starts until it is back"
     if stats.tasks_waiting:
         line += f" · {stats.tasks_waiting} waiting"
     # The head of the line's own wait is the backend's answer when it was told to

@@ -51,6 +51,10 @@ class LoopTable:
     dir: str = ""
     worktree: bool = False
     base: str = "HEAD"
+    # A fleet's loop may name a git URL instead of a folder: each host clones it.
+    repo: str = ""
+    ref: str = "HEAD"
+    push: bool = False
     verify: dict[str, Any] = attrs.field(factory=dict)
     run: dict[str, Any] = attrs.field(factory=dict)
     budget: dict[str, Any] = attrs.field(factory=dict)
@@ -68,6 +72,9 @@ class LoopSetup:
     worktree: bool
     base: str
     source: str
+    repo: str = ""
+    ref: str = "HEAD"
+    push: bool = False
 
 
 def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup]:
@@ -106,7 +113,10 @@ def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup
             problems.extend(t.replace(f"{where}: ", f"{where}.", 1) for t in typos)
             continue
         root = (declared.path.parent / spec.dir).resolve() if spec.dir else supervisor_root
-        if not root.is_dir():
+        if spec.repo and spec.dir:
+            problems.append(f"{where}.repo: a loop names a dir or a repo, not both")
+            continue
+        if not spec.repo and not root.is_dir():
             problems.append(f"{where}.dir: {spec.dir!r} is not a folder (looked for {root})")
             continue
         key = (root, spec.change)
@@ -127,6 +137,9 @@ def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup
                 worktree=spec.worktree,
                 base=spec.base,
                 source=where,
+                repo=spec.repo,
+                ref=spec.ref,
+                push=spec.push,
             )
         )
     if problems:

@@ -1,0 +1,95 @@
+"""``forge timeline`` of a fleet's change: its stream on the Redis server, every host's events."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from .._errors import EXIT_OK
+from .._fleet import Connection, FleetConfig, FleetUnavailable, Keys, timeline_lines
+from .._state import decode_event, event_record
+from .._workspace import Project
+from ._common import policy_from
+from ._console import Output
+
+FOLLOW_POLL_SECONDS = 0.2
+
+Printer = Callable[[dict[str, Any], Output], None]
+
+
+def fleet_timeline(
+    args: argparse.Namespace, out: Output, project: Project, print_event: Printer
+) -> int | None:
+    """Show the change's timeline from the server; None when the fleet has none for it.
+
+    Raises:
+        FleetUnavailable: with ``--fleet``, the server cannot be reached (without
+            it, the note says so and the files are shown).
+    """
+    config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
+    connection = Connection(config)
+    keys = config.keys
+    try:
+        try:
+            lines = connection.once(lambda client: timeline_lines(client, keys, args.change))
+        except FleetUnavailable as exc:
+            if args.fleet:
+                raise
+            out.note(f"{exc.message}; showing this host's files")
+            return None
+        if not lines and not args.fleet:
+            return None  # not a fleet change: its files are the timeline
+        records = [event_record(decode_event(json.loads(line))) for _id, line in lines]
+        if out.json_mode and not args.follow:
+            out.document({"change": args.change, "events": records, "fleet": config.name})
+            return EXIT_OK
+        for record in records:
+            print_event(record, out)
+        if args.follow:
+            from ._trio_run import run_interruptible
+
+            last = lines[-1][0] if lines else "-"
+            run_interruptible(_follow, connection, config, args.change, last, out, print_event)
+        elif not records:
+            out.line(f'no events yet for change "{args.change}"', style="dim")
+        return EXIT_OK
+    finally:
+        connection.close()
+
+
+async def _follow(
+    connection: Connection,
+    config: FleetConfig,
+    change: str,
+    last: str,
+    out: Output,
+    print_event: Printer,
+) -> None:
+    """Print the events any host adds, until interrupted; an outage is waited out."""
+    import trio
+
+    keys = config.keys
+    down = False
+    while True:
+        await trio.sleep(FOLLOW_POLL_SECONDS)
+        read = partial(_lines_after, keys, change, last)
+        try:
+            lines = await trio.to_thread.run_sync(connection.once, read)
+        except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
+            if not down:
+                out.note(f"the fleet's Redis server cannot be reached ({exc.reason}); waiting")
+            down = True
+            continue
+        down = False
+        for entry_id, line in lines:
+            print_event(event_record(decode_event(json.loads(line))), out)
+            last = entry_id
+
+
+def _lines_after(keys: Keys, change: str, after: str, client: Any) -> list[tuple[str, str]]:
+    return timeline_lines(client, keys, change, after)

@@ -1,0 +1,66 @@
+"""The fleet: one batch worked by several hosts through one Redis server.
+
+- ``_config``: the ``[fleet]`` table made concrete, and the batch's key names.
+- ``_connection``: the host's client, the server's clock, the outage errors.
+- ``_limiter``: the fleet's one sliding-log rate limiter (a limiter backend).
+- ``_store``: a change's state on the server (the engine's store, fenced).
+- ``_queue``: loops handed out through a stream: claim, renew, finish.
+- ``_source``: a loop's code: a shared folder, or a repository each host clones.
+- ``_worker``: one host claiming and running loops.
+- ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._config import REDIS_URL_ENV as REDIS_URL_ENV
+    from ._config import FleetConfig as FleetConfig
+    from ._config import Keys as Keys
+    from ._connection import CLOCK_SKEW_ENV as CLOCK_SKEW_ENV
+    from ._connection import Connection as Connection
+    from ._connection import FleetUnavailable as FleetUnavailable
+    from ._connection import LeaseLost as LeaseLost
+    from ._connection import ServerClock as ServerClock
+    from ._connection import host_clock as host_clock
+    from ._limiter import RedisBackend as RedisBackend
+    from ._queue import BatchInfo as BatchInfo
+    from ._queue import LoopSpec as LoopSpec
+    from ._queue import drop_all as drop_all
+    from ._queue import read_batch as read_batch
+    from ._queue import submit as submit
+    from ._source import SourceError as SourceError
+    from ._status import FleetStatus as FleetStatus
+    from ._status import export_state as export_state
+    from ._status import fleet_status as fleet_status
+    from ._store import RedisChangeStore as RedisChangeStore
+    from ._store import timeline_lines as timeline_lines
+    from ._worker import Worker as Worker
+    from ._worker import WorkerResult as WorkerResult
+    from ._worker import default_host as default_host
+    from ._worker import open_worker_batch as open_worker_batch
+
+# Hidden from type checkers, which read the imports above and must not take
+# every misspelt name for a lazy one.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "._config": ("REDIS_URL_ENV", "FleetConfig", "Keys"),
+            "._connection": (
+                "CLOCK_SKEW_ENV",
+                "Connection",
+                "FleetUnavailable",
+                "LeaseLost",
+                "ServerClock",
+                "host_clock",
+            ),
+            "._limiter": ("RedisBackend",),
+            "._queue": ("BatchInfo", "LoopSpec", "drop_all", "read_batch", "submit"),
+            "._source": ("SourceError",),
+            "._status": ("FleetStatus", "export_state", "fleet_status"),
+            "._store": ("RedisChangeStore", "timeline_lines"),
+            "._worker": ("Worker", "WorkerResult", "default_host", "open_worker_batch"),
+        },
+    )

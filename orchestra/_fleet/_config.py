@@ -1,0 +1,137 @@
+"""Where the fleet's Redis server is, what its keys are called, and its durations."""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from .._errors import ConfigError
+from .._policy import FleetPolicy
+
+REDIS_URL_ENV = "FORGE_REDIS_URL"
+
+
+@attrs.frozen
+class FleetConfig:
+    """The ``[fleet]`` table made concrete: a server to reach and a key prefix.
+
+    Attributes:
+        url: The Redis server (``redis://host:6379/0``).
+        name: The batch's name; every key starts with ``forge:<name>:``.
+        lease: Seconds a loop's lease lasts without renewal.
+        heartbeat: Seconds between renewals (and host heartbeats).
+        connect_timeout: Seconds allowed to connect.
+        command_timeout: Seconds allowed for one command's answer.
+    """
+
+    url: str
+    name: str
+    lease: float
+    heartbeat: float
+    connect_timeout: float
+    command_timeout: float
+
+    @classmethod
+    def from_policy(
+        cls, policy: FleetPolicy, *, environ: dict[str, str] | None = None
+    ) -> FleetConfig:
+        """The fleet a policy names; ``FORGE_REDIS_URL`` wins over ``[fleet] redis``.
+
+        Raises:
+            ConfigError: when no server is named, or the variable is not a Redis URL.
+        """
+        env = os.environ if environ is None else environ
+        url = env.get(REDIS_URL_ENV, "").strip() or policy.redis
+        if not url:
+            raise ConfigError(
+                "no Redis server for the fleet",
+                problems=("fleet.redis: not set (and FORGE_REDIS_URL is not set)",),
+                hint='set [fleet] redis = "redis://host:6379/0" in forge.toml, or FORGE_REDIS_URL',
+            )
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(
+                f"{REDIS_URL_ENV}: expected a URL like redis://host:6379/0, got {url!r}",
+                problems=(f"{REDIS_URL_ENV}: {url!r}",),
+            )
+        return cls(
+            url=url,
+            name=policy.name,
+            lease=policy.lease.seconds,
+            heartbeat=policy.heartbeat.seconds,
+            connect_timeout=policy.connect_timeout.seconds,
+            command_timeout=policy.command_timeout.seconds,
+        )
+
+    @property
+    def keys(self) -> Keys:
+        return Keys(self.name)
+
+
+@attrs.frozen
+class Keys:
+    """Every key of one batch, under ``forge:<name>:``.
+
+    Per change: ``change:<c>`` (a hash: circuit, verify, spend, seq), ``timeline:<c>``
+    (a stream of its events), ``fence:<c>`` (the fencing token), ``lease:<c>``.
+    For the batch: ``batch`` (what was submitted), ``loops`` (the stream loops
+    are handed out from, group ``workers``), ``status`` (each loop's state),
+    ``hosts`` (heartbeats), and the limiter's ``limiter:*``.
+    """
+
+    name: str
+
+    @property
+    def prefix(self) -> str:
+        return f"forge:{self.name}:"
+
+    def change(self, change: str) -> str:
+        return f"{self.prefix}change:{change}"
+
+    def timeline(self, change: str) -> str:
+        return f"{self.prefix}timeline:{change}"
+
+    def fence(self, change: str) -> str:
+        return f"{self.prefix}fence:{change}"
+
+    def lease(self, change: str) -> str:
+        return f"{self.prefix}lease:{change}"
+
+    @property
+    def batch(self) -> str:
+        return f"{self.prefix}batch"
+
+    @property
+    def loops(self) -> str:
+        return f"{self.prefix}loops"
+
+    @property
+    def status(self) -> str:
+        return f"{self.prefix}status"
+
+    @property
+    def hosts(self) -> str:
+        return f"{self.prefix}hosts"
+
+    @property
+    def limiter_log(self) -> str:
+        return f"{self.prefix}limiter:log"
+
+    @property
+    def limiter_queue(self) -> str:
+        return f"{self.prefix}limiter:queue"
+
+    @property
+    def limiter_deadlines(self) -> str:
+        return f"{self.prefix}limiter:deadlines"
+
+    @property
+    def limiter_seq(self) -> str:
+        return f"{self.prefix}limiter:seq"
+
+    @property
+    def limiter_pause(self) -> str:
+        return f"{self.prefix}limiter:pause"
+
+
+GROUP = "workers"

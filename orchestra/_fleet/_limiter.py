@@ -1,0 +1,217 @@
+"""The fleet's one rate limiter: the sliding log on the Redis server.
+
+A :class:`~orchestra._ratelimit.RateLimitBackend` whose every call is one Lua
+script, timed by the server's ``TIME``: trim what left the window, count,
+and (when the caller is first in line and a permit is free) add a unique
+member and set the key's expiry. Hosts' clocks play no part, so hosts whose
+clocks differ by minutes still share one exact window.
+
+First come, first served across hosts: a host refused a permit takes a
+ticket in a waiter queue (a sorted set in arrival order); a permit goes to the
+head of that queue only. A ticket whose host stopped asking (it died, or gave
+up) expires a little after the time the host was told to ask again, so a dead
+host never holds the line. Within one host the :class:`RateLimiter` already
+serves its tasks in order, so one ticket per host is enough.
+
+An unreachable server grants nothing (the limiter fails closed): the reading
+says ``unavailable`` and the limiter asks again shortly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._ratelimit import BackendReading, SlidingWindow
+from ._config import Keys
+from ._connection import Connection, FleetUnavailable
+
+# KEYS: log, queue, deadlines, seq, pause.
+# ARGV: calls, window, permits, ticket, grace, poll, mode ("take" | "peek").
+# Returns: granted, wait, paused_for, pause reason, then the ages of the live log.
+ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local calls = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local permits = tonumber(ARGV[3])
+local ticket = ARGV[4]
+local grace = tonumber(ARGV[5])
+local poll = tonumber(ARGV[6])
+local take = ARGV[7] == 'take'
+local function num(x) return string.format('%.6f', x) end
+
+-- Trim: a permit granted at `at` is live while at + window > now.
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now - window))
+-- A server clock that went back: a permit from "the future" counts from now.
+local ahead_of_now = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. num(now), '+inf')
+for _, member in ipairs(ahead_of_now) do redis.call('ZADD', KEYS[1], num(now), member) end
+
+local paused_for, reason = 0, ''
+local pause_end = tonumber(redis.call('HGET', KEYS[5], 'until') or '0')
+if pause_end > now then
+  paused_for = pause_end - now
+  reason = redis.call('HGET', KEYS[5], 'reason') or ''
+else
+  redis.call('DEL', KEYS[5])
+end
+
+-- The waiter queue: tickets whose host stopped asking leave it.
+for _, waiter in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local deadline = tonumber(redis.call('HGET', KEYS[3], waiter) or '0')
+  if deadline < now then
+    redis.call('ZREM', KEYS[2], waiter)
+    redis.call('HDEL', KEYS[3], waiter)
+  end
+end
+local rank = redis.call('ZRANK', KEYS[2], ticket)
+local ahead = rank or redis.call('ZCARD', KEYS[2])
+
+local stamps = {}
+local raw = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 2, #raw, 2 do stamps[#stamps + 1] = tonumber(raw[i]) end
+local used = #stamps
+
+-- Seconds until `k` more permits fit in the window.
+local function wait_for(k)
+  if used + k <= calls then return 0 end
+  local index = used + k - calls
+  if index > used then return window end
+  return math.max(0, stamps[index] + window - now)
+end
+
+local granted = 0
+local wait
+if not take then
+  wait = math.max(wait_for(1), paused_for)
+elseif paused_for == 0 and ahead == 0 and used + permits <= calls then
+  for _ = 1, permits do
+    local n = redis.call('INCR', KEYS[4])
+    redis.call('ZADD', KEYS[1], num(now), ticket .. ':' .. n)
+    stamps[#stamps + 1] = now
+  end
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window * 1000) + 1000)
+  redis.call('ZREM', KEYS[2], ticket)
+  redis.call('HDEL', KEYS[3], ticket)
+  granted = 1
+  wait = 0
+else
+  if not rank then
+    redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), ticket)
+  end
+  wait = math.max(wait_for(ahead + permits), paused_for)
+  -- Behind another host's ticket: ask again soon, the head may be served any moment.
+  if ahead > 0 and wait < poll then wait = poll end
+  redis.call('HSET', KEYS[3], ticket, num(now + wait + grace))
+  local keep = math.ceil((window + wait + grace) * 1000)
+  redis.call('PEXPIRE', KEYS[2], keep)
+  redis.call('PEXPIRE', KEYS[3], keep)
+end
+
+local reply = {granted, num(wait), num(paused_for), reason}
+for _, at in ipairs(stamps) do reply[#reply + 1] = num(now - at) end
+return reply
+"""
+
+# KEYS: pause. ARGV: seconds, reason. A pause is never shortened.
+PAUSE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local pause_end = now + tonumber(ARGV[1])
+local current = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
+if pause_end > current then
+  redis.call('HSET', KEYS[1], 'until', string.format('%.6f', pause_end), 'reason', ARGV[2])
+  redis.call('PEXPIREAT', KEYS[1], math.ceil(pause_end * 1000) + 1000)
+end
+return 1
+"""
+
+# How soon a host asks again while the server cannot be reached.
+OUTAGE_RETRY = 0.5
+
+
+class RedisBackend:
+    """The sliding log of every host of a fleet, on its Redis server.
+
+    Args:
+        connection: The host's connection.
+        keys: The batch's keys.
+        ticket: This host's place in the waiter queue (unique per host process).
+        grace: Seconds a ticket outlives the time its host was told to ask again.
+        poll: Seconds a host behind another host's ticket waits before asking again.
+    """
+
+    name = "redis"
+    blocking = True
+
+    def __init__(
+        self,
+        connection: Connection,
+        keys: Keys,
+        ticket: str,
+        *,
+        grace: float = 2.0,
+        poll: float = 0.1,
+    ) -> None:
+        self._connection = connection
+        self._keys = keys
+        self._ticket = ticket
+        self._grace = grace
+        self._poll = poll
+        self._acquire = connection.script(ACQUIRE)
+        self._pause = connection.script(PAUSE)
+
+    def try_acquire(self, rule: SlidingWindow, permits: int, who: str) -> BackendReading:
+        """See :meth:`RateLimitBackend.try_acquire`; never raises for an outage."""
+        rule.check_request(permits)
+        return self._run(rule, permits, "take")
+
+    def peek(self, rule: SlidingWindow) -> BackendReading:
+        """See :meth:`RateLimitBackend.peek`."""
+        return self._run(rule, 1, "peek")
+
+    def pause(self, seconds: float, reason: str) -> None:
+        """See :meth:`RateLimitBackend.pause`.
+
+        Raises:
+            FleetUnavailable: the server cannot be reached.
+        """
+        self._connection.once(
+            lambda client: self._pause(keys=[self._keys.limiter_pause], args=[seconds, reason])
+        )
+
+    def _run(self, rule: SlidingWindow, permits: int, mode: str) -> BackendReading:
+        keys = self._keys
+        args: list[Any] = [
+            rule.calls,
+            repr(rule.window),
+            permits,
+            self._ticket,
+            repr(self._grace),
+            repr(self._poll),
+            mode,
+        ]
+        try:
+            reply = self._connection.once(
+                lambda client: self._acquire(
+                    keys=[
+                        keys.limiter_log,
+                        keys.limiter_queue,
+                        keys.limiter_deadlines,
+                        keys.limiter_seq,
+                        keys.limiter_pause,
+                    ],
+                    args=args,
+                )
+            )
+        except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
+            return BackendReading(granted=False, ages=(), wait=OUTAGE_RETRY, unavailable=exc.reason)
+        granted, wait, paused_for, reason, *ages = reply
+        return BackendReading(
+            granted=int(granted) == 1,
+            ages=tuple(sorted((float(age) for age in ages), reverse=True)),
+            wait=float(wait),
+            paused_for=float(paused_for),
+            pause_reason=str(reason),
+        )

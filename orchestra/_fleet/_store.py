@@ -1,0 +1,275 @@
+"""A change's state on the fleet's Redis server: the engine's store, for many hosts.
+
+Per change: a hash with the loop circuit, the verify streak and the spend
+(JSON, the same fields as the files under ``.forge/``), and a stream that is
+its timeline (one entry per event, the same JSON line a ``timeline.jsonl``
+holds). The stagnation history is folded from that stream when a loop
+starts, as from the file.
+
+Every write is one Lua script that first checks the change's fencing token:
+a host whose lease lapsed and whose loop another host took over can no
+longer write anything (:class:`LeaseLost`). A write whose answer was lost to
+a dropped connection is sent again with the same commit id, which the script
+recognises, so it is applied once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from .._circuit import CircuitState
+from .._engine import IterationRecord as _Record
+from .._engine import (
+    Judge,
+    LoopState,
+    Verdict,
+    fold_history,
+    started_iterations,
+)
+from .._spend import SpendTotals
+from .._state import (
+    STATE_CONVERTER,
+    Event,
+    IterationStarted,
+    decode_event,
+    event_record,
+)
+from .._verify import VerifyAttempts
+from ._config import Keys
+from ._connection import Connection, LeaseLost
+
+# KEYS: fence, change hash, timeline stream.
+# ARGV: token, commit id, number of fields, field/value pairs, then per event
+# the JSON before and after its seq (the script numbers the events).
+COMMIT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if redis.call('HGET', KEYS[2], 'commit') == ARGV[2] then return 0 end
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
+while i <= #ARGV do
+  seq = seq + 1
+  redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
+  i = i + 2
+end
+redis.call('HSET', KEYS[2], 'seq', seq, 'commit', ARGV[2])
+return 1
+"""
+
+_SEQ_MARK = -7_351_042_069  # stands for the seq until the script numbers the event
+_STATE_FIELDS: dict[str, type] = {
+    "circuit": CircuitState,
+    "verify": VerifyAttempts,
+    "spend": SpendTotals,
+}
+
+
+def state_json(state: object) -> str:
+    """A state object as the JSON the change's hash keeps."""
+    return json.dumps(STATE_CONVERTER.unstructure(state), sort_keys=False)
+
+
+def state_from_json(text: str | None, cls: type[Any], default: Any) -> Any:
+    """A state object read back from the change's hash (absent: ``default``)."""
+    if text is None:
+        return default
+    return STATE_CONVERTER.structure(json.loads(text), cls)
+
+
+def read_state(client: Any, keys: Keys, change: str) -> tuple[LoopState, list[Event]]:
+    """A change's state and timeline as they stand on the server (one read each)."""
+    fields: dict[str, str] = client.hgetall(keys.change(change))
+    entries = client.xrange(keys.timeline(change), "-", "+")
+    events = [decode_event(json.loads(data["event"])) for _id, data in entries]
+    base = LoopState()
+    state = LoopState(
+        circuit=state_from_json(fields.get("circuit"), CircuitState, base.circuit),
+        verify=state_from_json(fields.get("verify"), VerifyAttempts, base.verify),
+        spend=state_from_json(fields.get("spend"), SpendTotals, base.spend),
+    )
+    return state, events
+
+
+def timeline_lines(client: Any, keys: Keys, change: str, after: str = "-") -> list[tuple[str, str]]:
+    """The change's timeline entries after stream id ``after``: (id, JSON line)."""
+    start = "-" if after == "-" else f"({after}"
+    entries = client.xrange(keys.timeline(change), start, "+")
+    return [(entry_id, data["event"]) for entry_id, data in entries]
+
+
+class RedisChangeStore:
+    """One change's state on the server, written only while this host holds its lease.
+
+    Args:
+        connection: The host's connection.
+        keys: The batch's keys.
+        change: The change.
+        token: The fencing token this host received when it claimed the loop.
+        iso: The server's wall clock as the timeline's timestamps.
+        owns_circuit: The loop moves the loop circuit (always, in a fleet).
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        keys: Keys,
+        change: str,
+        token: int,
+        iso: Callable[[], str],
+        *,
+        owns_circuit: bool = True,
+    ) -> None:
+        self._connection = connection
+        self._keys = keys
+        self.change = change
+        self.token = token
+        self._iso = iso
+        self._owns_circuit = owns_circuit
+        self._state = LoopState()
+        self._revoked = threading.Event()
+        self._lapsed = threading.Event()
+        self._script = connection.script(COMMIT)
+
+    def revoke(self) -> None:
+        """Another host holds the change now: refuse every write from now on, at once."""
+        self._revoked.set()
+
+    def lapse(self) -> None:
+        """The lease could not be renewed in time: stop waiting out outages.
+
+        A write is then tried once: the fence still decides whether it lands
+        (nobody may have claimed the change meanwhile), but no write waits for
+        a server that is gone while the loop is being stopped.
+        """
+        self._lapsed.set()
+
+    @property
+    def revoked(self) -> bool:
+        return self._revoked.is_set()
+
+    # -- the Store protocol ---------------------------------------------------
+
+    def load(self) -> LoopState:
+        """The change's state and its detectors' history, from the server."""
+        state, events = self._read()
+        circuit = state.circuit
+        if self._owns_circuit:
+            # An iteration that started but was never committed was spent too
+            # (a host that died mid-iteration): the next one goes on after it.
+            started = started_iterations(events)
+            if started > circuit.iterations_used:
+                circuit = attrs.evolve(circuit, iterations_used=started, finished=None)
+        self._state = attrs.evolve(state, circuit=circuit, history=fold_history(events))
+        return self._state
+
+    def refresh(self) -> LoopState:
+        """The state as the server holds it (only the lease holder writes it)."""
+        state, _ = self._read()
+        self._state = attrs.evolve(
+            self._state, circuit=state.circuit, verify=state.verify, spend=state.spend
+        )
+        return self._state
+
+    def append(self, *events: Event) -> None:
+        """Append events to the change's timeline stream."""
+        self._write({}, events)
+
+    def save_circuit(self, circuit: CircuitState, *events: Event) -> LoopState:
+        """Write the loop circuit (and record why) outside an iteration's commit."""
+        self._write({"circuit": circuit}, events)
+        self._state = attrs.evolve(self._state, circuit=circuit)
+        return self._state
+
+    def begin(self, event: IterationStarted) -> LoopState:
+        """An iteration starts: count it as used, then record it, in one write."""
+        state = self._state
+        fields: dict[str, object] = {}
+        if self._owns_circuit:
+            circuit = attrs.evolve(state.circuit, iterations_used=event.iteration, finished=None)
+            state = attrs.evolve(state, circuit=circuit)
+            fields["circuit"] = circuit
+        self._write(fields, [event])
+        self._state = state
+        return state
+
+    def commit(self, record: _Record, judge: Judge) -> tuple[LoopState, Verdict]:
+        """Judge an iteration and write spend, streak, circuit and events in one script."""
+        after, verdict, events = judge(self._state)
+        fields: dict[str, object] = {"spend": after.spend}
+        if record.verify is not None:
+            fields["verify"] = after.verify
+        if self._owns_circuit:
+            fields["circuit"] = after.circuit
+        self._write(fields, events)
+        self._state = after
+        return after, verdict
+
+    def stop(self, event: Event, *, finished: str | None = None) -> None:
+        """Record how the loop ended; the circuit keeps the ending."""
+        fields: dict[str, object] = {}
+        if self._owns_circuit:
+            circuit = self._state.circuit
+            if finished is not None:
+                circuit = attrs.evolve(circuit, finished=finished)
+            self._state = attrs.evolve(self._state, circuit=circuit)
+            fields["circuit"] = circuit
+        # Called while a cancelled loop unwinds too: wait out an outage for one
+        # lease at most, never for ever.
+        deadline = time.monotonic() + self._connection.config.lease
+        self._write(fields, [event], give_up=lambda: time.monotonic() > deadline)
+
+    # -- the server -----------------------------------------------------------
+
+    def _read(self) -> tuple[LoopState, list[Event]]:
+        return self._connection.retrying(
+            lambda client: read_state(client, self._keys, self.change), give_up=self._gone
+        )
+
+    def _write(
+        self,
+        fields: dict[str, object],
+        events: Sequence[Event],
+        *,
+        give_up: Callable[[], bool] | None = None,
+    ) -> None:
+        if self.revoked:
+            raise LeaseLost(self.change)
+        args: list[Any] = [self.token, uuid.uuid4().hex, len(fields)]
+        for name, state in fields.items():
+            args.extend((name, state_json(state)))
+        stamp = self._iso()
+        for event in events:
+            stamped = attrs.evolve(event, ts=stamp, seq=_SEQ_MARK, change=self.change)
+            line = json.dumps(
+                event_record(stamped), ensure_ascii=False, separators=(",", ":"), default=str
+            )
+            head, _, tail = line.partition(f'"seq":{_SEQ_MARK}')
+            args.extend((head + '"seq":', tail))
+        keys = [
+            self._keys.fence(self.change),
+            self._keys.change(self.change),
+            self._keys.timeline(self.change),
+        ]
+
+        def stop_trying() -> bool:
+            return self._gone() or (give_up is not None and give_up())
+
+        result = self._connection.retrying(
+            lambda client: self._script(keys=keys, args=args), give_up=stop_trying
+        )
+        if int(result) < 0:
+            self._revoked.set()
+            raise LeaseLost(self.change)
+
+    def _gone(self) -> bool:
+        return self._revoked.is_set() or self._lapsed.is_set()

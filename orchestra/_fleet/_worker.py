@@ -1,0 +1,439 @@
+"""One host of the fleet: claim loops up to ``max_parallel``, run each with the engine.
+
+The worker is a trio program. Its tasks:
+
+- the claimer: takes a loop another host left (``XAUTOCLAIM`` of an entry
+  idle past a lease) or a new one, and claims its lease and fencing token;
+- one task per running loop: :func:`run_loop` with the Redis store and the
+  fleet's limiter, beside a renewer that renews its lease every heartbeat. A
+  renewal the fence refuses, or none that succeeded for a whole lease, means
+  another host may have the loop: the store refuses every write and the loop
+  (its executor's process group with it) is stopped;
+- the heartbeat: reads the server's clock and reports the host as alive.
+
+An unreachable server stops nothing by itself: the limiter grants no permit
+(no executor starts), writes wait for the server, and a host that was cut
+off waits one lease before it takes over anyone's loop, so the hosts still
+running theirs renew first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import trio
+
+from .._engine import (
+    DONE,
+    EXECUTOR_FAILED,
+    WORKTREE_FAILED,
+    EventSink,
+    LoopProgress,
+    LoopSettings,
+    RunSummary,
+    SecscanGate,
+    loop_integrity,
+    new_run_id,
+    run_loop,
+    supervised_rules,
+)
+from .._errors import ForgeError
+from .._policy import structure_policy
+from .._ratelimit import EventHandler, RateLimiter
+from .._secscan import project_scanner
+from .._supervise import LoopSetup, ensure_worktree, prepare
+from ._config import GROUP, FleetConfig
+from ._connection import Connection, FleetUnavailable, ServerClock, host_clock
+from ._limiter import RedisBackend
+from ._queue import (
+    CLAIM,
+    DONE_STATE,
+    ESCALATED,
+    FINISH,
+    QUEUED,
+    RELEASE,
+    RENEW,
+    RUNNING,
+    BatchInfo,
+    LoopSpec,
+    all_ended,
+    next_entry,
+    read_batch,
+    status_json,
+)
+from ._source import SourceError, checkout_repo, push_branch
+from ._store import RedisChangeStore
+
+_T = TypeVar("_T")
+
+
+def default_host() -> str:
+    """This host's name in the fleet: the machine's name and the process id."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@attrs.define
+class Running:
+    """A loop this host runs."""
+
+    change: str
+    progress: LoopProgress
+
+
+@attrs.define
+class WorkerResult:
+    """What one host did: the endings of the loops it ran to their end, and the lost ones."""
+
+    ran: dict[str, RunSummary] = attrs.field(factory=dict)
+    lost: list[str] = attrs.field(factory=list)
+
+
+class Worker:
+    """One host working a batch until every loop of it has ended.
+
+    Args:
+        config: The fleet.
+        batch: The batch as submitted.
+        host: This host's name (unique in the fleet).
+        max_parallel: Loops run at once on this host.
+        cache: Where repo loops are cloned.
+        on_event: ``(kind, change, text)`` for every line worth showing.
+        on_limiter: The limiter's events (warning, wait, outage).
+    """
+
+    def __init__(
+        self,
+        config: FleetConfig,
+        batch: BatchInfo,
+        *,
+        connection: Connection,
+        host: str,
+        max_parallel: int,
+        cache: Path,
+        on_event: EventSink,
+        on_limiter: EventHandler | None = None,
+    ) -> None:
+        self.config = config
+        self.keys = config.keys
+        self.batch = batch
+        self.connection = connection
+        self.host = host
+        self.max_parallel = max_parallel
+        self.cache = cache / config.name
+        self.on_event = on_event
+        self.clock = ServerClock(connection)
+        self.limiter = RateLimiter(
+            RedisBackend(connection, self.keys, host, grace=max(2.0, 2 * config.heartbeat)),
+            batch.calls,
+            batch.window,
+            batch.warn_at,
+            clock=trio.current_time,
+            on_event=on_limiter,
+            wall_clock=self.clock,
+        )
+        self.running: dict[str, Running] = {}
+        # Every loop this host has run, in the order it claimed them (the dashboard's rows).
+        self.shown: list[LoopProgress] = []
+        self.result = WorkerResult()
+        self._claim = connection.script(CLAIM)
+        self._renew = connection.script(RENEW)
+        self._finish = connection.script(FINISH)
+        self._release = connection.script(RELEASE)
+        self._worktree_lock = trio.Lock()
+        # After the server was unreachable, leave others' loops alone for one
+        # lease: the hosts running them renew first.
+        self._quiet_until = 0.0
+
+    async def run(self) -> WorkerResult:
+        """Work until every loop of the batch has ended (on any host)."""
+        await self._call_retrying(lambda _client: self.clock.sync())
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._heartbeat)
+            await self._claim_until_all_ended(nursery)
+            nursery.cancel_scope.cancel()
+        with contextlib.suppress(FleetUnavailable):
+            await self._beat(finished=True)
+        return self.result
+
+    # -- claiming -------------------------------------------------------------
+
+    async def _claim_until_all_ended(self, nursery: trio.Nursery) -> None:
+        poll = min(0.25, self.config.heartbeat)
+        while True:
+            try:
+                if len(self.running) < self.max_parallel:
+                    claimed = await self._claim_one()
+                    if claimed is not None:
+                        entry_id, spec, token = claimed
+                        self.running[spec.change] = Running(
+                            spec.change, LoopProgress(spec.change, 0)
+                        )
+                        nursery.start_soon(self._run_one, entry_id, spec, token)
+                        continue
+                if not self.running and await self._call(
+                    lambda client: all_ended(client, self.keys)
+                ):
+                    return
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
+                self._quiet_until = trio.current_time() + self.config.lease
+            await trio.sleep(poll)
+
+    async def _claim_one(self) -> tuple[str, LoopSpec, int] | None:
+        may_take_over = trio.current_time() >= self._quiet_until
+        min_idle = int(self.config.lease * 1000) if may_take_over else None
+        entry = await self._call(
+            lambda client: next_entry(client, self.keys, self.host, min_idle_ms=min_idle)
+        )
+        if entry is None:
+            return None
+        entry_id, spec = entry
+        status = status_json(RUNNING, host=self.host, since=self.clock.iso())
+        lease_ms = int(self.config.lease * 1000)
+        keys = [self.keys.lease(spec.change), self.keys.fence(spec.change), self.keys.status]
+        granted, detail = await self._call(
+            lambda _client: self._claim(keys=keys, args=[self.host, lease_ms, spec.change, status])
+        )
+        if int(granted) != 1:
+            if detail == "ended":
+                # Ended on some host whose acknowledgement was lost: acknowledge it here.
+                await self._call(lambda client: client.xack(self.keys.loops, GROUP, entry_id))
+            return None
+        return entry_id, spec, int(detail)
+
+    # -- one loop ---------------------------------------------------------------
+
+    async def _run_one(self, entry_id: str, spec: LoopSpec, token: int) -> None:
+        running = self.running[spec.change]
+        store = RedisChangeStore(self.connection, self.keys, spec.change, token, self.clock.iso)
+        self.on_event("fleet", spec.change, f"claimed by {self.host} (fencing token {token})")
+        try:
+            summary: RunSummary | None = None
+            try:
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        renew = partial(self._renew_lease, entry_id, spec.change, token)
+                        nursery.start_soon(renew, store, scope)
+                        summary = await self._run_loop(spec, store, running)
+                        nursery.cancel_scope.cancel()
+            except BaseException:
+                # This host is stopping (cancelled, interrupted; the nursery may wrap
+                # it in a group): give the loop back so that another host takes it
+                # over now rather than after its lease, then go on stopping.
+                if not store.revoked:
+                    with trio.CancelScope(shield=True):
+                        await self._give_back(entry_id, spec.change, token)
+                raise
+            if store.revoked or summary is None:
+                # Stopped (the lease lapsed) or fenced out: the loop is another host's
+                # to resume once its entry has been idle for a lease.
+                self.result.lost.append(spec.change)
+                self.on_event(
+                    "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
+                )
+                return
+            if spec.repo and spec.push and summary.reason not in (WORKTREE_FAILED,):
+                summary = await self._push(spec, summary)
+            ended = await self._finish_loop(entry_id, spec.change, token, summary)
+            if ended:
+                self.result.ran[spec.change] = summary
+            else:
+                self.result.lost.append(spec.change)
+        finally:
+            del self.running[spec.change]
+
+    async def _run_loop(
+        self, spec: LoopSpec, store: RedisChangeStore, running: Running
+    ) -> RunSummary:
+        try:
+            policy = structure_policy(spec.policy, f"fleet loop {spec.change}")
+            root = await self._source(spec)
+            setup = LoopSetup(
+                change=spec.change,
+                policy=policy,
+                root=root,
+                worktree=spec.worktree and not spec.repo,
+                base=spec.base,
+                source=f"fleet loop {spec.change}",
+            )
+            [run] = prepare([setup], new_run_id())
+            plan = run.plan
+            running.progress = run.progress
+            self.shown.append(run.progress)
+            if setup.worktree:
+                path = await ensure_worktree(root, spec.change, spec.base, self._worktree_lock)
+                plan = attrs.evolve(plan, workdir=path)
+            scanner = project_scanner(policy.secscan, root=root, workdir=plan.workdir)
+            plan = attrs.evolve(
+                plan,
+                integrity=loop_integrity(policy, plan),
+                redact=scanner.redact if scanner is not None else None,
+            )
+        except ForgeError as exc:
+            reason = WORKTREE_FAILED if isinstance(exc, SourceError) else EXECUTOR_FAILED
+            self.on_event("loop", spec.change, f"cannot run: {exc.message}")
+            return RunSummary(reason=reason, iterations=0, detail=exc.message)
+        settings = LoopSettings(
+            policy,
+            supervised_rules(policy),
+            SecscanGate(scanner, plan.paths.secscan_markers),
+            self.limiter,
+            self.clock,
+        )
+        return await run_loop(
+            plan, settings, progress=running.progress, on_event=self.on_event, store=store
+        )
+
+    async def _source(self, spec: LoopSpec) -> Path:
+        if not spec.repo:
+            root = Path(spec.dir)
+            # A shared folder may be a slow network mount: look off the event loop.
+            if not await trio.to_thread.run_sync(root.is_dir):
+                raise SourceError(
+                    f"the loop's dir {spec.dir} is not on this host",
+                    hint="a dir loop needs its folder at the same path on every host "
+                    "(shared storage), or name a repo instead",
+                )
+            return root
+        return await trio.to_thread.run_sync(
+            checkout_repo, spec.repo, spec.ref, spec.change, self.cache
+        )
+
+    async def _push(self, spec: LoopSpec, summary: RunSummary) -> RunSummary:
+        workdir = self.cache / spec.change
+        try:
+            await trio.to_thread.run_sync(push_branch, workdir, spec.change)
+        except SourceError as exc:
+            self.on_event("fleet", spec.change, f"push failed: {exc.message}")
+            detail = f"{summary.detail}; " if summary.detail else ""
+            return attrs.evolve(summary, detail=f"{detail}push failed: {exc.message}")
+        self.on_event("fleet", spec.change, f"pushed forge/{spec.change}")
+        return summary
+
+    async def _renew_lease(
+        self,
+        entry_id: str,
+        change: str,
+        token: int,
+        store: RedisChangeStore,
+        scope: trio.CancelScope,
+    ) -> None:
+        lease_ms = int(self.config.lease * 1000)
+        keys = [self.keys.fence(change), self.keys.lease(change), self.keys.loops]
+        args = [token, self.host, lease_ms, entry_id, GROUP]
+        renewed_at = trio.current_time()
+        while True:
+            await trio.sleep(self.config.heartbeat)
+            try:
+                kept = await self._call(lambda _client: self._renew(keys=keys, args=args))
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
+                if trio.current_time() - renewed_at < self.config.lease:
+                    continue
+                # Not renewed for a whole lease: another host may take it over now.
+                # Stop the executor; what the fence still allows is written.
+                store.lapse()
+                scope.cancel()
+                return
+            if int(kept) != 1:
+                store.revoke()
+                scope.cancel()
+                return
+            renewed_at = trio.current_time()
+
+    async def _give_back(self, entry_id: str, change: str, token: int) -> None:
+        status = status_json(QUEUED, released_by=self.host, since=self.clock.iso())
+        keys = [self.keys.fence(change), self.keys.lease(change), self.keys.loops, self.keys.status]
+        idle = int(self.config.lease * 1000) + 1
+        args = [token, GROUP, entry_id, self.host, idle, change, status]
+        with trio.move_on_after(self.config.command_timeout):
+            try:
+                if int(await self._call(lambda _client: self._release(keys=keys, args=args))):
+                    self.on_event("fleet", change, f"given back by {self.host}")
+            except FleetUnavailable:
+                pass  # its lease lapses instead
+
+    async def _finish_loop(
+        self, entry_id: str, change: str, token: int, summary: RunSummary
+    ) -> bool:
+        state = DONE_STATE if summary.reason == DONE else ESCALATED
+        status = status_json(
+            state,
+            host=self.host,
+            reason=summary.reason,
+            iterations=summary.iterations,
+            detail=summary.detail,
+            ended=self.clock.iso(),
+        )
+        keys = [self.keys.fence(change), self.keys.lease(change), self.keys.loops, self.keys.status]
+        args = [token, GROUP, entry_id, change, status]
+        finished = await self._call_retrying(lambda _client: self._finish(keys=keys, args=args))
+        if int(finished) == 1:
+            self.on_event("fleet", change, f"ended {summary.reason} on {self.host}")
+            return True
+        self.on_event("fleet", change, "lease lost before the ending was recorded")
+        return False
+
+    # -- heartbeat --------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        while True:
+            try:
+                await self._beat()
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
+                self._quiet_until = trio.current_time() + self.config.lease
+            await trio.sleep(self.config.heartbeat)
+
+    async def _beat(self, *, finished: bool = False) -> None:
+        """Read the server's clock, and report this host alive (or gone, when finished)."""
+        server = await self._call(lambda _client: self.clock.sync())
+        report = json.dumps(
+            {
+                "seen": server,
+                "running": sorted(self.running),
+                "max_parallel": self.max_parallel,
+                "skew": round(host_clock() - server, 3),
+                "finished": finished,
+            }
+        )
+        await self._call(partial(_report_heartbeat, self.keys.hosts, self.host, report))
+
+    # -- calls to the server ----------------------------------------------------
+
+    async def _call(self, call: Callable[[Any], _T]) -> _T:
+        """One call in a worker thread (raises FleetUnavailable)."""
+        return await trio.to_thread.run_sync(partial(self.connection.once, call))
+
+    async def _call_retrying(self, call: Callable[[Any], _T]) -> _T:
+        """A call that waits out an outage (in a worker thread; cancellable between tries)."""
+        while True:
+            try:
+                return await self._call(call)
+            except FleetUnavailable as exc:
+                if not exc.outage:
+                    raise
+                await trio.sleep(0.25)
+
+
+def _report_heartbeat(key: str, host: str, report: str, client: Any) -> None:
+    client.hset(key, host, report)
+
+
+async def open_worker_batch(connection: Connection) -> BatchInfo | None:
+    """The submitted batch (None when nothing is submitted under the fleet's name)."""
+    keys = connection.config.keys
+    return await trio.to_thread.run_sync(
+        partial(connection.once, lambda client: read_batch(client, keys))
+    )

@@ -1,0 +1,457 @@
+"""The fleet end to end: several ``forge fleet work`` processes on one real Redis server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import time
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+
+from .fleet_support import (
+    Fleet,
+    fleet_of,
+    git,
+    git_repo,
+    kill_host,
+    most_starts_in_a_window,
+    read_stamps,
+    stamping_agent,
+    wait_for,
+)
+from .redis_server import RedisServer
+from .support import run_forge
+
+# An executor starts some milliseconds after its permit is granted (a process
+# to spawn); the window is exact on the server's grant times, and the
+# executors' own stamps may lag them by up to this much.
+START_LAG = 0.5
+
+
+def one_iteration_loops(fleet: Fleet, count: int, *, calls: int, window: str) -> str:
+    agent = stamping_agent(fleet.tmp, "done", fleet.stamps, {"print": "FORGE_DONE\n"})
+    lines = [
+        "[verify]",
+        'command = "true"',
+        "specs = []",
+        "[rate_limit]",
+        f"calls = {calls}",
+        f'window = "{window}"',
+    ]
+    for number in range(1, count + 1):
+        change = f"c{number:02d}"
+        folder = git_repo(fleet.tmp / "loops" / change)
+        lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+        lines.append(f"cmd = {json.dumps(agent)}")
+    return "\n".join(lines) + "\n"
+
+
+def test_three_workers_share_one_limit_and_run_every_loop_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        submitted = fleet.submit(one_iteration_loops(fleet, 12, calls=5, window="4s"))
+        assert submitted.code == 0, submitted
+        assert "submitted 12 loop(s)" in submitted.out
+        for host in ("w1", "w2", "w3"):
+            fleet.spawn(host, max_parallel=3)
+        assert fleet.wait_all() == [0, 0, 0], [fleet.output(h) for h in ("w1", "w2", "w3")]
+
+        stamps = read_stamps(fleet.stamps)
+        starts = [s for s in stamps if s.what == "start"]
+        ends = [s for s in stamps if s.what == "end"]
+        # Every loop ran to its end exactly once.
+        assert sorted(s.change for s in starts) == [f"c{n:02d}" for n in range(1, 13)]
+        assert sorted(s.change for s in ends) == [f"c{n:02d}" for n in range(1, 13)]
+        # Never more than 5 starts in any 4 s window, over the three hosts together.
+        assert most_starts_in_a_window([s.at for s in starts], 4.0 - START_LAG) <= 5
+        assert starts[-1].at - starts[0].at >= 8.0 - START_LAG  # 12 starts: 3 windows
+
+        status = fleet.status()
+        assert status["counts"] == {"queued": 0, "running": 0, "done": 12, "escalated": 0}
+        hosts = {loop["host"] for loop in status["loops"].values()}
+        assert len(hosts) >= 2, hosts  # a host holds at most 3 loops at once
+        assert all(info["finished"] for info in status["hosts"].values())
+        for change in ("c01", "c12"):
+            events = [e["event"] for e in fleet.timeline(change)]
+            assert events.count("iteration.started") == 1
+            assert events[-1] == "run.stopped"
+        # Every host's summary gathers every loop of the batch.
+        summary = fleet.output("w1")
+        assert all(f"c{n:02d}" in summary for n in range(1, 13))
+        # Every host saw the fleet-wide use: the warning at 80%, and the countdown.
+        for host in ("w1", "w2", "w3"):
+            assert "limiter: warn: rate limit: " in fleet.output(host)
+        assert "next permit in" in "".join(fleet.output(h) for h in ("w1", "w2", "w3"))
+        shown = fleet.forge("fleet", "status")
+        assert shown.code == 0
+        counted = "12 loop(s) — 0 queued, 0 running, 12 done, 0 escalated"
+        assert f'fleet "nightly": {counted}' in shown.out
+        assert "rate limit: " in shown.out
+        assert any(line.startswith("  w2: last heartbeat ") for line in shown.lines)
+
+
+def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        report = {"report": {"tokens": 100, "cost_usd": 0.01}}
+        agent = stamping_agent(
+            tmp_path,
+            "slow",
+            fleet.stamps,
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.8, "print": "working\n", **report},
+            {"hold": 0.1, "print": "FORGE_DONE\n", **report},
+        )
+        lines = [
+            "[verify]",
+            # Fails once per loop folder: the circuit opens once, then a probe passes.
+            'command = "test -f .verified || { touch .verified; exit 1; }"',
+            "specs = []",
+            "max_failures = 1",
+            "[breaker]",
+            'cooldown = "0.3s"',
+            'cooldown_max = "0.6s"',
+            "[rate_limit]",
+            "calls = 100",
+            'window = "1s"',
+        ]
+        for change in ("k1", "k2", "k3", "k4"):
+            folder = git_repo(tmp_path / "loops" / change)
+            lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+            lines += [f"cmd = {json.dumps(agent)}", "max_iterations = 8"]
+        assert fleet.submit("\n".join(lines) + "\n").code == 0
+        doomed = fleet.spawn("w1", max_parallel=2)
+        wait_for(lambda: fleet.output("w1").count("claimed by w1") == 2, what="w1's claims")
+        fleet.spawn("w2", max_parallel=2)
+        fleet.spawn("w3", max_parallel=2)
+        mine = [
+            line.split(":")[0]
+            for line in fleet.output("w1").splitlines()
+            if "claimed by w1" in line
+        ]
+
+        def w1_mid_loop() -> bool:
+            stamps = read_stamps(fleet.stamps)
+            return any(s.change in mine and s.iteration >= 3 and s.what == "start" for s in stamps)
+
+        wait_for(w1_mid_loop, what="w1 in the middle of a loop")
+        kill_host(doomed)
+        killed_at = time.time()
+        rest = fleet.workers[1:]
+        assert [w.wait(timeout=120) for w in rest] == [0, 0], fleet.output("w2")
+
+        status = fleet.status()
+        assert status["counts"]["done"] == 4, status
+        for change in mine:
+            assert status["loops"][change]["host"] in ("w2", "w3")
+        stamps = read_stamps(fleet.stamps)
+        export = fleet.forge("fleet", "export", "--to", str(tmp_path / "exported"))
+        assert export.code == 0, export
+        for change in ("k1", "k2", "k3", "k4"):
+            # Never on two hosts at once: each iteration starts after the previous one ended
+            # (the one cut short by the kill ended with it).
+            intervals = []
+            for start in (s for s in stamps if s.change == change and s.what == "start"):
+                end = [
+                    s.at
+                    for s in stamps
+                    if s.change == change and s.what == "end" and s.iteration == start.iteration
+                ]
+                intervals.append((start.at, end[0] if end else killed_at))
+            for (_, before_end), (after_start, _) in itertools.pairwise(intervals):
+                assert after_start >= before_end, (change, intervals)
+            events = fleet.timeline(change)
+            started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+            assert started == sorted(set(started)), (change, started)  # continuing, never again
+            # The export is the files one machine keeps: forge reads them as its own.
+            local = run_forge(["timeline", change, "--json"], cwd=tmp_path / "exported")
+            assert json.loads(local.out)["events"] == events
+            finished = [e for e in events if e["event"] == "iteration.finished"]
+            folder = tmp_path / "exported" / ".forge" / "changes" / change
+            spend = yaml.safe_load((folder / "spend.yaml").read_text())
+            assert spend["tokens"] == 100 * len(finished), (change, spend, len(finished))
+            breaker = yaml.safe_load((folder / "breaker.yaml").read_text())
+            # Every opening counted, on whichever host it happened (the first host's
+            # opening is not forgotten by the host that took the loop over).
+            opened = [e for e in events if e["event"] == "breaker.opened"]
+            assert breaker["opens"] == len(opened) >= 1, (change, breaker, len(opened))
+            assert breaker["finished"] == "done"
+        for change in mine:
+            events = fleet.timeline(change)
+            first_run = events[: [e["event"] for e in events].index("run.started", 1)]
+            assert any(e["event"] == "breaker.opened" for e in first_run)
+            runs = [e for e in events if e["event"] == "run.started"]
+            assert len(runs) == 2  # the first host's run, then the one that took it over
+            assert runs[1]["plan"]["iterations_used"] >= 3  # resumed, not restarted
+            takeover = [s for s in stamps if s.change == change and s.at > killed_at]
+            # Taken over only once the lease lapsed (renewed every heartbeat until the kill).
+            assert takeover[0].at >= killed_at + 2.0 - 0.3 - 0.1
+        assert "lease lost" not in fleet.output("w2")
+
+
+def test_hosts_whose_clocks_are_minutes_apart_change_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        batch = one_iteration_loops(fleet, 6, calls=3, window="2s")
+        # Three loops whose verify always fails: each circuit opens, cools down for a
+        # second, probes, opens again and escalates, keeping when it last opened.
+        agent = stamping_agent(tmp_path, "stuck", fleet.stamps, {"print": "working\n"})
+        for change in ("cool1", "cool2", "cool3"):
+            folder = git_repo(tmp_path / "loops" / change)
+            batch += "\n".join(
+                [
+                    "[[loop]]",
+                    f'change = "{change}"',
+                    f"dir = {json.dumps(str(folder))}",
+                    f"cmd = {json.dumps(agent)}",
+                    "[loop.verify]",
+                    'command = "exit 1"',
+                    "max_failures = 1",
+                    "[loop.breaker]",
+                    'cooldown = "1s"',
+                    'cooldown_max = "2s"',
+                    "max_opens = 1",
+                    "",
+                ]
+            )
+        assert fleet.submit(batch).code == 0
+        began = time.time()
+        for host, skew in (("behind", "-300"), ("true", "0"), ("ahead", "300")):
+            fleet.spawn(host, max_parallel=3, extra={"FORGE_CLOCK_SKEW": skew})
+        assert fleet.wait_all() == [1, 1, 1]  # the batch did not end all done
+        ended = time.time()
+
+        starts = [s for s in read_stamps(fleet.stamps) if s.what == "start"]
+        assert most_starts_in_a_window([s.at for s in starts], 2.0 - START_LAG) <= 3
+        assert len(starts) == 12  # six loops once, the three stuck ones twice
+        status = fleet.status()
+        assert status["counts"]["done"] == 6
+        assert status["counts"]["escalated"] == 3
+        skews = {host: info["clock_skew"] for host, info in status["hosts"].items()}
+        assert abs(skews["behind"] + 300) < 5, skews
+        assert abs(skews["ahead"] - 300) < 5, skews
+        # Each circuit's times are the server's, whichever host's clock ran it: it
+        # opened at a true time, events are stamped with true times, and the probe
+        # waited its full second of cooldown.
+        assert fleet.forge("fleet", "export", "--to", str(tmp_path / "out")).code == 0
+        for change in ("cool1", "cool2", "cool3"):
+            breaker_file = tmp_path / "out" / ".forge" / "changes" / change / "breaker.yaml"
+            breaker = yaml.safe_load(breaker_file.read_text())
+            assert breaker["opens"] == 2
+            assert breaker["escalated"] is True
+            assert began - 1 <= breaker["opened_at"] <= ended + 1, (change, breaker)
+            for event in fleet.timeline(change):
+                at = datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+                assert began - 1 <= at <= ended + 1, event
+            runs = [s for s in starts if s.change == change]
+            assert runs[1].at - runs[0].at >= 1.0
+
+
+def test_a_server_restart_mid_batch_loses_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="6s", heartbeat="0.4s") as fleet:
+        report = {"report": {"tokens": 100}}
+        agent = stamping_agent(
+            tmp_path,
+            "three",
+            fleet.stamps,
+            {"hold": 0.3, "print": "working\n", **report},
+            {"hold": 0.3, "print": "working\n", **report},
+            {"hold": 0.1, "print": "FORGE_DONE\n", **report},
+        )
+        lines = ["[verify]", 'command = "true"', "specs = []"]
+        lines += ["[rate_limit]", "calls = 4", 'window = "2s"']
+        changes = [f"r{n}" for n in range(1, 7)]
+        for change in changes:
+            folder = git_repo(tmp_path / "loops" / change)
+            lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+            lines.append(f"cmd = {json.dumps(agent)}")
+        assert fleet.submit("\n".join(lines) + "\n").code == 0
+        fleet.spawn("w1", max_parallel=3)
+        fleet.spawn("w2", max_parallel=3)
+        wait_for(
+            lambda: sum(s.what == "start" for s in read_stamps(fleet.stamps)) >= 5,
+            what="the batch under way",
+        )
+        redis_server.stop(save=True)
+        down_at = time.time()
+        time.sleep(2.5)
+        up_at = time.time()
+        redis_server.start()
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        starts = [s for s in read_stamps(fleet.stamps) if s.what == "start"]
+        # Nothing started while the server was down (a permit granted just before
+        # may start its executor a moment later).
+        assert not [s for s in starts if down_at + START_LAG < s.at < up_at], starts
+        assert len(starts) == 18
+        status = fleet.status()
+        assert status["counts"]["done"] == 6, status
+        assert fleet.forge("fleet", "export", "--to", str(tmp_path / "out")).code == 0
+        for change in changes:
+            events = fleet.timeline(change)
+            started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+            assert started == [1, 2, 3], (change, started)
+            spend_file = tmp_path / "out" / ".forge" / "changes" / change / "spend.yaml"
+            spent = yaml.safe_load(spend_file.read_text())
+            brief = [(e["event"], e.get("iteration"), e.get("run_id"), e["ts"]) for e in events]
+            assert spent["tokens"] == 300, (change, spent, brief, down_at, up_at)
+        outputs = fleet.output("w1") + fleet.output("w2")
+        assert "the Redis server cannot be reached" in outputs
+        assert "the Redis server answers again" in outputs
+        assert "limiter: unavailable: rate limit: UNAVAILABLE" in outputs
+        assert "lease lost" not in outputs  # an outage shorter than a lease stops no loop
+
+
+def test_repo_loops_are_cloned_and_their_branches_pushed(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    origin = git_repo(tmp_path / "origin")
+    bare = tmp_path / "project.git"
+    git(tmp_path, "clone", "-q", "--bare", str(origin), str(bare))
+    with fleet_of(tmp_path, redis_server) as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "commits",
+            fleet.stamps,
+            {
+                "shell": 'echo "$FORGE_CHANGE" > "result-$FORGE_CHANGE.txt" && '
+                'git add "result-$FORGE_CHANGE.txt" && git commit -q -m "work on $FORGE_CHANGE"',
+                "print": "FORGE_DONE\n",
+            },
+        )
+        lines = ["[verify]", 'command = "true"', "specs = []"]
+        for change in ("alpha", "beta"):
+            lines += ["[[loop]]", f'change = "{change}"', 'repo = "project.git"']
+            lines += ['ref = "HEAD"', "push = true", f"cmd = {json.dumps(agent)}"]
+        submitted = fleet.submit("\n".join(lines) + "\n")
+        assert submitted.code == 0, submitted
+        fleet.spawn("w1", max_parallel=2)
+        fleet.spawn("w2", max_parallel=2)
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        branches = git(bare, "branch", "--list", "forge/*").split()
+        assert branches == ["forge/alpha", "forge/beta"]
+        for change in ("alpha", "beta"):
+            shown = git(bare, "show", f"forge/{change}:result-{change}.txt")
+            assert shown == f"{change}\n"
+            log = git(bare, "log", "--format=%s", f"forge/{change}")
+            assert log.splitlines() == [f"work on {change}", "initial"]
+        assert "pushed forge/" in fleet.output("w1") + fleet.output("w2")
+
+
+def test_a_paused_host_finds_its_loop_taken_over_and_writes_nothing(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "steady",
+            fleet.stamps,
+            {"hold": 1.0, "print": "working\n"},
+            {"hold": 0.3, "print": "working\n"},
+            {"hold": 0.1, "print": "FORGE_DONE\n"},
+        )
+        folder = git_repo(tmp_path / "loops" / "p1")
+        batch = "\n".join(
+            [
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[stagnation]",
+                "no_progress = 10",
+                "[[loop]]",
+                'change = "p1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        paused = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        paused.send_signal(signal.SIGSTOP)  # a host that stalls longer than a lease
+        try:
+            fleet.spawn("w2", max_parallel=1)
+            wait_for(lambda: "claimed by w2" in fleet.output("w2"), what="the takeover")
+        finally:
+            paused.send_signal(signal.SIGCONT)
+        assert fleet.wait_all() == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        assert "lease lost" in fleet.output("w1")
+        assert fleet.status()["loops"]["p1"]["host"] == "w2"
+        events = fleet.timeline("p1")
+        started = [e["iteration"] for e in events if e["event"] == "iteration.started"]
+        assert started == sorted(set(started)), started
+        finished = [e["iteration"] for e in events if e["event"] == "iteration.finished"]
+        # The stalled host's first iteration was never recorded: its write came too late.
+        assert 1 not in finished
+        assert finished == sorted(set(finished))
+        assert [e["event"] for e in events].count("run.stopped") == 1  # only the one that ended
+
+
+def test_supervise_fleet_works_the_submitted_batch(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        assert fleet.submit(one_iteration_loops(fleet, 2, calls=10, window="1s")).code == 0
+        worked = fleet.forge("supervise", "--fleet", "--plain")
+        assert worked.code == 0, worked
+        assert "c01: ended done on" in worked.out
+        assert fleet.status()["counts"]["done"] == 2
+        # A host that joins a finished batch has nothing to do: it reports the batch.
+        late = fleet.forge("fleet", "work", "--json")
+        assert late.code == 0, late
+        summary = json.loads(late.out)
+        assert summary["counts"]["done"] == 2
+        assert sorted(summary["loops"]) == ["c01", "c02"]
+        refused = fleet.forge("supervise", "--fleet", "--batch", str(tmp_path / "nightly.toml"))
+        assert refused.code == 2
+        assert "forge fleet submit" in refused.err
+
+
+def test_a_host_stopped_with_sigterm_gives_its_loops_back_at_once(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    # A lease far longer than the test: only a loop given back can move this soon.
+    with fleet_of(tmp_path, redis_server, lease="60s", heartbeat="0.3s") as fleet:
+        agent = stamping_agent(
+            tmp_path,
+            "long",
+            fleet.stamps,
+            {"hold": 1.0, "print": "working\n"},
+            {"hold": 0.1, "print": "FORGE_DONE\n"},
+        )
+        folder = git_repo(tmp_path / "loops" / "g1")
+        batch = "\n".join(
+            [
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[[loop]]",
+                'change = "g1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        stopping = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        stopping.send_signal(signal.SIGTERM)
+        assert stopping.wait(timeout=30) == 130
+        assert "given back by w1" in fleet.output("w1")
+        fleet.spawn("w2", max_parallel=1)
+        assert fleet.workers[1].wait(timeout=30) == 0, fleet.output("w2")
+        status = fleet.status()
+        assert status["loops"]["g1"]["host"] == "w2"
+        assert status["loops"]["g1"]["reason"] == "done"
+        events = fleet.timeline("g1")
+        runs = [e for e in events if e["event"] == "run.started"]
+        assert runs[1]["plan"]["iterations_used"] == 1  # the interrupted iteration counts
