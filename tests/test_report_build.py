@@ -132,8 +132,10 @@ def test_a_provider_pause_and_events_this_release_does_not_know() -> None:
     )
     assert loop.paused == 60.0  # the wait before iteration 2 is that pause, counted once
     assert loop.marks[4].label == "fleet.lease.lost: host=b, n=2"
-    assert loop.marks[2].label == "alert.raised: no-files: no file modified for 3 iterations"
-    assert loop.marks[3].label == "recovery.step: no-progress 1/4: Re-plan."
+    assert (
+        loop.marks[2].label == "no-files raised at iteration 1: no file modified for 3 iterations"
+    )
+    assert loop.marks[3].label == "no-progress 1/4: Re-plan."
     assert [n.name for n in loop.alerts] == ["alert.raised"]
     assert [n.name for n in loop.recovery] == ["recovery.step"]
     assert loop.spend.estimated

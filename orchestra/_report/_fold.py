@@ -173,20 +173,22 @@ class Fold:
         elif isinstance(event, StateRebuilt):
             self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
         elif isinstance(event, AlertRaised):
-            self.notice(ALERT, event.kind, f"{event.alert}: {event.detail}", event, now, BAD)
+            text = f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
+            self.notice(ALERT, event.kind, text, event, now, BAD)
         elif isinstance(event, AlertCleared):
-            self.notice(ALERT, event.kind, event.alert, event, now, GOOD)
+            text = f"{event.alert} cleared at iteration {event.iteration}"
+            self.notice(ALERT, event.kind, text, event, now, GOOD)
         elif isinstance(event, RecoveryStep):
             text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
             if event.escalated:
-                text += " (reached: escalated)"
+                text += " (escalated)"
             self.notice(RECOVERY, event.kind, text, event, now, WARN)
         elif isinstance(event, ContractEvent | OtherEvent):
             self.named(event, now)
 
     def notice(self, kind: str, name: str, text: str, event: Event, now: float, tone: str) -> None:
         self.notices.append(Notice(name, text, event.ts))
-        self.mark(kind, now, 0, f"{name}: {text}", tone)
+        self.mark(kind, now, 0, text, tone)
 
     def gap(self, now: float, number: int) -> None:
         refused, self.refused = self.refused, False
@@ -292,7 +294,7 @@ class Fold:
         name = event_name(event)
         text = _fields_text(event.fields)
         label = f"{name}: {text}" if text else name
-        self.notices.append(Notice(name, text, event.ts))
+        self.notices.append(Notice(name, label, event.ts))
         if name.startswith("alert."):
             tone = GOOD if name.endswith(("cleared", "resolved")) else BAD
             self.mark(ALERT, now, 0, label, tone)

@@ -213,12 +213,9 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
     if evidence:
         facts.append(("Evidence", "<br>".join(escape(_short(line)) for line in evidence)))
     if loop.recovery:
-        tried = "; ".join(escape(f"{n.name} {n.text}".strip()) for n in loop.recovery)
-        facts.append(("Recovery tried", tried))
+        facts.append(("Recovery tried", "<br>".join(escape(n.text) for n in loop.recovery)))
     if loop.alerts:
-        facts.append(
-            ("Alerts", "; ".join(escape(f"{n.name} {n.text}".strip()) for n in loop.alerts))
-        )
+        facts.append(("Alerts", "<br>".join(escape(n.text) for n in loop.alerts)))
     if loop.where:
         facts.append(("Work in", f"<code>{escape(loop.where)}</code>"))
     parts.append(

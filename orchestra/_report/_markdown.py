@@ -114,11 +114,9 @@ def _escalation(loop: LoopReport) -> list[str]:
         lines.append(f"- Detail: {loop.detail}")
     lines.append(f"- Iterations: {_iterations(loop)}")
     if loop.recovery:
-        lines.append(
-            "- Recovery tried: " + "; ".join(f"{n.name} {n.text}".strip() for n in loop.recovery)
-        )
+        lines.append("- Recovery tried: " + "; ".join(n.text for n in loop.recovery))
     if loop.alerts:
-        lines.append("- Alerts: " + "; ".join(f"{n.name} {n.text}".strip() for n in loop.alerts))
+        lines.append("- Alerts: " + "; ".join(n.text for n in loop.alerts))
     if loop.where:
         lines.append(f"- Work in: {_code(loop.where)}")
     if loop.output_tail:

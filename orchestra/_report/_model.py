@@ -115,7 +115,10 @@ class Trip:
 
 @attrs.frozen
 class Notice:
-    """An alert, a recovery step or another event the strip shows by name."""
+    """An alert, a recovery step or another event the strip shows by name.
+
+    ``name`` is the event's kind, ``text`` what a person reads of it.
+    """
 
     name: str
     text: str
