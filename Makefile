@@ -37,7 +37,7 @@ screenshot: demo
 	@command -v chromium >/dev/null || { echo "make screenshot needs chromium (apt-get install -y chromium)"; exit 2; }
 	profile=$$(mktemp -d); \
 	chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
-	  --disable-component-update --disable-sync --no-first-run --hide-scrollbars \
+	  --disable-component-update --disable-sync --no-first-run --hide-scrollbars --virtual-time-budget=3000 \
 	  --user-data-dir=$$profile --window-size=1000,1400 --screenshot=docs/report.png \
 	  "file://$(CURDIR)/$$(ls -1d .forge/runs/*/ | tail -n 1)report.html" 2>/dev/null; \
 	code=$$?; rm -rf $$profile; test $$code -eq 0 && echo "wrote docs/report.png"
