@@ -26,9 +26,10 @@ from .redis_server import RedisServer
 from .support import run_forge
 
 # An executor starts some milliseconds after its permit is granted (a process
-# to spawn); the window is exact on the server's grant times, and the
-# executors' own stamps may lag them by up to this much.
-START_LAG = 0.5
+# to spawn, on a machine that may be busy with other tests); the window is exact
+# on the server's grant times, and the executors' own stamps may lag them by up
+# to this much. Unlimited, the 12 starts would all fall within about a second.
+START_LAG = 1.0
 
 
 def one_iteration_loops(fleet: Fleet, count: int, *, calls: int, window: str) -> str:
@@ -188,7 +189,14 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
             assert any(e["event"] == "breaker.opened" for e in first_run)
             runs = [e for e in events if e["event"] == "run.started"]
             assert len(runs) == 2  # the first host's run, then the one that took it over
-            assert runs[1]["plan"]["iterations_used"] >= 3  # resumed, not restarted
+            # Resumed, not restarted: every iteration the first host started is used
+            # (its two loops need not have been at the same iteration when it died).
+            started_before = [
+                s.iteration
+                for s in stamps
+                if s.change == change and s.what == "start" and s.at <= killed_at
+            ]
+            assert runs[1]["plan"]["iterations_used"] >= max(started_before) >= 1
             takeover = [s for s in stamps if s.change == change and s.at > killed_at]
             # Taken over only once the lease lapsed (renewed every heartbeat until the kill).
             assert takeover[0].at >= killed_at + 2.0 - 0.3 - 0.1

@@ -24,6 +24,7 @@ from ._decide import cooled_down as cooled_down
 from ._decide import decide as decide
 from ._decide import first_trip_rules as first_trip_rules
 from ._decide import fold_history as fold_history
+from ._decide import refused_calls as refused_calls
 from ._decide import started_iterations as started_iterations
 from ._decide import supervised_rules as supervised_rules
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN

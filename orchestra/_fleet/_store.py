@@ -31,6 +31,7 @@ from .._engine import (
     LoopState,
     Verdict,
     fold_history,
+    refused_calls,
     started_iterations,
 )
 from .._spend import SpendTotals
@@ -169,7 +170,13 @@ class RedisChangeStore:
             started = started_iterations(events)
             if started > circuit.iterations_used:
                 circuit = attrs.evolve(circuit, iterations_used=started, finished=None)
-        self._state = attrs.evolve(state, circuit=circuit, history=fold_history(events))
+        self._state = attrs.evolve(
+            state,
+            circuit=circuit,
+            history=fold_history(events),
+            # Refused calls use no iteration: the loop that takes over counts without them.
+            refused=refused_calls(events) if self._owns_circuit else 0,
+        )
         return self._state
 
     def refresh(self) -> LoopState:
