@@ -377,3 +377,23 @@ def test_supervise_dry_run_prints_each_loops_permission(repo: Repo) -> None:
     assert plan.code == 0, plan
     assert "  permission: edit (--sandbox workspace-write)" in plan.lines
     assert "  permission: full (--approval-mode yolo)" in plan.lines
+
+
+def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Repo) -> None:
+    # `codex exec resume` rejects --sandbox: the resumed thread gets its sandbox
+    # as a -c config override instead.
+    repo.write("forge.toml", '[run]\nsession = "continue"\nmax_iterations = 2\n')
+    first_call = Case("codex", "simple.jsonl")
+    env = install(repo, [call(first_call), call(Case("codex", "reconnect-then-done.jsonl"))])
+    done = run(repo, env, "--executor", "codex")
+    assert done.code == 0, done
+    first, second = (i["argv"] for i in invocations(repo))
+    assert first[:2] == ["exec", "--json"]
+    assert first[-2:] == ["--sandbox", "workspace-write"]
+    thread = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
+    assert second[:4] == ["exec", "--json", "resume", thread]
+    assert "--sandbox" not in second and "-s" not in second
+    assert second[-2:] == ["-c", 'sandbox_mode="workspace-write"']
+    repo.write("forge.toml", '[run]\nsession = "continue"\npermission = "full"\n')
+    plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
+    assert "  session: continue (each iteration resumes the previous one's session)" in plan.lines

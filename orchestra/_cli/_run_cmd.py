@@ -160,6 +160,8 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f"  executor: {plan.describe_executor()}")
     if (permission := plan.executor.describe_permission()) is not None:
         out.line(f"  permission: {permission}")
+    if plan.executor.templated and plan.executor.spec.session == "continue":
+        out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(plan.executor, policy):
         out.line(f"  warning:  {warning}")
     out.line(GATES_LINE)

@@ -188,6 +188,8 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     out.line(f"  executor: {loop.plan.describe_executor()}")
     if (permission := loop.plan.executor.describe_permission()) is not None:
         out.line(f"  permission: {permission}")
+    if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
+        out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(loop.plan.executor, policy):
         out.line(f"  warning:  {warning}")
     where = str(loop.setup.root)

@@ -98,6 +98,9 @@ class ExecutorSpec:
         session: ``fresh`` (a new agent session each iteration) or
             ``continue`` (the previous iteration's session, when there is one).
         resume_argv: The argv that continues session ``{session}``.
+        resume_permissions: Per permission level, the arguments appended to
+            ``resume_argv`` instead of ``permissions`` (for a CLI whose resume
+            command takes other flags); unset, ``permissions`` apply to both.
     """
 
     argv: tuple[str, ...] = attrs.field(validator=_check_argv)
@@ -113,12 +116,19 @@ class ExecutorSpec:
     price_model: str = ""
     session: str = attrs.field(default="fresh", validator=_check_session)
     resume_argv: tuple[str, ...] = ()
+    resume_permissions: dict[str, tuple[str, ...]] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.permission and self.permission not in self.permissions:
             known = ", ".join(sorted(self.permissions)) or "none defined"
             raise FieldError(
                 "permission", f"one of the [permissions] levels ({known})", self.permission
+            )
+        unknown = sorted(set(self.resume_permissions or {}) - set(self.permissions))
+        if unknown:
+            known = ", ".join(sorted(self.permissions)) or "none defined"
+            raise FieldError(
+                "resume_permissions", f"only [permissions] levels ({known})", unknown[0]
             )
         if self.session == "continue" and not self.resume_argv:
             raise FieldError("session", '"fresh" unless resume_argv is set', self.session)
@@ -141,19 +151,26 @@ class Executor:
         """The argv for one iteration, placeholders filled.
 
         With ``session`` (and a definition that continues sessions), the
-        resume argv continues it. The permission level's arguments follow,
+        resume argv continues it. The permission level's arguments follow
+        (``resume_permissions``' for a resumed session, when defined),
         then, for Claude Code with ``claude_hooks``, Forge's hooks.
         """
         spec = self.spec
         if not self.templated:
             return list(spec.argv)
         template = spec.argv
-        if session and spec.session == "continue" and spec.resume_argv:
+        resuming = bool(session and spec.session == "continue" and spec.resume_argv)
+        if resuming:
             template = spec.resume_argv
         filled = {**values, "session": session or ""}
         argv = [part.format_map(filled) for part in template]
         if spec.permission:
-            argv.extend(spec.permissions[spec.permission])
+            if resuming and spec.resume_permissions is not None:
+                # A resume command may refuse the first call's flags (codex exec
+                # resume rejects --sandbox): its own arguments, or none.
+                argv.extend(spec.resume_permissions.get(spec.permission, ()))
+            else:
+                argv.extend(spec.permissions[spec.permission])
         if spec.claude_hooks:
             argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
         return argv
