@@ -299,8 +299,9 @@ def test_the_claude_executor_edits_and_ends_done_with_forge_hooks_passed(repo: R
     assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
     settings = json.loads(argv[argv.index("--settings") + 1])
     pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert pre.endswith("-m orchestra hook pre-tool-use")
-    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"].endswith("-m orchestra hook stop")
+    assert pre.endswith("-m orchestra hook pre-tool-use --from-executor")
+    stop = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert stop.endswith("-m orchestra hook stop --from-executor")
 
 
 def test_the_plan_prints_the_permission_and_a_policy_chooses_another(repo: Repo) -> None:

@@ -85,7 +85,9 @@ def test_claude_hooks_are_merged_without_clobbering_and_only_once(repo: Repo) ->
     repo.write(".claude/settings.json", json.dumps(existing))
     done = repo.forge("init", "--claude-hooks", env=path_with(repo))
     assert done.code == 0, done
-    assert ".claude/settings.json: Forge's PreToolUse guard and Stop hook added" in done.lines
+    [added] = [line for line in done.lines if line.startswith(".claude/settings.json:")]
+    assert added.startswith(".claude/settings.json: Forge's PreToolUse guard and Stop hook added")
+    assert "these stand aside so each stop verifies once" in added
     merged = json.loads((repo.root / ".claude/settings.json").read_text())
     assert merged["model"] == "opus"
     assert merged["permissions"] == existing["permissions"]

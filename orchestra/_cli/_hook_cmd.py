@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
+from .._hook_passing import stands_aside
 from .._secscan import output_redactor
 from .._state import ChangePaths
 from .._verify import (
@@ -64,8 +65,11 @@ def guard(args: argparse.Namespace, out: Output) -> int:
     return EXIT_REFUSE if refusals else EXIT_OK
 
 
-def pre_tool_use(_args: argparse.Namespace, _out: Output) -> int:
-    return _pre_tool_use(sys.stdin.read())
+def pre_tool_use(args: argparse.Namespace, _out: Output) -> int:
+    payload = sys.stdin.read()
+    if stands_aside(from_executor=args.from_executor):
+        return EXIT_OK
+    return _pre_tool_use(payload)
 
 
 def stop(args: argparse.Namespace, out: Output) -> int:
@@ -75,6 +79,9 @@ def stop(args: argparse.Namespace, out: Output) -> int:
     exits 1, which Claude Code shows without blocking: a broken hook must not
     trap an agent in a loop that no verify can end.
     """
+    if stands_aside(from_executor=args.from_executor):
+        sys.stdin.read()
+        return EXIT_OK  # the Stop hook the executor passed verifies this stop
     try:
         return _stop(args, out)
     except ForgeError as exc:

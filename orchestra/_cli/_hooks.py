@@ -17,6 +17,7 @@ import json
 import os
 import sys
 
+from .._hook_passing import FROM_EXECUTOR, stands_aside
 from .._project_root import find_root
 from .._protect import load_spec
 
@@ -40,8 +41,11 @@ _FILE_TOOLS = {
 def fast(argv: list[str]) -> int | None:
     """Run ``guard`` or ``hook pre-tool-use`` from ``argv``; None to use the full parser."""
     try:
-        if argv[:2] == ["hook", "pre-tool-use"] and len(argv) == 2:
-            return pre_tool_use(sys.stdin.read())
+        if argv[:2] == ["hook", "pre-tool-use"] and argv[2:] in ([], [FROM_EXECUTOR]):
+            payload = sys.stdin.read()
+            if stands_aside(from_executor=len(argv) == 3):
+                return EXIT_ALLOW  # the executor's own guard decides this call
+            return pre_tool_use(payload)
         if argv[:1] == ["guard"]:
             parsed = _guard_args(argv[1:])
             if parsed is None:

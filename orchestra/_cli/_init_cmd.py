@@ -88,4 +88,8 @@ def _claude_hooks(path: Path, dry_run: bool, report: dict[str, Any]) -> str:
     atomic_write(path, (json.dumps(merged, indent=2) + "\n").encode())
     report["claude_settings"] = "updated" if existed else "created"
     created = "" if existed else " (file created)"
-    return f".claude/settings.json: Forge's PreToolUse guard and Stop hook added{created}"
+    return (
+        f".claude/settings.json: Forge's PreToolUse guard and Stop hook added{created}"
+        " (for Claude Code sessions of your own; in a loop of the claude executor, which"
+        " passes the same hooks itself, these stand aside so each stop verifies once)"
+    )

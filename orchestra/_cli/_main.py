@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
+from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED
 from .._names import check_change_name
 
 if TYPE_CHECKING:
@@ -213,6 +214,12 @@ def _add_guard(commands: _Commands, common: argparse.ArgumentParser) -> None:
     guard.set_defaults(handler="_hook_cmd:guard")
 
 
+_FROM_EXECUTOR_HELP = (
+    "the hook the claude executor passes with --settings; inside its loop "
+    f"({HOOKS_PASSED}=1) a hook without this flag (from .claude/settings.json) does nothing"
+)
+
+
 def _add_hook(commands: _Commands, common: argparse.ArgumentParser) -> None:
     hook = commands.add_parser("hook", help="Claude Code hooks: pre-tool-use, stop")
     hook_commands = hook.add_subparsers(dest="hook_command", metavar="EVENT", required=True)
@@ -222,6 +229,7 @@ def _add_hook(commands: _Commands, common: argparse.ArgumentParser) -> None:
         description="Reads Claude Code's PreToolUse JSON on stdin; exit 2 refuses the call "
         "(the reason on stderr), exit 0 allows it.",
     )
+    pre_tool_use.add_argument(FROM_EXECUTOR, action="store_true", help=_FROM_EXECUTOR_HELP)
     pre_tool_use.set_defaults(handler="_hook_cmd:pre_tool_use", json=False, plain=True)
     stop = hook_commands.add_parser(
         "stop",
@@ -233,6 +241,7 @@ def _add_hook(commands: _Commands, common: argparse.ArgumentParser) -> None:
         "breaker is open (a human must review), it lets the agent stop.",
     )
     stop.add_argument("--change", type=_change_name, help="the change (default: FORGE_CHANGE)")
+    stop.add_argument(FROM_EXECUTOR, action="store_true", help=_FROM_EXECUTOR_HELP)
     stop.set_defaults(handler="_hook_cmd:stop")
 
 

@@ -27,6 +27,7 @@ import attrs
 
 from .._durations import Duration
 from .._errors import ConfigError
+from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
 
@@ -175,6 +176,14 @@ class Executor:
             argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
         return argv
 
+    def environment(self) -> dict[str, str]:
+        """The extra environment of the agent: the definition's ``env``, and for an
+        executor that passes Forge's hooks, the mark that makes the project's
+        copies of those hooks stand aside (so each runs once)."""
+        if self.templated and self.spec.claude_hooks:
+            return {**self.spec.env, HOOKS_PASSED: "1"}
+        return dict(self.spec.env)
+
     def describe(self, values: Mapping[str, str]) -> str:
         """How the plan names it: ``sh -c "<cmd>"``, or ``claude: claude -p '…' …``."""
         if not self.templated:
@@ -231,7 +240,8 @@ def claude_hook_settings() -> dict[str, Any]:
     """Claude Code settings that run Forge's PreToolUse guard and Stop hook.
 
     The hooks call this very Forge (its interpreter, ``-m orchestra``), so they
-    work whatever the agent's ``PATH``.
+    work whatever the agent's ``PATH``; marked as the executor's, they run
+    while the project's own copies stand aside.
     """
     forge = f"{shlex.quote(sys.executable)} -m orchestra"
     return {
@@ -239,11 +249,21 @@ def claude_hook_settings() -> dict[str, Any]:
             "PreToolUse": [
                 {
                     "matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit",
-                    "hooks": [{"type": "command", "command": f"{forge} hook pre-tool-use"}],
+                    "hooks": [
+                        {"type": "command", "command": f"{forge} hook pre-tool-use {FROM_EXECUTOR}"}
+                    ],
                 }
             ],
             "Stop": [
-                {"hooks": [{"type": "command", "command": f"{forge} hook stop", "timeout": 900}]}
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": f"{forge} hook stop {FROM_EXECUTOR}",
+                            "timeout": 900,
+                        }
+                    ]
+                }
             ],
         }
     }

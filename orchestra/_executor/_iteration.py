@@ -155,7 +155,7 @@ async def run_iteration(
     process = await run_process(
         executor.argv(context.placeholders(), session=session),
         cwd=context.workdir,
-        env=context.environment(executor.spec.env),
+        env=context.environment(executor.environment()),
         time_limit=time_limit,
         grace=grace,
         log_path=context.log_path,

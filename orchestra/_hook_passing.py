@@ -1,0 +1,22 @@
+"""Forge's Claude Code hooks run once per event, however many ways they were wired.
+
+The ``claude`` executor passes Forge's hooks with the invocation itself
+(``--settings``), marked with :data:`FROM_EXECUTOR`, and sets
+:data:`HOOKS_PASSED` in the agent's environment. Claude Code also runs the
+hooks of the project's ``.claude/settings.json`` (``forge init
+--claude-hooks`` writes them there, for interactive sessions): inside a Forge
+loop those stand aside, so each stop runs verify once and the breaker counts
+each failure once.
+"""
+
+from __future__ import annotations
+
+import os
+
+HOOKS_PASSED = "FORGE_HOOKS_PASSED"
+FROM_EXECUTOR = "--from-executor"
+
+
+def stands_aside(from_executor: bool) -> bool:
+    """Whether this hook run is a duplicate: the executor passed Forge's hooks itself."""
+    return not from_executor and os.environ.get(HOOKS_PASSED) == "1"
