@@ -393,7 +393,8 @@ def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Rep
     assert first[-2:] == ["--sandbox", "workspace-write"]
     thread = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"
     assert second[:4] == ["exec", "--json", "resume", thread]
-    assert "--sandbox" not in second and "-s" not in second
+    assert "--sandbox" not in second
+    assert "-s" not in second
     assert second[-2:] == ["-c", 'sandbox_mode="workspace-write"']
     repo.write("forge.toml", '[run]\nsession = "continue"\npermission = "full"\n')
     plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)

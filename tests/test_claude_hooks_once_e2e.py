@@ -1,4 +1,4 @@
-"""A loop run by the ``claude`` executor is hooked once, even with Forge's hooks in .claude/settings.json.
+"""A ``claude`` executor loop is hooked once, even with Forge's hooks in .claude/settings.json.
 
 The fake ``claude`` here does what Claude Code does at a stop: it runs every
 Stop hook it was given — those passed with ``--settings`` and those of the
