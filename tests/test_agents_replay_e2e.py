@@ -399,3 +399,16 @@ def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Rep
     repo.write("forge.toml", '[run]\nsession = "continue"\npermission = "full"\n')
     plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
     assert "  session: continue (each iteration resumes the previous one's session)" in plan.lines
+
+
+def test_a_completed_codex_turn_stands_over_a_limit_warning_on_stderr(repo: Repo) -> None:
+    warning = repo.root.parent / "warning.stderr"
+    warning.write_text("WARN: exceeded retry limit, last status: 429 Too Many Requests\n")
+    done_call = call(Case("codex", "reconnect-then-done.jsonl"))
+    env = install(repo, [{**done_call, "stderr": str(warning)}])
+    done = run(repo, env, "--executor", "codex")
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    [event] = finished(repo, "c")
+    assert event["rate_limit"] is None
+    assert event["judged"] is True

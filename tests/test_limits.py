@@ -51,6 +51,13 @@ NEAR_MISSES = [
     "quota.py: exceeded the expected size",
     "HTTP 500 from the staging server",
     "request timed out after 300s (timeout limit reached)",
+    # Words of a provider's message, in an agent's answer or a tool's output:
+    "TypeError: operator + is Overloaded",
+    "The test server was overloaded",
+    "You've reached your limit of 5 retries for this tool",
+    "tests/test_api.py::test_fetch FAILED - 429 Too Many Requests",
+    "grpc stub: expected RESOURCE_EXHAUSTED, got OK",
+    "added a handler for rate_limit_error to the client's retry loop",
 ]
 
 

@@ -182,3 +182,49 @@ def test_json_lines_are_bounded(tmp_path: Path) -> None:
     parser.feed(result)
     seen = parser.finish()
     assert seen.done
+
+
+def _parse_bytes(output_format: str, stdout: bytes, stderr: bytes = b"") -> Observation:
+    parser = make_parser(output_format, MARKER)
+    parser.feed(stdout)
+    parser.feed_stderr(stderr)
+    return parser.finish()
+
+
+def test_claude_api_error_status_is_read_as_a_structured_limit() -> None:
+    result = (
+        b'{"type":"result","subtype":"success","is_error":true,"api_error_status":%d,'
+        b'"result":"API Error: Repeated server errors","session_id":"s"}'
+    )
+    overloaded = _parse_bytes("claude-json", result % 529)
+    assert overloaded.rate_limit == RateLimitEvent(status="overloaded", kind="overloaded")
+    limited = _parse_bytes("claude-json", result % 429)
+    assert limited.rate_limit is not None
+    assert limited.rate_limit.status == "rejected"
+    failed = _parse_bytes("claude-json", result % 500)
+    assert failed.rate_limit is None
+
+
+def test_gemini_resource_exhausted_error_object_is_a_limit() -> None:
+    error = b'{"error":{"type":"Error","message":"Resource has been exhausted","code":429}}'
+    assert _parse_bytes("gemini-json", b"", error).rate_limit == RateLimitEvent(status="rejected")
+    other = b'{"error":{"type":"Error","message":"Resource has been exhausted","code":500}}'
+    assert _parse_bytes("gemini-json", b"", other).rate_limit is None
+
+
+def test_a_success_result_stands_over_a_limit_on_stderr() -> None:
+    warning = b"WARN: exceeded retry limit, last status: 429 Too Many Requests; retrying\n"
+    claude = _parse_bytes(
+        "claude-json",
+        b'{"type":"result","subtype":"success","is_error":false,"result":"ok\\nFORGE_DONE"}',
+        warning,
+    )
+    assert claude.rate_limit is None
+    assert claude.done
+    codex = _parse_bytes(
+        "codex-json",
+        (DATA / "recorded" / "codex" / "reconnect-then-done.jsonl").read_bytes(),
+        warning,
+    )
+    assert codex.rate_limit is None
+    assert codex.done

@@ -32,32 +32,39 @@ OVERLOADED = "overloaded"
 # Without a reset time, the first wait; each further refusal in a row doubles it.
 FIRST_BACKOFF = 60.0
 
-# The phrasings of real provider limits. Each names the provider's own words,
-# never a bare "limit reached".
+# The phrasings of real provider limits, as the CLIs print them, and the
+# structured errors they serialize. Never a bare word that an agent's answer
+# or a tool's output could carry ("limit reached", "429 Too Many Requests" in
+# a test log, an enum name like RESOURCE_EXHAUSTED or rate_limit_error).
 _LIMIT_PHRASES = re.compile(
     r"Claude AI usage limit reached"
     r"|Claude usage limit reached"
-    r"|You(?:'|’)ve hit your (?:session |weekly |daily |usage |5-hour |opus )?limit"
-    r"|You(?:'|’)ve reached your (?:session |weekly |daily |usage |5-hour )?limit"
-    r"|You(?:'|’)ve hit your usage limit"
-    r"|usage_limit_reached"
+    # "You've hit your session limit · resets …", "You've hit your usage limit. …"
+    # — never "You've reached your limit of 5 retries for this tool".
+    r"|You(?:'|’)ve (?:hit|reached) your (?:session |weekly |daily |usage |5-hour |opus )?limit"
+    r"(?=\s*(?:[·.,;:!(]|$)|\s+(?:resets?|try|until)\b)"
+    r"|\"type\"\s*:\s*\"usage_limit_reached\""
     r"|The usage limit has been reached"
     r"|exhausted your (?:daily )?quota"
     r"|exhausted your capacity"
     r"|TerminalQuotaError"
     r"|RetryableQuotaError"
-    r"|RESOURCE_EXHAUSTED"
+    r"|\"status\"\s*:\s*\"RESOURCE_EXHAUSTED\""
     r"|Quota exceeded for quota metric"
     r"|You exceeded your current quota"
-    r"|rate_limit_error"
+    r"|\"type\"\s*:\s*\"rate_limit_error\""
     r"|would exceed your account(?:'|’)s rate limit"
     r"|Usage limit reached for"
-    r"|\b429 Too Many Requests",
-    re.IGNORECASE,
-)
-_OVERLOAD_PHRASES = re.compile(
-    r"overloaded_error|\b529\b[^\n]{0,40}overloaded|\"?Overloaded\"?\s*$|API Error: 529",
+    # Codex, once its retries are spent: "exceeded retry limit, last status: 429 …"
+    r"|last status: 429 Too Many Requests",
     re.IGNORECASE | re.MULTILINE,
+)
+# Claude's API error object ({"type":"error","error":{"type":"overloaded_error"}})
+# and its message for it ("API Error: 529 …"); never a line that merely says
+# "overloaded".
+_OVERLOAD_PHRASES = re.compile(
+    r"\"type\"\s*:\s*\"overloaded_error\"|API Error: 529\b",
+    re.IGNORECASE,
 )
 _EPOCH_AFTER_BAR = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 _RESETS_AT_FIELD = re.compile(r"\"?resets_?at\"?\s*[:=]\s*(\d{9,11}(?:\.\d+)?)", re.IGNORECASE)
@@ -167,6 +174,20 @@ def detect_limit(text: str, now: float | None = None) -> RateLimitEvent | None:
         return RateLimitEvent(status=REJECTED, resets_at=reset_time(text, now), kind=_kind(text))
     if is_overload(text):
         return RateLimitEvent(status=OVERLOADED, kind="overloaded")
+    return None
+
+
+def limit_from_status(status: object, text: str, now: float | None = None) -> RateLimitEvent | None:
+    """The limit a provider's HTTP status in a structured error says (429, 529), or None.
+
+    ``text`` is the error's own message, read for the reset time.
+    """
+    if isinstance(status, str) and status.strip().isdigit():
+        status = int(status)
+    if status == 529:
+        return RateLimitEvent(status=OVERLOADED, kind="overloaded")
+    if status == 429:
+        return RateLimitEvent(status=REJECTED, resets_at=reset_time(text, now), kind=_kind(text))
     return None
 
 

@@ -25,7 +25,7 @@ import json
 import math
 from typing import Any, Protocol
 
-from ._limits import detect_limit, is_limit_answer
+from ._limits import detect_limit, is_limit_answer, limit_from_status
 from ._observation import ModelTokens, Observation, RateLimitEvent
 
 MAX_JSON_LINE = 2 * 1024 * 1024  # a longer line is not parsed (memory stays bounded)
@@ -275,9 +275,12 @@ class ClaudeParser(_EventParser):
         if rate_limit is None and (is_error or is_limit_answer(final)):
             # Some releases end a refused run with subtype success and the limit
             # as the whole answer: that answer is read for it too.
-            status = result.get("api_error_status")
-            rate_limit = detect_limit((error or final) + (f" {status}" if status else ""))
-        if rate_limit is None:
+            rate_limit = detect_limit(error or final)
+        if rate_limit is None and is_error:
+            # The API's status for the error (429: a limit, 529: overloaded).
+            rate_limit = limit_from_status(result.get("api_error_status"), error or final)
+        if rate_limit is None and is_error:
+            # stderr speaks only for a run that failed: a success stands.
             rate_limit = stderr_limit
         if rate_limit is not None and error is None:
             error = _clip(final)
@@ -401,6 +404,7 @@ class CodexParser(_EventParser):
         self._error: str | None = None
         self._turns = 0
         self._thread_id: str | None = None
+        self._completed = False  # the last turn event was turn.completed
 
     def finish(self) -> Observation:
         text_view = self._drain()
@@ -413,7 +417,10 @@ class CodexParser(_EventParser):
                 note="no Codex JSON events in the output; read as plain text",
             )
         error = self._error
-        rate_limit = (detect_limit(error) if error else None) or stderr_limit
+        rate_limit = detect_limit(error) if error else None
+        if rate_limit is None and not self._completed:
+            # stderr speaks only for a turn that did not complete: a completed one stands.
+            rate_limit = stderr_limit
         if rate_limit is not None and error is None:
             error = _clip(self._stderr.text().strip()) or "codex reported a provider limit"
         is_error = error is not None
@@ -461,6 +468,8 @@ class CodexParser(_EventParser):
                 self._tokens_in += as_int(usage.get("input_tokens"))
                 self._tokens_cached += cached
                 self._tokens_out += as_int(usage.get("output_tokens"))
+        if kind in ("turn.completed", "turn.failed", "error"):
+            self._completed = kind == "turn.completed"
         if kind == "turn.completed":
             self._error = None  # the turn recovered from whatever came before it
         elif kind == "turn.failed":
@@ -562,6 +571,10 @@ class GeminiParser:
         rate_limit = None
         if message is not None:
             rate_limit = detect_limit(f"{limit_text} {message}")
+            if rate_limit is None and isinstance(error, dict):
+                # The API's own error object: code 429 or status RESOURCE_EXHAUSTED.
+                code = 429 if error.get("status") == "RESOURCE_EXHAUSTED" else error.get("code")
+                rate_limit = limit_from_status(code, message)
         return Observation(
             format="gemini-json",
             done=message is None and has_marker_line(response, self._marker),
