@@ -16,6 +16,7 @@ import trio.testing
 
 from orchestra._engine import (
     DONE,
+    PROVIDER_LIMIT,
     LoopPlan,
     LoopProgress,
     LoopSettings,
@@ -148,3 +149,23 @@ async def test_an_overloaded_provider_is_waited_out_with_a_doubling_backoff(
     ]
     assert finished[0]["rate_limit"]["status"] == "overloaded"
     assert finished[0]["failure"] is not None  # the error is kept, but nothing judged it
+
+
+async def test_a_supervised_loop_stops_after_max_refusals_in_a_row(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # An error misread as a limit must not keep a supervised loop waiting forever.
+    claude = fake_claude(tmp_path, *[f"{overloaded()}\n"] * 4, f"{result('FORGE_DONE')}\n")
+    loop_policy = Policy(
+        verify=VerifyPolicy(command="true", specs=()),
+        run=RunPolicy(max_iterations=1, max_refusals=3),
+    )
+    summary, waited, events = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=claude, limiter=mock_limiter()
+    )
+    assert summary.reason == PROVIDER_LIMIT
+    assert summary.iterations == 4  # four refused calls; the fourth is one too many
+    assert waited == [60, 120, 240]
+    assert "breaker.opened" not in events
+    timeline = (tmp_path / ".forge" / "changes" / "c" / "timeline.jsonl").read_text()
+    assert "refused 4 calls in a row (more than [run] max_refusals = 3)" in timeline

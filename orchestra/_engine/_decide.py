@@ -79,7 +79,8 @@ from ._record import IterationRecord
 # The trip conditions of a supervised loop, in the order they are judged.
 TRIP_CONDITIONS = (INTEGRITY_GATE, "verify", "budget", "stagnation")
 
-# forge run gives up after this many refused calls in a row, whatever their reset times.
+# A loop gives up after more refused calls in a row than this ([run] max_refusals),
+# whatever their reset times: a misread error must not keep it waiting forever.
 MAX_REFUSALS_IN_A_ROW = 10
 
 
@@ -98,6 +99,8 @@ class LoopRules:
             provider limit's known reset before it stops.
         limit_backoff_max: The longest wait for a provider limit that gave no
             reset time (the wait doubles from a minute at each refusal in a row).
+        max_refusals: The most refusals in a row the loop waits out; one more
+            stops it.
     """
 
     supervised: bool
@@ -106,6 +109,7 @@ class LoopRules:
     judge_stagnation: bool = False
     max_limit_wait: float = 300.0
     limit_backoff_max: float = 3600.0
+    max_refusals: int = MAX_REFUSALS_IN_A_ROW
 
 
 def supervised_rules(policy: Policy) -> LoopRules:
@@ -117,6 +121,7 @@ def supervised_rules(policy: Policy) -> LoopRules:
         judge_stagnation=True,
         max_limit_wait=policy.run.max_limit_wait.seconds,
         limit_backoff_max=policy.run.limit_backoff_max.seconds,
+        max_refusals=policy.run.max_refusals,
     )
 
 
@@ -127,6 +132,7 @@ def first_trip_rules(policy: Policy) -> LoopRules:
         max_iterations=policy.run.max_iterations,
         max_limit_wait=policy.run.max_limit_wait.seconds,
         limit_backoff_max=policy.run.limit_backoff_max.seconds,
+        max_refusals=policy.run.max_refusals,
     )
 
 
@@ -446,11 +452,14 @@ def _provider_limit(
     resets_at = limit.resets_at if limit is not None else None
     overloaded = limit is not None and limit.status == "overloaded"
     backoff = backoff_pause(in_a_row, rules.limit_backoff_max)
-    if rules.supervised:
+    if in_a_row > rules.max_refusals:
+        detail = (
+            f"the provider refused {in_a_row} calls in a row "
+            f"(more than [run] max_refusals = {rules.max_refusals})"
+        )
+    elif rules.supervised:
         until = resets_at if resets_at is not None else now + backoff
         return Verdict(judged=False, pause_until=until)
-    if in_a_row > MAX_REFUSALS_IN_A_ROW:
-        detail = f"the provider refused {in_a_row} calls in a row"
     elif resets_at is not None and resets_at - now <= rules.max_limit_wait:
         return Verdict(judged=False, pause_until=resets_at)
     elif overloaded and backoff <= rules.max_limit_wait:

@@ -129,6 +129,14 @@ class RunPolicy:
             "then twice as long at each refusal in a row, up to this."
         ),
     )
+    max_refusals: int = attrs.field(
+        default=10,
+        validator=attrs.validators.ge(1),
+        metadata=_doc(
+            "The most provider refusals in a row a loop waits out (forge run and "
+            "forge supervise); one more stops it with the provider-limit ending."
+        ),
+    )
     permission: str = attrs.field(
         default="",
         metadata=_doc(
