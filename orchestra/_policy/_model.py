@@ -131,7 +131,7 @@ class RunPolicy:
     )
     max_refusals: int = attrs.field(
         default=10,
-        validator=attrs.validators.ge(1),
+        validator=at_least(1),
         metadata=_doc(
             "The most provider refusals in a row a loop waits out (forge run and "
             "forge supervise); one more stops it with the provider-limit ending."
