@@ -297,6 +297,7 @@ def test_the_claude_executor_edits_and_ends_done_with_forge_hooks_passed(repo: R
     [invocation] = invocations(repo)
     argv = invocation["argv"]
     assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
+    assert argv[argv.index("--allowedTools") + 1] == "Bash"  # the agent may run its tests
     settings = json.loads(argv[argv.index("--settings") + 1])
     pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert pre.endswith("-m orchestra hook pre-tool-use --from-executor")
@@ -308,7 +309,8 @@ def test_the_plan_prints_the_permission_and_a_policy_chooses_another(repo: Repo)
     env = install(repo, [call(CASES[1])])
     plan = repo.forge("run", "--change", "c", "--executor", "claude", env=env)
     assert (
-        "  permission: edit (--permission-mode acceptEdits); Forge's guard and Stop hooks "
+        "  permission: edit-and-run (--permission-mode acceptEdits --allowedTools Bash); "
+        "Forge's guard and Stop hooks "
         "passed with --settings" in plan.lines
     )
     repo.write("forge.toml", '[run]\npermission = "read-only"\n')

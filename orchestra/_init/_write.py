@@ -49,7 +49,9 @@ def forge_toml(found: Detected) -> str:
     lines += [
         f'prompt = "{_PROMPT}"',
         "max_iterations = 5",
-        '# permission = "edit"     # read-only | edit | full (and edit-and-run for claude)',
+        "# Permission level: read-only | edit | full, and edit-and-run for claude",
+        "# (the default: edit-and-run for claude, edit for codex and gemini).",
+        '# permission = "edit"',
         '# session = "fresh"       # or "continue": each iteration resumes the last session',
         "",
         "[budget]",
