@@ -154,7 +154,9 @@ def test_a_provider_limit_past_its_reset_is_not_judged_and_the_run_goes_on(repo:
     done = run(repo, "--change", "c", "--executor", "fakeclaude", "--yes")
     assert done.code == 0, done
     assert done.lines[-1] == "run: DONE after 2 iteration(s)"
-    assert done.lines[0].startswith("iteration 1/5: refused by a provider limit in ")
+    assert done.lines[0].startswith("iteration 1 (not counted): refused by a provider limit in ")
+    # The done call is the second run of the executor, and the first iteration counted.
+    assert done.lines[1].startswith("iteration 2 (1/5 counted): done in ")
     finished = [e for e in events(repo, "c") if e["event"] == "iteration.finished"]
     assert [e["judged"] for e in finished] == [False, True]
 

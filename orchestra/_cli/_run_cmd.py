@@ -23,6 +23,7 @@ from .._engine import (
     SecscanGate,
     first_trip_rules,
     iteration_time_limit,
+    counted_label,
     loop_integrity,
     run_loop,
 )
@@ -222,15 +223,20 @@ def protect_summary(policy: Policy) -> str:
 
 
 def _progress_printer(plan: LoopPlan, out: Output) -> Any:
+    refused = 0  # calls refused by a provider limit so far: they use no iteration
+
     def show(outcome: IterationOutcome, record: IterationRecord) -> None:
+        nonlocal refused
         process = outcome.process
         ending = record.failure or ("done" if record.done else "exit 0")
+        label = counted_label(outcome.number, refused, plan.max_iterations)
         if record.provider_refused:
             ending = "refused by a provider limit"
+            refused += 1
+            label = f"{outcome.number} (not counted)"
         spend = f"{outcome.tokens} tokens, {outcome.tool_calls} tool calls, ${outcome.cost_usd:.4f}"
         out.line(
-            f"iteration {outcome.number}/{plan.max_iterations}: {ending} in "
-            f"{human_seconds(process.duration)} — {spend}",
+            f"iteration {label}: {ending} in {human_seconds(process.duration)} — {spend}",
             style="dim",
         )
 

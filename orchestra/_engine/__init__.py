@@ -48,6 +48,7 @@ from ._gates import VERIFY_GATE as VERIFY_GATE
 from ._gates import GateReading as GateReading
 from ._gates import SecscanGate as SecscanGate
 from ._loop import EventSink as EventSink
+from ._loop import counted_label as counted_label
 from ._loop import LoopPlan as LoopPlan
 from ._loop import LoopSettings as LoopSettings
 from ._loop import iteration_time_limit as iteration_time_limit

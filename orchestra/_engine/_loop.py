@@ -612,15 +612,16 @@ class _Loop:
             progress.risk = verdict.assessment.risk
         if self.on_iteration is not None:
             self.on_iteration(outcome, record)
-        max_iterations = self.rules.max_iterations
         if not verdict.judged:
-            self._say(
-                "iteration", f"{record.iteration}/{max_iterations}: provider limit (not counted)"
-            )
+            self._say("iteration", f"{record.iteration}: provider limit (not counted)")
         else:
             ending = record.failure or ("done" if record.done else "exit 0")
             checked = f", verify {record.verify}" if record.verify else ""
-            self._say("iteration", f"{record.iteration}/{max_iterations}: {ending}{checked}")
+            self._say(
+                "iteration",
+                f"{counted_label(record.iteration, state.refused, self.rules.max_iterations)}: "
+                f"{ending}{checked}",
+            )
         if verdict.opened:
             opened = BreakerOpened(run_id=self.plan.run_id, reason=state.circuit.reason or "")
             self._show_transition(opened, state)
@@ -681,3 +682,10 @@ def _repair_while_unwinding(
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """Run a blocking call (locks, fsyncs, git, the scan) off the event loop."""
     return await trio.to_thread.run_sync(partial(function, *args, **kwargs))
+
+
+def counted_label(number: int, refused: int, max_iterations: int) -> str:
+    """``3/5``, or with refused calls before it (which use no iteration) ``3 (2/5 counted)``."""
+    if not refused:
+        return f"{number}/{max_iterations}"
+    return f"{number} ({number - refused}/{max_iterations} counted)"
