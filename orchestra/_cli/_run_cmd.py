@@ -21,9 +21,9 @@ from .._engine import (
     LoopSettings,
     RunSummary,
     SecscanGate,
+    counted_label,
     first_trip_rules,
     iteration_time_limit,
-    counted_label,
     loop_integrity,
     run_loop,
 )

@@ -48,9 +48,9 @@ from ._gates import VERIFY_GATE as VERIFY_GATE
 from ._gates import GateReading as GateReading
 from ._gates import SecscanGate as SecscanGate
 from ._loop import EventSink as EventSink
-from ._loop import counted_label as counted_label
 from ._loop import LoopPlan as LoopPlan
 from ._loop import LoopSettings as LoopSettings
+from ._loop import counted_label as counted_label
 from ._loop import iteration_time_limit as iteration_time_limit
 from ._loop import loop_integrity as loop_integrity
 from ._loop import run_loop as run_loop
