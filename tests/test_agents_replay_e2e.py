@@ -46,6 +46,7 @@ class Case:
     limit: str | None = None  # "rejected" / "overloaded"
     resets_at: float | None = None
     session: str | None = None
+    cost_note: str | None = None
 
 
 CASES = [
@@ -126,8 +127,12 @@ CASES = [
         "consensus.json",
         stderr="consensus.stderr",
         tokens=20372,
-        cost=round((18983 * 1.25 + (20372 - 18983) * 10.0) / 1e6, 6),
-        estimated=True,
+        # gemini-3.1-pro-preview has no price in the shipped table: no estimate, and a
+        # note says so (it is never priced as another model).
+        cost_note=(
+            "no price for model gemini-3.1-pro-preview in the executor's price table: "
+            "no cost estimate"
+        ),
         session="fdbb7d96-b919-45c9-8586-b9ef75035dc3",
     ),
     Case(
@@ -192,6 +197,7 @@ def check(case: Case, event: dict[str, Any]) -> None:
     assert event["cost_estimated"] is case.estimated
     assert event["tool_calls"] == case.tool_calls
     assert event["permission_denials"] == case.denials
+    assert event["cost_note"] == case.cost_note
     assert event["done"] is case.done
     if case.session is not None:
         assert event["session"] == case.session
@@ -215,6 +221,8 @@ def test_forge_run_replays_a_recording(repo: Repo, case: Case) -> None:
     done = run(repo, env, "--executor", case.cli)
     [event] = finished(repo, "c")[:1]
     check(case, event)
+    if case.cost_note:
+        assert f"  note: {case.cost_note}" in done.lines
     if case.done:
         assert done.code == 0, done
         assert done.lines[-1] == "run: DONE after 1 iteration(s)"

@@ -224,6 +224,7 @@ def protect_summary(policy: Policy) -> str:
 
 def _progress_printer(plan: LoopPlan, out: Output) -> Any:
     refused = 0  # calls refused by a provider limit so far: they use no iteration
+    noted: set[str] = set()  # cost notes already shown (each once)
 
     def show(outcome: IterationOutcome, record: IterationRecord) -> None:
         nonlocal refused
@@ -239,6 +240,9 @@ def _progress_printer(plan: LoopPlan, out: Output) -> Any:
             f"iteration {label}: {ending} in {human_seconds(process.duration)} — {spend}",
             style="dim",
         )
+        if record.cost_note and record.cost_note not in noted:
+            noted.add(record.cost_note)
+            out.line(f"  note: {record.cost_note}", style="yellow")
 
     return show
 

@@ -65,6 +65,7 @@ class IterationRecord:
     error: str | None = None
     rate_limit: RateLimitEvent | None = None
     parse_note: str | None = None
+    cost_note: str | None = None
     report_problems: tuple[str, ...] = ()
     log: str | None = None
     harmed: tuple[dict[str, Any], ...] | None = None
@@ -143,6 +144,7 @@ def iteration_record(
         error=observation.error,
         rate_limit=observation.rate_limit,
         parse_note=observation.note,
+        cost_note=outcome.cost_note,
         report_problems=tuple(outcome.report_problems),
         log=log,
         harmed=tuple(integrity.as_record()) if integrity is not None else None,
@@ -173,6 +175,7 @@ _PLAIN_FIELDS = (
     "session",
     "error",
     "parse_note",
+    "cost_note",
     "log",
     "integrity_detail",
     "verify",

@@ -14,7 +14,7 @@ from .._redact import Redact
 from ._definition import Executor
 from ._observation import Observation
 from ._parsers import make_parser
-from ._pricing import estimate_cost
+from ._pricing import estimate_cost, unpriced_models
 from ._report import ExecutorReport, read_report
 
 
@@ -80,6 +80,16 @@ class IterationOutcome:
     log_path: Path
     # From the executor's price table, when its CLI reports no cost of its own.
     estimated_cost: float | None = None
+    # Models the output names that the price table does not price (no estimate).
+    unpriced: tuple[str, ...] = ()
+
+    @property
+    def cost_note(self) -> str | None:
+        """Why a cost the CLI does not report was not estimated, when a price is missing."""
+        if not self.unpriced or self.observation.cost_reported:
+            return None
+        names = ", ".join(self.unpriced)
+        return f"no price for model {names} in the executor's price table: no cost estimate"
 
     @property
     def failed(self) -> bool:
@@ -175,4 +185,5 @@ async def run_iteration(
         report_problems=tuple(problems),
         log_path=context.log_path,
         estimated_cost=estimate_cost(executor.spec, observation),
+        unpriced=unpriced_models(executor.spec, observation),
     )

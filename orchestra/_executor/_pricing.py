@@ -17,9 +17,10 @@ _PER = 1_000_000
 def estimate_cost(spec: ExecutorSpec, observation: Observation) -> float | None:
     """The iteration's cost from ``spec.prices``; None when no price applies.
 
-    A model the table does not name is priced as ``price_model`` (the model
-    the definition runs when the output names none); without it, that model's
-    tokens make the whole estimate unknown rather than too low.
+    Tokens the output gives no model name are priced as ``price_model``. A
+    named model the table does not price is never priced as another: its
+    tokens make the whole estimate unknown rather than wrong (see
+    :func:`unpriced_models`).
     """
     if not spec.prices or not observation.models:
         return None
@@ -35,12 +36,26 @@ def estimate_cost(spec: ExecutorSpec, observation: Observation) -> float | None:
     return round(total, 6)
 
 
+def unpriced_models(spec: ExecutorSpec, observation: Observation) -> tuple[str, ...]:
+    """The models the output names that the definition's price table does not price."""
+    if not spec.prices:
+        return ()
+    return tuple(
+        usage.model
+        for usage in observation.models
+        if usage.model and _price_for(spec, usage.model) is None
+    )
+
+
 def _price_for(spec: ExecutorSpec, model: str) -> ModelPrice | None:
-    if model and model in spec.prices:
+    if not model:
+        # The output names no model: the one the definition runs.
+        return spec.prices.get(spec.price_model) if spec.price_model else None
+    if model in spec.prices:
         return spec.prices[model]
     # "claude-opus-4-5-20251101" and "claude-opus-4-5[1m]" are priced as "claude-opus-4-5":
     # the longest name the model's starts with.
     for name in sorted(spec.prices, key=len, reverse=True):
-        if model and model.startswith(name):
+        if model.startswith(name):
             return spec.prices[name]
-    return spec.prices.get(spec.price_model) if spec.price_model else None
+    return None

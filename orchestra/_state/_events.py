@@ -112,6 +112,7 @@ class IterationFinished(Event):
     error: str | None = None
     rate_limit: dict[str, Any] | None = None
     parse_note: str | None = None
+    cost_note: str | None = None
     report_problems: list[str] = attrs.field(factory=list)
     log: str | None = None
     gates: dict[str, Any] = attrs.field(factory=dict)
