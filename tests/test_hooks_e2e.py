@@ -249,3 +249,37 @@ def test_settings_snippet_in_the_hooks_doc_is_valid_json() -> None:
     ]
     assert "forge hook pre-tool-use" in commands
     assert "forge hook stop" in commands
+
+
+def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Repo) -> None:
+    # The claude executor passes its hooks marked --from-executor and sets
+    # FORGE_HOOKS_PASSED=1: the copies in .claude/settings.json stand aside.
+    harm = {
+        "cwd": str(project.root),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf specs"},
+    }
+    for args, code in (
+        (["hook", "pre-tool-use"], 0),
+        (["hook", "pre-tool-use", "--from-executor"], 2),
+    ):
+        done = subprocess.run(
+            [str(FORGE), *args],
+            cwd=project.root,
+            input=json.dumps(harm),
+            env=forge_env({"FORGE_HOOKS_PASSED": "1"}),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == code, (args, done.stderr)
+        assert (done.stderr == "") is (code == 0)
+    # Outside such a loop (no FORGE_HOOKS_PASSED) the project's own hook guards.
+    assert pre_tool_use(project, "Bash", {"command": "rm -rf specs"}).code == 2
+    stop = hook(project, "stop", stop_event(project), FORGE_HOOKS_PASSED="1", FORGE_CHANGE="c")
+    assert (stop.code, stop.out, stop.err) == (0, "", "")
+    assert not (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()
+    counted = hook(project, "stop", stop_event(project), FORGE_CHANGE="c")
+    assert counted.code == 0, counted.err
+    assert (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()
