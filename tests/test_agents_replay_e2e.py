@@ -153,6 +153,7 @@ CASES = [
     Case("gemini", "daily-quota.json", exit=1, stderr="daily-quota.stderr", limit="rejected"),
     Case("gemini", "capacity.json", exit=1, stderr="capacity.stderr", limit="rejected"),
     Case("gemini", "auth.json", exit=41, stderr="auth.stderr"),
+    Case("gemini", "no-auth-method.json", exit=41, stderr="no-auth-method.stderr"),
 ]
 
 
