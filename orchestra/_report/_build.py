@@ -122,8 +122,9 @@ def build_report(
         ends = [t for events in segments.values() for t in (epoch(e.ts) for e in events[-1:]) if t]
         finished_at = max(ends) if ends else None
     span = max([1.0] + [m.start + m.duration for loop in loops for m in loop.marks])
-    if started_at is not None and finished_at is not None:
-        span = max(span, finished_at - started_at)
+    if started_at is not None and finished_at is not None and finished_at > started_at:
+        # The strip covers the batch as it ran, not a cooldown planned past its end.
+        span = finished_at - started_at
     interrupted = bool(summary.get("interrupted")) if summary else False
     exit_code = summary.get("exit_code") if summary else None
     limiter = summary.get("limiter") if summary else None

@@ -101,6 +101,7 @@ class Fold:
         self.limiter_wait = 0.0
         self.paused = 0.0
         self.cooldown = 0.0
+        self.last = 0.0  # the latest event's moment
 
     def at(self, event: Event) -> float:
         moment = epoch(event.ts)
@@ -115,18 +116,29 @@ class Fold:
 
     def walk(self, events: Sequence[Event]) -> None:
         for event in events:
+            self.last = max(self.last, self.at(event))
             self.one(event)
+        # A timeline that ends inside a cooldown (the batch was killed): the
+        # cooldown lasted at least until the last event, and no longer than planned.
         self.close_cooldown(None)
 
-    def close_cooldown(self, until: float | None) -> None:
+    def close_cooldown(self, until: float | None, *, stopped: bool = False) -> None:
+        """End the pending cooldown at ``until`` (None: its planned end, or the last event)."""
         if self.pending_cooldown is None:
             return
         start, planned, reason = self.pending_cooldown
-        end = until if until is not None else start + planned
-        self.mark(
-            COOLDOWN, start, end - start, f"cooldown {_secs(end - start)} after: {reason}", WARN
-        )
-        self.cooldown += max(0.0, end - start)
+        if until is None:
+            until = min(start + planned, max(self.last, start))
+            stopped = until < start + planned
+        end = max(start, until)
+        label = f"cooldown {_secs(end - start)} after: {reason}"
+        if stopped and end - start < planned:
+            label = (
+                f"cooldown {_secs(end - start)} of a planned {_secs(planned)} (the loop stopped)"
+                f" after: {reason}"
+            )
+        self.mark(COOLDOWN, start, end - start, label, WARN)
+        self.cooldown += end - start
         self.pending_cooldown = None
 
     def one(self, event: Event) -> None:
@@ -163,6 +175,8 @@ class Fold:
             harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
             self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
         elif isinstance(event, RunStopped):
+            # The loop ended inside its cooldown: the cooldown ended with it.
+            self.close_cooldown(now, stopped=True)
             self.stopped = event
         elif isinstance(event, BreakerReset):
             self.mark(OTHER, now, 0, f"a person reset the {event.breaker}", NEUTRAL)

@@ -33,8 +33,12 @@ COLOURS = {GOOD: "#1a7f37", BAD: "#cf222e", WARN: "#9a6700", "neutral": "#57606a
 STRIP_WIDTH = 600
 _LANE_BAR = (4, 18)  # iterations: y, height
 _LANE_WAIT = (26, 10)  # cooldowns, limiter waits, provider pauses
-_LANE_EVENT = 46  # moments: circuit, integrity, alerts, recovery, verify (centre y)
-STRIP_HEIGHT = 58
+# Moments, each kind on its own row (centre y), so marks of one instant never
+# cover each other: a circuit's opening, the integrity restoration and the alert
+# it raised are often written in the same second.
+_LANE_EVENT = {CIRCUIT: 46, INTEGRITY: 60, ALERT: 74, RECOVERY: 88}
+_LANE_OTHER = 102  # verify run by a hook or a person, and other events
+STRIP_HEIGHT = 112
 
 # The patterns every chart refers to, defined once per page (see ``defs_svg``).
 PATTERNS = """<pattern id="p-bad" width="6" height="6" patternUnits="userSpaceOnUse" \
@@ -72,8 +76,9 @@ def strip_svg(marks: Sequence[Mark], span: float, ident: str, summary: str) -> s
     scale = STRIP_WIDTH / max(span, 1e-9)
     shapes: list[str] = []
     for mark in marks:
-        x = round(mark.start * scale, 1)
-        width = max(2.0, round(mark.duration * scale, 1))
+        x = min(round(mark.start * scale, 1), STRIP_WIDTH)
+        # Nothing is drawn past the batch's end (a span the strip does not cover).
+        width = max(2.0, min(round(mark.duration * scale, 1), STRIP_WIDTH - x))
         shapes.append(_shape(mark, x, width))
     axis = (
         f'<line x1="0" y1="{STRIP_HEIGHT - 1}" x2="{STRIP_WIDTH}" y2="{STRIP_HEIGHT - 1}" '
@@ -114,7 +119,7 @@ def _shape(mark: Mark, x: float, width: float) -> str:
             f'<rect class="m-{mark.kind}" x="{x}" y="{y}" width="{width}" height="{height}" '
             f"{attrs}>{tip}</rect>"
         )
-    cy = _LANE_EVENT
+    cy = _LANE_EVENT.get(mark.kind, _LANE_OTHER)
     if mark.kind == CIRCUIT:
         # Open: a triangle pointing down (the circuit breaks); otherwise one pointing up.
         if mark.tone == BAD:
@@ -127,7 +132,7 @@ def _shape(mark: Mark, x: float, width: float) -> str:
         return f'<polygon class="m-integrity" points="{points}" fill="{colour}">{tip}</polygon>'
     if mark.kind == ALERT:
         return (
-            f'<circle class="m-alert" cx="{x}" cy="{cy}" r="5" fill="#fff" stroke="{colour}" '
+            f'<circle class="m-alert" cx="{x}" cy="{cy}" r="5" fill="none" stroke="{colour}" '
             f'stroke-width="2.5">{tip}</circle>'
         )
     if mark.kind == RECOVERY:
@@ -184,7 +189,7 @@ def legend_icon(key: str) -> str:
         box = f"0 {top - 2} 24 {(_LANE_BAR if mark.kind == ITERATION else _LANE_WAIT)[1] + 4}"
     else:
         shape = _shape(mark, 12, 0)
-        box = f"0 {_LANE_EVENT - 8} 24 16"
+        box = f"0 {_LANE_EVENT.get(mark.kind, _LANE_OTHER) - 8} 24 16"
     return f'<svg class="icon" viewBox="{box}" aria-hidden="true" focusable="false">{shape}</svg>'
 
 
