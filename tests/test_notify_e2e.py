@@ -68,7 +68,8 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
         "markdown": str(folder / "report.md"),
     }
     # The escalation was told when the loop stopped, before the batch ended: its
-    # loop's line of the summary, the commands that resume it, where the files will be.
+    # loop's line of the summary, the commands that resume it; no file paths (none is
+    # written yet, and none will be if the batch is killed).
     escalated = json.loads((out / "escalate-escalates-0.json").read_text())
     assert escalated["event"] == "escalate"
     assert escalated["run_id"] == summary["run_id"]
@@ -76,7 +77,7 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     assert {k: v for k, v in escalated["loop"].items() if k in entry} == entry
     assert escalated["loop"]["ending"] == "circuit-open"
     assert "forge circuit escalates-0 --reset --reason WHY" in escalated["loop"]["resume"]
-    assert escalated["report"] == finish["report"]
+    assert "report" not in escalated
     assert not (out / "escalate-finishes.json").exists()  # a loop that finished is no escalation
     env = dict(
         line.split("=", 1)
@@ -86,8 +87,8 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     assert env["FORGE_EVENT"] == "escalate"
     assert env["FORGE_CHANGE"] == "escalates-0"
     assert env["FORGE_RUN_ID"] == summary["run_id"]
-    assert env["FORGE_SUMMARY"] == str(folder / "summary.json")
-    assert env["FORGE_REPORT"] == ""  # not written yet
+    assert env["FORGE_SUMMARY"] == ""  # not written yet
+    assert env["FORGE_REPORT"] == ""
     assert env["FORGE_EXIT_CODE"] == ""  # nor known
     finish_env = (out / "finish.env").read_text()
     assert "FORGE_EVENT=finish\n" in finish_env
@@ -99,6 +100,7 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     finish_env_vars = dict(line.split("=", 1) for line in finish_env.splitlines() if "=" in line)
     assert finish_env_vars["FORGE_REPORT"] == str(folder / "report.html")
     assert finish_env_vars["FORGE_EXIT_CODE"] == "1"
+    assert finish_env_vars["FORGE_SUMMARY"] == str(folder / "summary.json")
 
 
 def test_an_escalation_is_told_while_the_other_loops_still_run(repo: Repo, tmp_path: Path) -> None:

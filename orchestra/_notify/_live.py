@@ -72,24 +72,16 @@ class LiveNotices:
 
     def _send(self, event: str, own: dict[str, Any], change: str) -> list[Delivery]:
         command = {ESCALATE: self._policy.on_escalate, ALERT: self._policy.on_alert}[event]
-        summary = self._run_folder / "summary.json"
-        payload = {
-            "run_id": self._run_id,
-            "event": event,
-            **own,
-            # Written when the batch ends: the paths say where to look then.
-            "report": {
-                "summary": str(summary),
-                "html": str(self._run_folder / "report.html"),
-                "markdown": str(self._run_folder / "report.md"),
-            },
-        }
+        # No ``report`` and no file variables: the summary and the report are
+        # written when the batch ends, and never if it is killed or writes none.
+        # The ``finish`` notice names them once they exist.
+        payload = {"run_id": self._run_id, "event": event, **own}
         env = {
             "FORGE_EVENT": event,
             "FORGE_RUN_ID": self._run_id,
             "FORGE_CHANGE": change,
             "FORGE_ROOT": str(self._root),
-            "FORGE_SUMMARY": str(summary),
+            "FORGE_SUMMARY": "",
             "FORGE_REPORT": "",
             "FORGE_REPORT_MARKDOWN": "",
             "FORGE_EXIT_CODE": "",
