@@ -271,3 +271,21 @@ def test_a_batch_can_leave_the_report_out(repo: Repo) -> None:
     again = repo.forge("report")
     assert again.code == 0
     assert (folder / "report.html").exists()
+
+
+def test_the_files_the_loop_changed_come_from_its_own_record(repo: Repo) -> None:
+    write_run(repo.root, RUN, 2)
+    # After the run: a person's own file, Forge's lessons file and a forge-writes journal.
+    repo.write("notes-of-a-person.txt", "mine\n")
+    repo.write("memory/forge-lessons.md", "# lessons\n")
+    repo.write("src/.forge-writes", "journal\n")
+    done = repo.forge("report")
+    assert done.code == 0, done
+    html, markdown = report_files(repo, RUN)
+    assert "Files the loop changed: `src/loop-000.py`\n" in markdown
+    assert "Files the loop changed: `src/loop-001.py`\n" in markdown
+    [now] = {line for line in markdown.splitlines() if line.startswith("Files now in the worktree")}
+    assert "`notes-of-a-person.txt`" in now
+    assert "forge-lessons" not in markdown and ".forge-writes" not in markdown
+    assert "<summary>Files the loop changed (1)</summary>" in html
+    assert "Files changed" not in html

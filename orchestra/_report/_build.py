@@ -34,7 +34,7 @@ class LoopFacts:
         root: The repository whose ``.forge`` holds its state.
         events: The change's whole timeline, decoded.
         where: Its branch or worktree, in words.
-        files_changed: Paths changed in its working tree.
+        files_changed: Paths changed in its working tree now (Forge's own left out).
         output_tail: The last lines of its last iteration's log.
         output_source: The log they come from.
     """
@@ -46,6 +46,7 @@ class LoopFacts:
     files_changed: Sequence[str] = ()
     output_tail: Sequence[str] = ()
     output_source: str | None = None
+    forge_files: Sequence[str] = ()
 
 
 def run_segment(events: Sequence[Event], run_id: str) -> list[Event]:
@@ -230,6 +231,7 @@ def _loop(
     # killed batch: those go on when the batch runs again.
     escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)
     files = tuple(fact.files_changed)
+    loop_files = tuple(f for f in fold.files if not is_forge_file(f, fact.forge_files))
     return LoopReport(
         change=fact.change,
         root=fact.root,
@@ -250,12 +252,24 @@ def _loop(
         where=fact.where,
         files_changed=files[:max_files],
         files_more=max(0, len(files) - max_files),
+        files_loop=loop_files[:max_files],
+        files_loop_more=max(0, len(loop_files) - max_files),
+        files_loop_partial=fold.files_partial,
         output_tail=tuple(fact.output_tail),
         output_source=fact.output_source,
         limiter_wait=round(fold.limiter_wait, 3),
         paused=round(fold.paused, 3),
         cooldown=round(fold.cooldown, 3),
     )
+
+
+FORGE_FILES = (".forge-writes",)
+
+
+def is_forge_file(path: str, own: Sequence[str] = ()) -> bool:
+    """Whether ``path`` is one Forge writes itself (a forge-writes journal, the lessons file)."""
+    name = path.rsplit("/", 1)[-1]
+    return name in FORGE_FILES or path in own or path.startswith(".forge/")
 
 
 def resume_commands(

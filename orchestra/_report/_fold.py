@@ -102,6 +102,8 @@ class Fold:
         self.paused = 0.0
         self.cooldown = 0.0
         self.last = 0.0  # the latest event's moment
+        self.files: dict[str, None] = {}  # the paths the iterations changed, in order
+        self.files_partial = False  # an iteration changed more files than it named
 
     def at(self, event: Event) -> float:
         moment = epoch(event.ts)
@@ -229,6 +231,7 @@ class Fold:
     def iteration(self, event: IterationFinished, now: float) -> None:
         start = self.started.get(event.iteration, max(0.0, now - event.duration))
         spend = Spend(event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated)
+        self.changed(event.signals or {})
         self.spend = self.spend + spend
         note = None
         if event.rate_limit is not None or not event.judged:
@@ -277,6 +280,14 @@ class Fold:
         if event.circuit:
             self.circuit = event.circuit
         self.ready = now
+
+    def changed(self, signals: Mapping[str, Any]) -> None:
+        """The files an iteration changed, as its signals recorded them (the first 50)."""
+        named = [f for f in signals.get("files") or () if isinstance(f, str)]
+        self.files.update(dict.fromkeys(named))
+        counted = signals.get("files_modified")
+        if isinstance(counted, int) and counted > len(named):
+            self.files_partial = True
 
     def opened(self, event: BreakerOpened, now: float) -> None:
         condition = str((event.evidence or {}).get("condition") or _condition(event.reason))

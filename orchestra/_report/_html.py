@@ -310,14 +310,10 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
     score = score_svg(loop.rows, f"g-{ident}")
     score_block = score or '<p class="muted">No progress score recorded.</p>'
     where = f"<p>Work in <code>{escape(loop.where)}</code></p>" if loop.where else ""
-    files = ""
-    if loop.files_changed:
-        listed = "".join(f"<li><code>{escape(f)}</code></li>" for f in loop.files_changed)
-        more = f"<li>and {loop.files_more} more</li>" if loop.files_more else ""
-        files = (
-            f"<details><summary>Files changed ({len(loop.files_changed) + loop.files_more})"
-            f"</summary><ul>{listed}{more}</ul></details>"
-        )
+    files = _files(
+        "Files the loop changed", loop.files_loop, loop.files_loop_more, loop.files_loop_partial
+    )
+    files += _files("Files now in the worktree", loop.files_changed, loop.files_more, False)
     events = "".join(
         f"<li>{format_seconds(m.start)}: {escape(m.label)}"
         + (f" ({format_seconds(m.duration)})" if m.duration else "")
@@ -332,6 +328,18 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
         f"<details><summary>Events in words ({len(loop.marks)})</summary><ol>{events}</ol>"
         f"</details>{_rows(loop)}</article>"
     )
+
+
+def _files(title: str, listed: tuple[str, ...], more: int, partial: bool) -> str:
+    """A folded list of paths (the first of them, and how many more)."""
+    if not listed:
+        return ""
+    items = "".join(f"<li><code>{escape(f)}</code></li>" for f in listed)
+    if more:
+        items += f"<li>and {more} more</li>"
+    if partial:
+        items += "<li>and more: an iteration changed more files than it recorded</li>"
+    return f"<details><summary>{title} ({len(listed) + more})</summary><ul>{items}</ul></details>"
 
 
 def _rows(loop: LoopReport) -> str:

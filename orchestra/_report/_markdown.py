@@ -136,10 +136,14 @@ def _timeline(loop: LoopReport, max_events: int) -> list[str]:
         lines += [f"Progress score by iteration: {', '.join(scores)}", ""]
     if loop.where:
         lines += [f"Work in {_code(loop.where)}", ""]
-    if loop.files_changed:
-        more = f" and {loop.files_more} more" if loop.files_more else ""
-        listed = ", ".join(_code(f) for f in loop.files_changed)
-        lines += [f"Files changed: {listed}{more}", ""]
+    for title, files, more, partial in (
+        ("Files the loop changed", loop.files_loop, loop.files_loop_more, loop.files_loop_partial),
+        ("Files now in the worktree", loop.files_changed, loop.files_more, False),
+    ):
+        if files:
+            tail = f" and {more} more" if more else ""
+            tail += " and more (an iteration changed more than it recorded)" if partial else ""
+            lines += [f"{title}: {', '.join(_code(f) for f in files)}{tail}", ""]
     shown = loop.marks[:max_events]
     for mark in shown:
         took = f" ({format_seconds(mark.duration)})" if mark.duration else ""

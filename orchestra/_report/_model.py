@@ -139,7 +139,11 @@ class LoopReport:
         detail: The ending in words.
         resume: The commands that reset or resume it, in order.
         where: The branch or worktree holding its work.
-        files_changed: Paths changed in its working tree (capped; ``files_more`` beyond).
+        files_loop: Paths its iterations changed, as the loop recorded them
+            (capped; ``files_loop_more`` beyond; ``files_loop_partial`` when an
+            iteration changed more files than it recorded paths of).
+        files_changed: Paths changed in its working tree now, when the report
+            was made (capped; ``files_more`` beyond; Forge's own files left out).
         output_tail: The last lines of its last iteration's output (already redacted).
     """
 
@@ -162,6 +166,9 @@ class LoopReport:
     where: str | None = None
     files_changed: tuple[str, ...] = ()
     files_more: int = 0
+    files_loop: tuple[str, ...] = ()
+    files_loop_more: int = 0
+    files_loop_partial: bool = False
     output_tail: tuple[str, ...] = ()
     output_source: str | None = None
     limiter_wait: float = 0.0
