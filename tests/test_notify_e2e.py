@@ -299,3 +299,57 @@ def test_alerts_are_told_as_they_are_raised_and_once(repo: Repo, tmp_path: Path)
         (e["alert"], e["detail"]) for e in timeline if e["event"] == "alert.raised"
     )
     assert all(b["event"] == "alert" and b["alert"]["change"] == "idle" for b in bodies)
+
+
+def test_a_batch_wide_alert_is_told_once_and_a_repeated_one_after_a_quiet_time(
+    tmp_path: Path,
+) -> None:
+    from orchestra import Duration
+    from orchestra._notify import LiveNotices
+
+    told = tmp_path / "told.jsonl"
+    policy = NotifyPolicy(on_alert=f"cat >> {told}; echo >> {told}", alert_quiet=Duration(30 * 60))
+    live = LiveNotices(policy, root=tmp_path, run_folder=tmp_path / "run", run_id="r")
+    raises = [  # (seconds into the batch, loop, alert)
+        (10, "a", "calls-remaining"),
+        (12, "b", "calls-remaining"),  # the same shared window: not told again
+        (20, "a", "no-files"),
+        (80, "a", "no-files"),  # raised again after a clear, within the quiet time
+        (90, "b", "no-files"),  # another loop's own alert
+        (400, "a", "calls-remaining"),
+        (20 + 30 * 60, "a", "no-files"),  # the quiet time has passed
+    ]
+    for now, change, name in raises:
+        if live.worth_telling(change, "/repo", name, now):
+            live.alert(change, "/repo", name, f"{name} on {change} at {now}")
+    bodies = [body["alert"]["text"] for body in iter_json_lines(told)]
+    assert bodies == [
+        "calls-remaining on a at 10",
+        "no-files on a at 20",
+        "no-files on b at 90",
+        "no-files on a at 1820",
+    ]
+
+
+def test_the_escalation_card_says_each_alert_once() -> None:
+    from orchestra._report import LoopFacts, build_report, render_html, render_markdown
+    from orchestra._state import AlertCleared, AlertRaised, RunStarted, RunStopped
+
+    run = "20261130T220000Z-ab12"
+    events = [
+        RunStarted(run_id=run, supervised=True),
+        AlertRaised(run_id=run, iteration=1, alert="calls-remaining", detail="2 of 10 left"),
+        AlertCleared(run_id=run, iteration=2, alert="calls-remaining"),
+        AlertRaised(run_id=run, iteration=3, alert="calls-remaining", detail="1 of 10 left"),
+        AlertCleared(run_id=run, iteration=3, alert="calls-remaining"),
+        AlertRaised(run_id=run, iteration=3, alert="no-files", detail="3 idle iterations"),
+        RunStopped(run_id=run, reason="circuit-open", iterations=3),
+    ]
+    report = build_report(run, None, [LoopFacts("c", "/repo", events)], root="/repo")
+    markdown = render_markdown(report)
+    assert (
+        "- Alerts: calls-remaining: raised 2×, last at iteration 3, cleared; "
+        "no-files: raised, at iteration 3, still holding (3 idle iterations)\n"
+    ) in markdown
+    html = render_html(report)
+    assert "calls-remaining: raised 2×, last at iteration 3, cleared<br>no-files" in html

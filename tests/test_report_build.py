@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -269,7 +270,7 @@ def test_marks_of_one_instant_are_drawn_apart_and_none_is_covered() -> None:
     # One instant: the same x; each kind on its own row, at least a shape apart.
     assert len({round(x) for x, _ in centres.values()}) == 1
     rows = sorted(y for _, y in centres.values())
-    assert all(b - a >= 12 for a, b in zip(rows, rows[1:], strict=False)), centres
+    assert all(b - a >= 12 for a, b in itertools.pairwise(rows)), centres
 
 
 def test_a_cooldown_the_loop_stopped_in_ends_with_the_loop() -> None:

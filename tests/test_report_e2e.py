@@ -286,6 +286,7 @@ def test_the_files_the_loop_changed_come_from_its_own_record(repo: Repo) -> None
     assert "Files the loop changed: `src/loop-001.py`\n" in markdown
     [now] = {line for line in markdown.splitlines() if line.startswith("Files now in the worktree")}
     assert "`notes-of-a-person.txt`" in now
-    assert "forge-lessons" not in markdown and ".forge-writes" not in markdown
+    assert "forge-lessons" not in markdown
+    assert ".forge-writes" not in markdown
     assert "<summary>Files the loop changed (1)</summary>" in html
     assert "Files changed" not in html

@@ -663,6 +663,14 @@ class NotifyPolicy:
         validator=positive_duration,
         metadata=_doc("Longest a command or the webhook may take; past it, it is stopped."),
     )
+    alert_quiet: Duration = attrs.field(
+        default=Duration(30 * 60),
+        validator=positive_duration,
+        metadata=_doc(
+            "An alert raised again on the same loop within this time after it was told is "
+            "not told again (a batch-wide alert, calls-remaining, is told once per batch)."
+        ),
+    )
 
 
 def _pattern(regex: str, expected: str) -> Any:

@@ -190,10 +190,10 @@ class Fold:
             self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
         elif isinstance(event, AlertRaised):
             text = f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
-            self.notice(ALERT, event.kind, text, event, now, BAD)
+            self.notice(ALERT, event.kind, text, event, now, BAD, event.alert, event.iteration)
         elif isinstance(event, AlertCleared):
             text = f"{event.alert} cleared at iteration {event.iteration}"
-            self.notice(ALERT, event.kind, text, event, now, GOOD)
+            self.notice(ALERT, event.kind, text, event, now, GOOD, event.alert, event.iteration)
         elif isinstance(event, RecoveryStep):
             text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
             if event.escalated:
@@ -202,8 +202,18 @@ class Fold:
         elif isinstance(event, ContractEvent | OtherEvent):
             self.named(event, now)
 
-    def notice(self, kind: str, name: str, text: str, event: Event, now: float, tone: str) -> None:
-        self.notices.append(Notice(name, text, event.ts))
+    def notice(
+        self,
+        kind: str,
+        name: str,
+        text: str,
+        event: Event,
+        now: float,
+        tone: str,
+        alert: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
+        self.notices.append(Notice(name, text, event.ts, alert, iteration))
         self.mark(kind, now, 0, text, tone)
 
     def gap(self, now: float, number: int) -> None:
@@ -327,6 +337,33 @@ class Fold:
             self.mark(RECOVERY, now, 0, label, WARN)
         else:
             self.mark(OTHER, now, 0, label, NEUTRAL)
+
+
+def alert_lines(notices: Sequence[Notice]) -> list[str]:
+    """A loop's alerts, one line per alert: how often raised, when last, whether cleared.
+
+    ``calls-remaining: raised 2×, last at iteration 3, cleared``. Alerts this
+    release does not know by name keep their own line each.
+    """
+    order: dict[str, list[Notice]] = {}
+    lines: list[str] = []
+    for notice in notices:
+        if notice.alert is None:
+            lines.append(notice.text)
+            continue
+        order.setdefault(notice.alert, []).append(notice)
+    for name, seen in order.items():
+        raised = [n for n in seen if n.name == AlertRaised.kind]
+        words = [f"raised {len(raised)}×" if len(raised) != 1 else "raised"]
+        if raised and raised[-1].iteration is not None:
+            words.append(f"{'last ' if len(raised) > 1 else ''}at iteration {raised[-1].iteration}")
+        words.append("cleared" if seen[-1].name == AlertCleared.kind else "still holding")
+        detail = raised[-1].text.split(": ", 1)[1] if raised and ": " in raised[-1].text else ""
+        line = f"{name}: {', '.join(words)}"
+        lines.append(
+            f"{line} ({detail})" if detail and seen[-1].name != AlertCleared.kind else line
+        )
+    return lines
 
 
 def _condition(reason: str) -> str:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from ._build import DONE, INTERRUPTED, UNFINISHED
-from ._fold import evidence_lines, format_seconds
+from ._fold import alert_lines, evidence_lines, format_seconds
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 
@@ -215,7 +215,7 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
     if loop.recovery:
         facts.append(("Recovery tried", "<br>".join(escape(n.text) for n in loop.recovery)))
     if loop.alerts:
-        facts.append(("Alerts", "<br>".join(escape(n.text) for n in loop.alerts)))
+        facts.append(("Alerts", "<br>".join(escape(t) for t in alert_lines(loop.alerts))))
     if loop.where:
         facts.append(("Work in", f"<code>{escape(loop.where)}</code>"))
     parts.append(

@@ -7,7 +7,7 @@ list of events and its progress score as a line of figures.
 
 from __future__ import annotations
 
-from ._fold import evidence_lines, format_seconds
+from ._fold import alert_lines, evidence_lines, format_seconds
 from ._html import money, source_note, when
 from ._model import BatchReport, LoopReport
 
@@ -116,7 +116,7 @@ def _escalation(loop: LoopReport) -> list[str]:
     if loop.recovery:
         lines.append("- Recovery tried: " + "; ".join(n.text for n in loop.recovery))
     if loop.alerts:
-        lines.append("- Alerts: " + "; ".join(n.text for n in loop.alerts))
+        lines.append("- Alerts: " + "; ".join(alert_lines(loop.alerts)))
     if loop.where:
         lines.append(f"- Work in: {_code(loop.where)}")
     if loop.output_tail:

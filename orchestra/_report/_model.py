@@ -123,6 +123,8 @@ class Notice:
     name: str
     text: str
     at: str | None = None
+    alert: str | None = None  # an alert's own name (``calls-remaining`` ...)
+    iteration: int | None = None
 
 
 @attrs.frozen
