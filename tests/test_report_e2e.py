@@ -290,3 +290,42 @@ def test_the_files_the_loop_changed_come_from_its_own_record(repo: Repo) -> None
     assert ".forge-writes" not in markdown
     assert "<summary>Files the loop changed (1)</summary>" in html
     assert "Files changed" not in html
+
+
+def test_a_verify_escalation_shows_what_failed(repo: Repo) -> None:
+    work = repo.root.parent / "work.sh"
+    work.write_text("echo working >> notes.txt; echo 'did some work'\n")
+    checks = repo.root.parent / "checks.sh"
+    checks.write_text(
+        "echo 'collected 3 items'\necho 'FAILED tests/test_pay.py::test_refund - assert 2 == 3'\n"
+        "echo 'token=ghp_abcdefghijklmnopqrstuvwxyz0123456789'\necho '1 failed, 2 passed'\nexit 1\n"
+    )
+    repo.write(
+        "forge.toml",
+        '[verify]\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "pay"\ncmd = "sh {work}"\n'
+        f'[loop.verify]\ncommand = "sh {checks}"\nmax_failures = 1\n'
+        '[loop.breaker]\non_open = "escalate"\n',
+    )
+    done = repo.forge("supervise", "--plain")
+    assert done.code == 1, done
+    timeline = [
+        json.loads(line)
+        for line in (repo.change_dir("pay") / "timeline.jsonl").read_text().splitlines()
+    ]
+    [verify] = [e for e in timeline if e["event"] == "verify"]
+    [tests] = verify["checks"]
+    assert tests["passed"] is False
+    assert "FAILED tests/test_pay.py::test_refund - assert 2 == 3" in tests["failures"]
+    assert tests["tail"][-1] == "1 failed, 2 passed"
+    assert len(tests["tail"]) <= 10
+    assert not any("ghp_abcdefghijklmnop" in line for line in tests["tail"])  # redacted
+    [run_id] = [p.name for p in (repo.root / ".forge" / "runs").iterdir()]
+    html, markdown = report_files(repo, run_id)
+    assert "- Last verify: tests: exit 1 (failed)\n" in markdown
+    card = markdown.split("## Loops")[0]
+    assert "What the failing verify check(s) printed:" in card
+    assert "  FAILED tests/test_pay.py::test_refund - assert 2 == 3\n" in card
+    assert "<dt>Last verify</dt><dd>tests: exit 1 (failed)</dd>" in html
+    assert "- Trip: verify: 1 consecutive failures" in card  # the condition said once
+    assert "verify — verify" not in html

@@ -257,6 +257,7 @@ def _loop(
         files_loop_partial=fold.files_partial,
         output_tail=tuple(fact.output_tail),
         output_source=fact.output_source,
+        verify_checks=tuple(fold.verify_checks),
         limiter_wait=round(fold.limiter_wait, 3),
         paused=round(fold.paused, 3),
         cooldown=round(fold.cooldown, 3),

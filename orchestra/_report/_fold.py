@@ -98,6 +98,7 @@ class Fold:
         self.stopped: RunStopped | None = None
         self.circuit: str | None = None
         self.last_verify: str | None = None
+        self.verify_checks: list[dict[str, Any]] = []  # the last verify's checks
         self.limiter_wait = 0.0
         self.paused = 0.0
         self.cooldown = 0.0
@@ -155,6 +156,7 @@ class Fold:
             self.iteration(event, now)
         elif isinstance(event, VerifyRecorded):
             self.last_verify = event.verdict
+            self.verify_checks = [c for c in event.checks if isinstance(c, dict)]
             if event.iteration is None:  # a hook's or a person's verify, not the loop's
                 tone = GOOD if event.verdict == "PASS" else BAD
                 label = (
@@ -337,6 +339,37 @@ class Fold:
             self.mark(RECOVERY, now, 0, label, WARN)
         else:
             self.mark(OTHER, now, 0, label, NEUTRAL)
+
+
+def trip_words(trip: Trip) -> str:
+    """A trip in words, its condition said once: ``verify: 4 consecutive failures (opening 2)``."""
+    head = (
+        trip.reason
+        if trip.reason.startswith(f"{trip.condition}:")
+        else (f"{trip.condition} — {trip.reason}")
+    )
+    return f"{head} (opening {trip.opens}{', escalated' if trip.escalated else ''})"
+
+
+def verify_evidence(checks: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """The last verify's checks in words, and the failing checks' lines.
+
+    Returns ``("tests: exit 1 (failed); lint: exit 0", [lines])``: the lines are
+    each failing check's failure lines, or the tail of its output when none
+    looked like a failure, under a ``check:`` heading.
+    """
+    words = []
+    lines: list[str] = []
+    for check in checks:
+        name = str(check.get("name", "?"))
+        passed = check.get("passed")
+        outcome = str(check.get("outcome") or ("passed" if passed else "failed"))
+        words.append(f"{name}: {outcome}{' (failed)' if passed is False else ''}")
+        shown = check.get("failures") or check.get("tail") or []
+        if passed is False and isinstance(shown, list) and shown:
+            lines.append(f"{name}:")
+            lines += [f"  {line}" for line in shown if isinstance(line, str)]
+    return "; ".join(words), lines
 
 
 def alert_lines(notices: Sequence[Notice]) -> list[str]:

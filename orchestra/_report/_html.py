@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from ._build import DONE, INTERRUPTED, UNFINISHED
-from ._fold import alert_lines, evidence_lines, format_seconds
+from ._fold import alert_lines, evidence_lines, format_seconds, trip_words, verify_evidence
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 
@@ -199,19 +199,16 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         facts.append(("Gate", escape(loop.gate)))
     last_trip = loop.trips[-1] if loop.trips else None
     if last_trip is not None:
-        facts.append(
-            (
-                "Trip",
-                f"{escape(last_trip.condition)} — {escape(last_trip.reason)} "
-                f"(opening {last_trip.opens}{', escalated' if last_trip.escalated else ''})",
-            )
-        )
+        facts.append(("Trip", escape(trip_words(last_trip))))
     if loop.detail:
         facts.append(("Detail", escape(loop.detail)))
     facts.append(("Iterations", _iterations(loop)))
     evidence = evidence_lines(last_trip.evidence) if last_trip is not None else []
     if evidence:
         facts.append(("Evidence", "<br>".join(escape(_short(line)) for line in evidence)))
+    checks, failing = verify_failed(loop)
+    if checks:
+        facts.append(("Last verify", escape(checks)))
     if loop.recovery:
         facts.append(("Recovery tried", "<br>".join(escape(n.text) for n in loop.recovery)))
     if loop.alerts:
@@ -221,6 +218,9 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
     parts.append(
         '<dl class="facts">' + "".join(f"<dt>{a}</dt><dd>{b}</dd>" for a, b in facts) + "</dl>"
     )
+    if failing:
+        parts.append("<p>What the failing verify check(s) printed:</p>")
+        parts.append("<pre>" + escape("\n".join(failing)) + "</pre>")
     if loop.output_tail:
         source = f" of <code>{escape(loop.output_source)}</code>" if loop.output_source else ""
         parts.append(f"<p>Last {len(loop.output_tail)} line(s) of output{source}:</p>")
@@ -230,6 +230,14 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         parts.append(f'<p>To look, clear and resume:</p><ol class="commands">{commands}</ol>')
     parts.append("</article>")
     return "\n".join(parts)
+
+
+def verify_failed(loop: LoopReport) -> tuple[str, list[str]]:
+    """The last verify's checks and failing lines, when a failing verify stopped the loop."""
+    verify_trip = bool(loop.trips) and loop.trips[-1].condition == "verify"
+    if not loop.verify_checks or not (verify_trip or loop.verify == "FAIL"):
+        return "", []
+    return verify_evidence(loop.verify_checks)
 
 
 def _iterations(loop: LoopReport) -> str:

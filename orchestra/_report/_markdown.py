@@ -7,8 +7,8 @@ list of events and its progress score as a line of figures.
 
 from __future__ import annotations
 
-from ._fold import alert_lines, evidence_lines, format_seconds
-from ._html import money, source_note, when
+from ._fold import alert_lines, evidence_lines, format_seconds, trip_words
+from ._html import money, source_note, verify_failed, when
 from ._model import BatchReport, LoopReport
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
@@ -103,22 +103,26 @@ def _escalation(loop: LoopReport) -> list[str]:
         lines.append(f"- Gate: {loop.gate}")
     if loop.trips:
         trip = loop.trips[-1]
-        lines.append(
-            f"- Trip: {trip.condition} — {trip.reason} (opening {trip.opens}"
-            f"{', escalated' if trip.escalated else ''})"
-        )
+        lines.append(f"- Trip: {trip_words(trip)}")
         evidence = evidence_lines(trip.evidence)
         if evidence:
             lines.append("- Evidence: " + "; ".join(evidence))
     if loop.detail:
         lines.append(f"- Detail: {loop.detail}")
     lines.append(f"- Iterations: {_iterations(loop)}")
+    checks, failing = verify_failed(loop)
+    if checks:
+        lines.append(f"- Last verify: {checks}")
     if loop.recovery:
         lines.append("- Recovery tried: " + "; ".join(n.text for n in loop.recovery))
     if loop.alerts:
         lines.append("- Alerts: " + "; ".join(alert_lines(loop.alerts)))
     if loop.where:
         lines.append(f"- Work in: {_code(loop.where)}")
+    if failing:
+        lines += ["", "What the failing verify check(s) printed:", "", "```text"]
+        lines += [line.replace("```", "`\u200b``") for line in failing]
+        lines.append("```")
     if loop.output_tail:
         lines += ["", f"Last {len(loop.output_tail)} line(s) of output:", "", "```text"]
         lines += [line.replace("```", "`\u200b``") for line in loop.output_tail]

@@ -147,6 +147,8 @@ class LoopReport:
         files_changed: Paths changed in its working tree now, when the report
             was made (capped; ``files_more`` beyond; Forge's own files left out).
         output_tail: The last lines of its last iteration's output (already redacted).
+        verify_checks: The last verify's checks: ``name``, ``outcome``, ``passed``,
+            and for a failing one its ``failures`` lines and output ``tail``.
     """
 
     change: str
@@ -173,6 +175,7 @@ class LoopReport:
     files_loop_partial: bool = False
     output_tail: tuple[str, ...] = ()
     output_source: str | None = None
+    verify_checks: tuple[dict[str, Any], ...] = ()
     limiter_wait: float = 0.0
     paused: float = 0.0
     cooldown: float = 0.0
