@@ -241,10 +241,10 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     assert page.rows == ["demo-checkout", "demo-billing", "demo-search", "demo-docs"]
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
-    assert "- Trip: integrity — integrity: forge.toml deleted" in markdown
+    assert "- Trip: integrity: forge.toml deleted" in markdown
     assert "- Evidence: harmed: forge.toml deleted (protected: frozen) — restored" in markdown
     assert "- Trip: stagnation — probe failed: no progress (opening 2, escalated)" in markdown
-    assert "- Trip: verify — verify: 4 consecutive failures" in markdown
+    assert "- Trip: verify: 4 consecutive failures" in markdown
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
     assert "worktree" in markdown
     assert "`cart.py`" in markdown
@@ -329,3 +329,31 @@ def test_a_verify_escalation_shows_what_failed(repo: Repo) -> None:
     assert "<dt>Last verify</dt><dd>tests: exit 1 (failed)</dd>" in html
     assert "- Trip: verify: 1 consecutive failures" in card  # the condition said once
     assert "verify — verify" not in html
+
+
+def test_a_long_markdown_report_is_made_compact(repo: Repo) -> None:
+    changes = write_run(repo.root, RUN, 200)
+    done = repo.forge("report")
+    assert done.code == 0, done
+    html, markdown = report_files(repo, RUN)
+    assert len(markdown) <= 60_000
+    assert "## Escalations (" in markdown
+    assert all(f"| {change} |" in markdown for change in changes)  # every row of the table
+    assert "## Timelines" not in markdown
+    folder = repo.root / ".forge" / "runs" / RUN
+    assert (
+        "_Compact report (kept under 60,000 characters): left out the per-loop timelines, "
+        "the spend table, the escalations' output, the escalations' details (one line each). "
+        f"The full report: `{folder / 'report.html'}`._"
+    ) in markdown
+    assert (
+        "- **loop-001** — ❌ circuit-open: stagnation — probe failed: stagnation (opening 2, "
+        "escalated); clear: `forge circuit loop-001 --reset --reason WHY`\n"
+    ) in markdown
+    assert 'id="timelines"' in html  # the HTML keeps everything
+    repo.write("forge.toml", "[report]\nmarkdown_max = 0\n")
+    assert repo.forge("report").code == 0
+    _, whole = report_files(repo, RUN)
+    assert len(whole) > 65_536
+    assert "## Timelines" in whole
+    assert "Compact report" not in whole

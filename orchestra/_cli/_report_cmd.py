@@ -32,9 +32,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     run_id = resolve_run(roots, args.run)
     output_lines = 20
     lessons = "memory/forge-lessons.md"
+    markdown_max = 60_000
     try:
         policy = policy_from(project, args=args).policy
         output_lines, lessons = policy.report.output_lines, policy.recovery.lessons
+        markdown_max = policy.report.markdown_max
     except ForgeError as exc:  # a broken policy must not hide last night's report
         out.note(f"note: the policy could not be read ({exc.message}); using defaults")
     report = gather_report(
@@ -46,7 +48,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     )
     html = _output_path(args.html, "--html")
     markdown = _output_path(args.markdown, "--markdown")
-    files = write_report(report, project.root, html=html, markdown=markdown)
+    files = write_report(
+        report, project.root, html=html, markdown=markdown, markdown_max=markdown_max
+    )
     for note in report.notes:
         out.note(note)
     out.line(report.outcome)
@@ -133,7 +137,7 @@ def _after_batch(
         return
     if policy.report.write:
         try:
-            written = write_report(report, root)
+            written = write_report(report, root, markdown_max=policy.report.markdown_max)
         except (ForgeError, OSError) as exc:
             out.note(f"report: cannot be written: {getattr(exc, 'message', exc)}")
         else:

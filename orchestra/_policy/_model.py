@@ -622,6 +622,14 @@ class ReportPolicy:
         validator=at_least(0),
         metadata=_doc("Lines of an escalated loop's last output the report shows."),
     )
+    markdown_max: int = attrs.field(
+        default=60_000,
+        validator=at_least(0),
+        metadata=_doc(
+            "Longest report.md, in characters (a pull request comment holds 65,536): a longer "
+            "one leaves out the per-loop timelines first and says so; 0 means no limit."
+        ),
+    )
 
 
 def _url(_instance: Any, attribute: "attrs.Attribute[Any]", value: str) -> None:
