@@ -305,3 +305,34 @@ def test_the_strip_spans_the_batch_as_it_ran() -> None:
     assert report.span == pytest.approx(2.4)
     [cooldown] = [m for m in report.loops[0].marks if m.kind == "cooldown"]
     assert cooldown.start + cooldown.duration <= report.span
+
+
+def test_the_score_chart_has_a_legend_apart_labels_and_marks_the_done_iteration() -> None:
+    import re
+
+    loop_events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1, score=-1, window_score=-1),
+        at(2.2, IterationStarted(run_id=RUN, iteration=2)),
+        finished(2, 4.2, score=0, window_score=-1, done=True, verify="PASS"),
+        at(4.3, RunStopped(run_id=RUN, reason="done", iterations=2)),
+    ]
+    report = build_report(RUN, None, [LoopFacts("c", "/repo", loop_events)], root="/repo")
+    page = render_html(report)
+    found = re.search(r'<svg class="score".*?</svg>', page, re.S)
+    assert found is not None
+    svg = found.group(0)
+    assert ">iteration score</text>" in svg
+    assert ">rolling window</text>" in svg
+    plot = svg.split('<g class="s-legend"')[0]
+    labels = [(float(y), text) for y, text in re.findall(r'y="([\d.]+)"[^>]*>([^<]*)</text>', plot)]
+    ys = sorted(y for y, _ in labels)
+    assert all(b - a >= 9 for a, b in itertools.pairwise(ys)), labels
+    assert [text for _, text in labels].count("0") == 1
+    assert "+0" not in [text for _, text in labels]
+    # The iteration that said done: a ringed check, not a red "no progress" square.
+    assert svg.count('<g class="s-done">') == 1
+    assert "iteration 2: score +0 (window -1), said done" in svg
+    assert svg.count('fill="#cf222e"') == 1  # iteration 1 only
+    check_page(page)

@@ -287,6 +287,7 @@ class Fold:
                 spend=spend,
                 judged=event.judged,
                 note=note or event.error or event.failure or event.start_error,
+                done=event.done,
             )
         )
         if event.circuit:

@@ -98,6 +98,7 @@ class IterationRow:
     spend: Spend
     judged: bool = True
     note: str | None = None
+    done: bool = False  # the agent said the change is done
 
 
 @attrs.frozen

@@ -194,11 +194,18 @@ def legend_icon(key: str) -> str:
 
 
 def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
-    """The progress score by iteration (and its rolling window, dashed); None without scores."""
+    """The progress score by iteration (and its rolling window, dashed); None without scores.
+
+    A round dot is an iteration that made progress, a square one that did not,
+    and a ringed check the iteration that said the change is done (whatever its
+    score: the last step often changes little). A legend under the chart says
+    which line is which.
+    """
     scored = [r for r in rows if r.score is not None]
     if not scored:
         return None
-    width, height, pad = 300, 110, 14
+    width, plot, pad, left = 300, 110, 14, 22
+    height = plot + 16  # the legend's row under the plot
     values = [r.score or 0 for r in scored] + [
         r.window_score for r in scored if r.window_score is not None
     ]
@@ -206,11 +213,11 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     if high == low:
         high = low + 1
     count = len(scored)
-    step = (width - 2 * pad) / max(count - 1, 1)
+    step = (width - left - pad) / max(count - 1, 1)
 
     def point(index: int, value: int) -> tuple[float, float]:
-        x = pad + index * step if count > 1 else width / 2
-        y = pad + (high - value) * (height - 2 * pad) / (high - low)
+        x = left + index * step if count > 1 else (left + width - pad) / 2
+        y = pad + (high - value) * (plot - 2 * pad) / (high - low)
         return round(x, 1), round(y, 1)
 
     zero_y = point(0, 0)[1]
@@ -218,23 +225,38 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     window = [point(i, r.window_score) for i, r in enumerate(scored) if r.window_score is not None]
     dots = []
     for (x, y), row in zip(score_points, scored, strict=True):
-        colour = COLOURS[GOOD] if (row.score or 0) > 0 else COLOURS[BAD]
-        shape = (
-            f'<circle cx="{x}" cy="{y}" r="3.5" fill="{colour}">'
-            if (row.score or 0) > 0
-            else f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" fill="{colour}">'
-        )
         window_text = f" (window {row.window_score:+d})" if row.window_score is not None else ""
-        closing = "</circle>" if (row.score or 0) > 0 else "</rect>"
-        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}")
-        dots.append(f"{shape}{tip}{closing}")
-    words = ", ".join(f"iteration {r.number}: {r.score:+d}" for r in scored)
+        done_text = ", said done" if row.done else ""
+        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}{done_text}")
+        if row.done:
+            dots.append(
+                f'<g class="s-done"><circle cx="{x}" cy="{y}" r="5.5" fill="#fff" '
+                f'stroke="{COLOURS[GOOD]}" stroke-width="2"/><path d="M{x - 3} {y} l2 2.5 l4 -5" '
+                f'fill="none" stroke="{COLOURS[GOOD]}" stroke-width="1.8"/>{tip}</g>'
+            )
+        elif (row.score or 0) > 0:
+            dots.append(f'<circle cx="{x}" cy="{y}" r="3.5" fill="{COLOURS[GOOD]}">{tip}</circle>')
+        else:
+            dots.append(
+                f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" '
+                f'fill="{COLOURS[BAD]}">{tip}</rect>'
+            )
+    words = ", ".join(
+        f"iteration {r.number}: {r.score:+d}{' (said done)' if r.done else ''}" for r in scored
+    )
+    labels = [(zero_y, "0")]
+    # The top and bottom figures, unless they are zero or would overlap another.
+    for y, value in ((pad, high), (plot - pad, low)):
+        if value != 0 and all(abs(y - other) >= 9 for other, _ in labels):
+            labels.append((y, f"{value:+d}"))
     lines = (
-        f'<line x1="{pad}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
+        f'<line x1="{left}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
         'stroke-dasharray="1 3"/>'
-        f'<text x="2" y="{zero_y + 3}" font-size="8" fill="#57606a">0</text>'
-        f'<text x="2" y="{pad}" font-size="8" fill="#57606a">{high:+d}</text>'
-        f'<text x="2" y="{height - pad + 6}" font-size="8" fill="#57606a">{low:+d}</text>'
+        + "".join(
+            f'<text x="{left - 4}" y="{y + 3}" font-size="8" fill="#57606a" '
+            f'text-anchor="end">{text}</text>'
+            for y, text in labels
+        )
     )
     if len(window) > 1:
         lines += (
@@ -246,13 +268,27 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
             f'<polyline points="{_points(score_points)}" fill="none" stroke="#0969da" '
             'stroke-width="2"/>'
         )
+    legend_y = plot + 8
+    legend = (
+        f'<g class="s-legend" aria-hidden="true" font-size="8" fill="#57606a">'
+        f'<line x1="{left}" y1="{legend_y}" x2="{left + 16}" y2="{legend_y}" stroke="#0969da" '
+        'stroke-width="2"/>'
+        f'<text x="{left + 20}" y="{legend_y + 3}">iteration score</text>'
+        f'<line x1="{left + 92}" y1="{legend_y}" x2="{left + 108}" y2="{legend_y}" '
+        'stroke="#6639ba" stroke-width="1.5" stroke-dasharray="5 3"/>'
+        f'<text x="{left + 112}" y="{legend_y + 3}">rolling window</text>'
+        f'<circle cx="{left + 186}" cy="{legend_y}" r="3.5" fill="#fff" stroke="{COLOURS[GOOD]}" '
+        'stroke-width="1.5"/>'
+        f'<text x="{left + 193}" y="{legend_y + 3}">said done</text></g>'
+    )
     return (
         f'<svg class="score" viewBox="0 0 {width} {height}" role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
         f'<title id="{ident}-t">Progress score by iteration</title>'
-        f'<desc id="{ident}-d">{escape(words)}; a dashed line is the rolling window\'s score. '
-        f"Above zero the loop made progress (round dots), at or below it did not (squares).</desc>"
-        f"{lines}{''.join(dots)}</svg>"
+        f'<desc id="{ident}-d">{escape(words)}; the solid line is the iteration\'s score, the '
+        "dashed line the rolling window's. Above zero the loop made progress (round dots), at "
+        "or below it did not (squares); a ringed check marks the iteration that said done.</desc>"
+        f"{lines}{''.join(dots)}{legend}</svg>"
     )
 
 
