@@ -319,6 +319,7 @@ _SVG = frozenset(
         "defs",
         "pattern",
         "g",
+        "use",
     }
 )
 

@@ -20,6 +20,7 @@ from orchestra._state import (
     RecoveryStep,
     RunStarted,
     RunStopped,
+    VerifyRecorded,
     decode_event,
 )
 
@@ -323,9 +324,13 @@ def test_the_score_chart_has_a_legend_apart_labels_and_marks_the_done_iteration(
     found = re.search(r'<svg class="score".*?</svg>', page, re.S)
     assert found is not None
     svg = found.group(0)
-    assert ">iteration score</text>" in svg
-    assert ">rolling window</text>" in svg
-    plot = svg.split('<g class="s-legend"')[0]
+    # The legend, drawn once in the page's definitions, is shown under every chart.
+    assert svg.endswith('<use href="#score-legend"/></svg>')
+    legend = re.search(r'<g id="score-legend".*?</g>', page, re.S)
+    assert legend is not None
+    assert ">iteration score</text>" in legend.group(0)
+    assert ">rolling window</text>" in legend.group(0)
+    plot = svg
     labels = [(float(y), text) for y, text in re.findall(r'y="([\d.]+)"[^>]*>([^<]*)</text>', plot)]
     ys = sorted(y for y, _ in labels)
     assert all(b - a >= 9 for a, b in itertools.pairwise(ys)), labels
@@ -335,4 +340,44 @@ def test_the_score_chart_has_a_legend_apart_labels_and_marks_the_done_iteration(
     assert svg.count('<g class="s-done">') == 1
     assert "iteration 2: score +0 (window -1), said done" in svg
     assert svg.count('fill="#cf222e"') == 1  # iteration 1 only
+    check_page(page)
+
+
+def test_words_in_time_order_a_cost_not_reported_and_how_to_go_on() -> None:
+    import re
+
+    events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1),  # an agent that tells no cost
+        # Five idle seconds: a limiter wait, placed where it began (before iteration 2).
+        at(7.1, IterationStarted(run_id=RUN, iteration=2)),
+        # A person's verify while iteration 2 ran: listed after the iteration's start.
+        at(8.0, VerifyRecorded(verdict="FAIL", consecutive_failures=1)),
+        finished(2, 9.1),
+        # Killed: no run.stopped, no summary.
+    ]
+    report = build_report(RUN, None, [LoopFacts("c", "/repo", events)], root="/repo")
+    [loop] = report.loops
+    assert loop.ending == "unfinished"
+    page = render_html(report)
+    markdown = render_markdown(report)
+    listed = re.search(r"Events in words \(\d+\)</summary><ol>(.*?)</ol>", page)
+    assert listed is not None
+    starts = [float(s) for s in re.findall(r"<li>([\d.]+)s: ", listed.group(1))]
+    assert starts == sorted(starts)
+    assert len(starts) == 4
+    timeline = markdown.split("## Timelines")[1]
+    md_starts = [float(s) for s in re.findall(r"^- ([\d.]+)s: ", timeline, re.M)]
+    assert md_starts == sorted(md_starts)
+    assert "$0.0000" not in page
+    assert "$0.0000" not in markdown
+    assert "| c | 0 | 0 | not reported |" in markdown  # the spend table
+    assert "| c | … unfinished | 2 | 0 | 0 | not reported |" in markdown
+    # The loop goes on where it stopped: the command is said, though it is no escalation.
+    assert "## Escalations (0)" in markdown
+    assert "- c — … unfinished: `forge supervise --only c`" in markdown
+    assert "<code>forge supervise --only c</code>" in page
+    assert "focus" not in page.split('id="timelines"')[1].split("</p>")[0]
+    assert "⏸" not in page
     check_page(page)

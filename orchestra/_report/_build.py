@@ -226,7 +226,8 @@ def _loop(
     if not segment and entry is not None:
         recorded = entry.get("spend")
         money: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-        spend = Spend(int(money.get("tokens") or 0), 0, float(money.get("cost_usd") or 0.0))
+        cost = float(money.get("cost_usd") or 0.0)
+        spend = Spend(int(money.get("tokens") or 0), 0, cost, reported=cost > 0)
     # Every ending but done asks a person to look, except an interruption or a
     # killed batch: those go on when the batch runs again.
     escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)

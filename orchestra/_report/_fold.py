@@ -242,7 +242,10 @@ class Fold:
 
     def iteration(self, event: IterationFinished, now: float) -> None:
         start = self.started.get(event.iteration, max(0.0, now - event.duration))
-        spend = Spend(event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated)
+        reported = event.cost_usd > 0 or event.cost_estimated
+        spend = Spend(
+            event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated, reported
+        )
         self.changed(event.signals or {})
         self.spend = self.spend + spend
         note = None
@@ -340,6 +343,11 @@ class Fold:
             self.mark(RECOVERY, now, 0, label, WARN)
         else:
             self.mark(OTHER, now, 0, label, NEUTRAL)
+
+
+def in_time_order(marks: Sequence[Mark]) -> list[Mark]:
+    """Marks by when they began (a wait is placed where it began, after the iteration)."""
+    return sorted(marks, key=lambda mark: mark.start)
 
 
 def trip_words(trip: Trip) -> str:

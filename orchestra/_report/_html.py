@@ -13,12 +13,20 @@ from datetime import UTC, datetime
 from html import escape
 
 from ._build import DONE, INTERRUPTED, UNFINISHED
-from ._fold import alert_lines, evidence_lines, format_seconds, trip_words, verify_evidence
+from ._fold import (
+    alert_lines,
+    evidence_lines,
+    format_seconds,
+    in_time_order,
+    trip_words,
+    verify_evidence,
+)
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
-_GLYPH = {DONE: "✔", INTERRUPTED: "⏸", UNFINISHED: "…"}
+# Glyphs every common font has (DejaVu included): ⏸ is often an empty box.
+_GLYPH = {DONE: "✔", INTERRUPTED: "‖", UNFINISHED: "…"}
 
 _STYLE = """
 :root{--fg:#1f2328;--muted:#57606a;--line:#d0d7de;--bad:#cf222e;--good:#1a7f37;--warn:#9a6700}
@@ -68,6 +76,7 @@ def render_html(report: BatchReport) -> str:
         defs_svg(),
         _header(report),
         _escalations(report),
+        _not_finished(report),
         _loop_table(report),
         _timelines(report),
         _spend(report),
@@ -112,7 +121,12 @@ def when(epoch: float | None) -> str:
 
 
 def money(spend: Spend) -> str:
-    """A cost, ``~`` in front and ``(estimated)`` after when any part of it was estimated."""
+    """A cost, ``~`` in front and ``(estimated)`` after when any part of it was estimated.
+
+    "not reported" when nothing reported a cost (the agent tells none): not $0.
+    """
+    if not spend.reported:
+        return "not reported"
     text = f"${spend.cost_usd:,.4f}"
     return f"~{text} (estimated)" if spend.estimated else text
 
@@ -181,6 +195,32 @@ def _escalations(report: BatchReport) -> str:
     else:
         body = "\n".join(_escalation(report, loop) for loop in loops)
     return f'<section id="escalations" aria-labelledby="escalations-h">\n{head}\n{body}\n</section>'
+
+
+def _not_finished(report: BatchReport) -> str:
+    """Loops that did not end and need no person: the command that runs them on."""
+    loops = not_finished(report)
+    if not loops:
+        return ""
+    items = "".join(
+        f'<li><a href="#loop-{_ident(report, loop)}">{escape(loop.change)}</a> — '
+        f"{_ending(loop.ending)}: <code>{escape(loop.resume[-1])}</code></li>"
+        for loop in loops
+    )
+    return (
+        '<section id="not-finished" aria-labelledby="not-finished-h">\n'
+        f'<h2 id="not-finished-h">Not finished ({len(loops)})</h2>\n'
+        "<p>These loops stopped before they ended (the batch was interrupted or killed); "
+        "their state is kept, and each goes on where it stopped with:</p>"
+        f"<ul>{items}</ul>\n</section>"
+    )
+
+
+def not_finished(report: BatchReport) -> list[LoopReport]:
+    """The loops that stopped without an ending of their own and go on when run again."""
+    return [
+        loop for loop in report.loops if not loop.escalated and loop.ending != DONE and loop.resume
+    ]
 
 
 def _ident(report: BatchReport, loop: LoopReport) -> str:
@@ -284,8 +324,8 @@ def _timelines(report: BatchReport) -> str:
         '<section id="timelines" aria-labelledby="timelines-h">\n'
         '<h2 id="timelines-h">Timelines</h2>\n'
         f'<p class="muted">Each strip spans the whole batch ({format_seconds(report.span)}), '
-        "so the loops line up. Hover or focus a shape for its detail; the table under each "
-        "strip says the same in words.</p>\n"
+        "so the loops line up. Hover a shape for its detail; under each strip, the events "
+        "in words (in time order) say the same.</p>\n"
         f'<ul class="legend" aria-label="Legend">{legend}</ul>\n'
         + "\n".join(articles)
         + "\n</section>"
@@ -326,7 +366,7 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
         f"<li>{format_seconds(m.start)}: {escape(m.label)}"
         + (f" ({format_seconds(m.duration)})" if m.duration else "")
         + "</li>"
-        for m in loop.marks
+        for m in in_time_order(loop.marks)
     )
     return (
         f'<article id="loop-{ident}" aria-labelledby="h-{ident}">'

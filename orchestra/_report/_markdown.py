@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._fold import alert_lines, evidence_lines, format_seconds, trip_words
-from ._html import money, source_note, verify_failed, when
+from ._fold import alert_lines, evidence_lines, format_seconds, in_time_order, trip_words
+from ._html import money, not_finished, source_note, verify_failed, when
 from ._model import BatchReport, LoopReport
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
@@ -50,7 +50,8 @@ def render_markdown(
     table = _loop_rows(report)
     timelines = [line for loop in report.loops for line in _timeline(loop, max_events)]
     tail = _spend_and_notes(report)
-    full = _join(head, _escalations_head(report), escalations, _table_head(), table)
+    resume = _not_finished(report)
+    full = _join(head, _escalations_head(report), escalations, resume, _table_head(), table)
     full = _join(full, ["", "## Timelines", ""], timelines, tail)
     if not max_chars or len(full) <= max_chars:
         return full
@@ -68,12 +69,12 @@ def render_markdown(
     for cards, also in steps:
         if also:
             left.append(also)
-        body = _join(head, _escalations_head(report), cards, _table_head(), table)
+        body = _join(head, _escalations_head(report), cards, resume, _table_head(), table)
         text = _join(body, _left_out(left, max_chars, where))
         if len(text) <= max_chars:
             return text
     # Still too long (thousands of loops): as many of the table's rows as fit.
-    body = _join(head, _escalations_head(report), brief, _table_head())
+    body = _join(head, _escalations_head(report), brief, resume, _table_head())
     kept: list[str] = []
     budget = max_chars - len(body) - 400 - len(where)
     for row in table:
@@ -133,6 +134,21 @@ def _escalations_head(report: BatchReport) -> list[str]:
     if not report.escalations:
         lines += ["No escalations: no loop needs a person.", ""]
     return lines
+
+
+def _not_finished(report: BatchReport) -> list[str]:
+    loops = not_finished(report)
+    if not loops:
+        return []
+    lines = [
+        f"## Not finished ({len(loops)})",
+        "",
+        "These loops stopped before they ended (the batch was interrupted or killed); their "
+        "state is kept, and each goes on where it stopped with:",
+        "",
+    ]
+    lines += [f"- {loop.change} — {_ending(loop.ending)}: `{loop.resume[-1]}`" for loop in loops]
+    return [*lines, ""]
 
 
 def _table_head() -> list[str]:
@@ -239,7 +255,7 @@ def _timeline(loop: LoopReport, max_events: int) -> list[str]:
             tail = f" and {more} more" if more else ""
             tail += " and more (an iteration changed more than it recorded)" if partial else ""
             lines += [f"{title}: {', '.join(_code(f) for f in files)}{tail}", ""]
-    shown = loop.marks[:max_events]
+    shown = in_time_order(loop.marks)[:max_events]
     for mark in shown:
         took = f" ({format_seconds(mark.duration)})" if mark.duration else ""
         lines.append(f"- {format_seconds(mark.start)}: {mark.label}{took}")

@@ -45,12 +45,17 @@ NEUTRAL = "neutral"
 
 @attrs.frozen
 class Spend:
-    """Tokens, tool calls and cost; ``estimated`` when any cost was estimated, not reported."""
+    """Tokens, tool calls and cost; ``estimated`` when any cost was estimated, not reported.
+
+    ``reported`` is False when no iteration reported or estimated a cost (an
+    agent that tells none): the report then says "not reported", not $0.
+    """
 
     tokens: int = 0
     tool_calls: int = 0
     cost_usd: float = 0.0
     estimated: bool = False
+    reported: bool = False
 
     def __add__(self, other: Spend) -> Spend:
         return Spend(
@@ -58,6 +63,7 @@ class Spend:
             self.tool_calls + other.tool_calls,
             round(self.cost_usd + other.cost_usd, 6),
             self.estimated or other.estimated,
+            self.reported or other.reported,
         )
 
 

@@ -52,11 +52,28 @@ patternTransform="rotate(-45)"><rect width="6" height="6" fill="#f6e7b0"/>\
 stroke-width="1"/></pattern>"""
 
 
+_SCORE_PLOT = 110  # the score chart's plot height; its legend's row is under it
+_SCORE_LEFT = 22
+_GOOD = COLOURS[GOOD]
+# The score chart's legend, drawn once and shown under every score chart.
+SCORE_LEGEND = (
+    f'<g id="score-legend" class="s-legend" font-size="8" fill="#57606a" '
+    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 8})">'
+    '<line x1="0" y1="0" x2="16" y2="0" stroke="#0969da" stroke-width="2"/>'
+    '<text x="20" y="3">iteration score</text>'
+    '<line x1="92" y1="0" x2="108" y2="0" stroke="#6639ba" stroke-width="1.5" '
+    'stroke-dasharray="5 3"/>'
+    '<text x="112" y="3">rolling window</text>'
+    f'<circle cx="186" cy="0" r="3.5" fill="#fff" stroke="{_GOOD}" stroke-width="1.5"/>'
+    '<text x="193" y="3">said done</text></g>'
+)
+
+
 def defs_svg() -> str:
     """A hidden SVG holding the patterns, placed once at the top of the page."""
     return (
         '<svg class="defs" aria-hidden="true" focusable="false" width="0" height="0">'
-        f"<defs>{PATTERNS}</defs></svg>"
+        f"<defs>{PATTERNS}{SCORE_LEGEND}</defs></svg>"
     )
 
 
@@ -204,7 +221,7 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     scored = [r for r in rows if r.score is not None]
     if not scored:
         return None
-    width, plot, pad, left = 300, 110, 14, 22
+    width, plot, pad, left = 300, _SCORE_PLOT, 14, _SCORE_LEFT
     height = plot + 16  # the legend's row under the plot
     values = [r.score or 0 for r in scored] + [
         r.window_score for r in scored if r.window_score is not None
@@ -268,19 +285,6 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
             f'<polyline points="{_points(score_points)}" fill="none" stroke="#0969da" '
             'stroke-width="2"/>'
         )
-    legend_y = plot + 8
-    legend = (
-        f'<g class="s-legend" aria-hidden="true" font-size="8" fill="#57606a">'
-        f'<line x1="{left}" y1="{legend_y}" x2="{left + 16}" y2="{legend_y}" stroke="#0969da" '
-        'stroke-width="2"/>'
-        f'<text x="{left + 20}" y="{legend_y + 3}">iteration score</text>'
-        f'<line x1="{left + 92}" y1="{legend_y}" x2="{left + 108}" y2="{legend_y}" '
-        'stroke="#6639ba" stroke-width="1.5" stroke-dasharray="5 3"/>'
-        f'<text x="{left + 112}" y="{legend_y + 3}">rolling window</text>'
-        f'<circle cx="{left + 186}" cy="{legend_y}" r="3.5" fill="#fff" stroke="{COLOURS[GOOD]}" '
-        'stroke-width="1.5"/>'
-        f'<text x="{left + 193}" y="{legend_y + 3}">said done</text></g>'
-    )
     return (
         f'<svg class="score" viewBox="0 0 {width} {height}" role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
@@ -288,7 +292,7 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
         f'<desc id="{ident}-d">{escape(words)}; the solid line is the iteration\'s score, the '
         "dashed line the rolling window's. Above zero the loop made progress (round dots), at "
         "or below it did not (squares); a ringed check marks the iteration that said done.</desc>"
-        f"{lines}{''.join(dots)}{legend}</svg>"
+        f'{lines}{"".join(dots)}<use href="#score-legend"/></svg>'
     )
 
 
