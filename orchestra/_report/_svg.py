@@ -39,6 +39,7 @@ _LANE_WAIT = (26, 10)  # cooldowns, limiter waits, provider pauses
 _LANE_EVENT = {CIRCUIT: 46, INTEGRITY: 60, ALERT: 74, RECOVERY: 88}
 _LANE_OTHER = 102  # verify run by a hook or a person, and other events
 STRIP_HEIGHT = 112
+_MARGIN = 8
 
 # The patterns every chart refers to, defined once per page (see ``defs_svg``).
 PATTERNS = """<pattern id="p-bad" width="6" height="6" patternUnits="userSpaceOnUse" \
@@ -102,7 +103,9 @@ def strip_svg(marks: Sequence[Mark], span: float, ident: str, summary: str) -> s
         'stroke="#d0d7de"/>'
     )
     return (
-        f'<svg class="strip" viewBox="0 0 {STRIP_WIDTH} {STRIP_HEIGHT}" role="img" '
+        # A margin each side: a moment at the batch's very start or end is drawn whole.
+        f'<svg class="strip" viewBox="-{_MARGIN} 0 {STRIP_WIDTH + 2 * _MARGIN} {STRIP_HEIGHT}" '
+        'role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
         f'<title id="{ident}-t">Timeline strip</title><desc id="{ident}-d">{escape(summary)}</desc>'
         f"{axis}{''.join(shapes)}</svg>"
