@@ -76,6 +76,8 @@ class _Writer:
     def iteration(self, number: int, **fields: Any) -> None:
         self.add(IterationStarted(run_id=self.run_id, iteration=number), 1.0)
         verdict = fields.pop("verify", None)
+        # What the loop's change detection records: the files this iteration changed.
+        fields.setdefault("signals", {"files_modified": 1, "files": [f"src/{self.change}.py"]})
         if verdict is not None:
             failures = 0 if verdict == "PASS" else number
             self.add(
@@ -317,6 +319,7 @@ _SVG = frozenset(
         "defs",
         "pattern",
         "g",
+        "use",
     }
 )
 

@@ -68,7 +68,8 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
         "markdown": str(folder / "report.md"),
     }
     # The escalation was told when the loop stopped, before the batch ended: its
-    # loop's line of the summary, the commands that resume it, where the files will be.
+    # loop's line of the summary, the commands that resume it; no file paths (none is
+    # written yet, and none will be if the batch is killed).
     escalated = json.loads((out / "escalate-escalates-0.json").read_text())
     assert escalated["event"] == "escalate"
     assert escalated["run_id"] == summary["run_id"]
@@ -76,7 +77,7 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     assert {k: v for k, v in escalated["loop"].items() if k in entry} == entry
     assert escalated["loop"]["ending"] == "circuit-open"
     assert "forge circuit escalates-0 --reset --reason WHY" in escalated["loop"]["resume"]
-    assert escalated["report"] == finish["report"]
+    assert "report" not in escalated
     assert not (out / "escalate-finishes.json").exists()  # a loop that finished is no escalation
     env = dict(
         line.split("=", 1)
@@ -86,8 +87,8 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     assert env["FORGE_EVENT"] == "escalate"
     assert env["FORGE_CHANGE"] == "escalates-0"
     assert env["FORGE_RUN_ID"] == summary["run_id"]
-    assert env["FORGE_SUMMARY"] == str(folder / "summary.json")
-    assert env["FORGE_REPORT"] == ""  # not written yet
+    assert env["FORGE_SUMMARY"] == ""  # not written yet
+    assert env["FORGE_REPORT"] == ""
     assert env["FORGE_EXIT_CODE"] == ""  # nor known
     finish_env = (out / "finish.env").read_text()
     assert "FORGE_EVENT=finish\n" in finish_env
@@ -99,6 +100,7 @@ def test_the_commands_receive_the_summary(repo: Repo, tmp_path: Path) -> None:
     finish_env_vars = dict(line.split("=", 1) for line in finish_env.splitlines() if "=" in line)
     assert finish_env_vars["FORGE_REPORT"] == str(folder / "report.html")
     assert finish_env_vars["FORGE_EXIT_CODE"] == "1"
+    assert finish_env_vars["FORGE_SUMMARY"] == str(folder / "summary.json")
 
 
 def test_an_escalation_is_told_while_the_other_loops_still_run(repo: Repo, tmp_path: Path) -> None:
@@ -297,3 +299,57 @@ def test_alerts_are_told_as_they_are_raised_and_once(repo: Repo, tmp_path: Path)
         (e["alert"], e["detail"]) for e in timeline if e["event"] == "alert.raised"
     )
     assert all(b["event"] == "alert" and b["alert"]["change"] == "idle" for b in bodies)
+
+
+def test_a_batch_wide_alert_is_told_once_and_a_repeated_one_after_a_quiet_time(
+    tmp_path: Path,
+) -> None:
+    from orchestra import Duration
+    from orchestra._notify import LiveNotices
+
+    told = tmp_path / "told.jsonl"
+    policy = NotifyPolicy(on_alert=f"cat >> {told}; echo >> {told}", alert_quiet=Duration(30 * 60))
+    live = LiveNotices(policy, root=tmp_path, run_folder=tmp_path / "run", run_id="r")
+    raises = [  # (seconds into the batch, loop, alert)
+        (10, "a", "calls-remaining"),
+        (12, "b", "calls-remaining"),  # the same shared window: not told again
+        (20, "a", "no-files"),
+        (80, "a", "no-files"),  # raised again after a clear, within the quiet time
+        (90, "b", "no-files"),  # another loop's own alert
+        (400, "a", "calls-remaining"),
+        (20 + 30 * 60, "a", "no-files"),  # the quiet time has passed
+    ]
+    for now, change, name in raises:
+        if live.worth_telling(change, "/repo", name, now):
+            live.alert(change, "/repo", name, f"{name} on {change} at {now}")
+    bodies = [body["alert"]["text"] for body in iter_json_lines(told)]
+    assert bodies == [
+        "calls-remaining on a at 10",
+        "no-files on a at 20",
+        "no-files on b at 90",
+        "no-files on a at 1820",
+    ]
+
+
+def test_the_escalation_card_says_each_alert_once() -> None:
+    from orchestra._report import LoopFacts, build_report, render_html, render_markdown
+    from orchestra._state import AlertCleared, AlertRaised, RunStarted, RunStopped
+
+    run = "20261130T220000Z-ab12"
+    events = [
+        RunStarted(run_id=run, supervised=True),
+        AlertRaised(run_id=run, iteration=1, alert="calls-remaining", detail="2 of 10 left"),
+        AlertCleared(run_id=run, iteration=2, alert="calls-remaining"),
+        AlertRaised(run_id=run, iteration=3, alert="calls-remaining", detail="1 of 10 left"),
+        AlertCleared(run_id=run, iteration=3, alert="calls-remaining"),
+        AlertRaised(run_id=run, iteration=3, alert="no-files", detail="3 idle iterations"),
+        RunStopped(run_id=run, reason="circuit-open", iterations=3),
+    ]
+    report = build_report(run, None, [LoopFacts("c", "/repo", events)], root="/repo")
+    markdown = render_markdown(report)
+    assert (
+        "- Alerts: calls-remaining: raised 2×, last at iteration 3, cleared; "
+        "no-files: raised, at iteration 3, still holding (3 idle iterations)\n"
+    ) in markdown
+    html = render_html(report)
+    assert "calls-remaining: raised 2×, last at iteration 3, cleared<br>no-files" in html

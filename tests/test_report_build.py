@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -19,10 +20,11 @@ from orchestra._state import (
     RecoveryStep,
     RunStarted,
     RunStopped,
+    VerifyRecorded,
     decode_event,
 )
 
-from .report_support import check_page, iso
+from .report_support import BASE, check_page, iso
 
 RUN = "20261130T220000Z-ab12"
 
@@ -35,6 +37,10 @@ def finished(number: int, seconds: float, **fields: Any) -> Event:
     return at(
         seconds, IterationFinished(run_id=RUN, iteration=number, duration=2.0, exit=0, **fields)
     )
+
+
+def iso_epoch(seconds: float) -> float:
+    return BASE + seconds
 
 
 def one_loop(*events: Event, summary: dict[str, Any] | None = None) -> Any:
@@ -221,3 +227,157 @@ def test_the_wait_after_a_providers_refusal_is_a_provider_pause() -> None:
     assert loop.paused == 30.0
     assert loop.limiter_wait == 6.0
     assert loop.rows[0].note == "the provider refused: rejected"
+
+
+def test_marks_of_one_instant_are_drawn_apart_and_none_is_covered() -> None:
+    # The demo's trip: the circuit opens, the integrity restoration and an alert,
+    # all written in the same second.
+    from orchestra._state import ProtectViolation
+
+    loop_events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1, trip="integrity: a protected path was harmed"),
+        at(2.1, ProtectViolation(run_id=RUN, iteration=1, harmed=[{"path": "go.sum"}])),
+        at(2.1, BreakerOpened(run_id=RUN, reason="integrity: harmed", cooldown=30.0, opens=1)),
+        at(2.1, AlertRaised(run_id=RUN, alert="calls-remaining", iteration=1, detail="3 left")),
+        at(2.1, RecoveryStep(run_id=RUN, trip_kind="integrity", step=1, steps=2, strategy="s")),
+        at(2.4, RunStopped(run_id=RUN, reason="interrupted", iterations=1)),
+    ]
+    report = build_report(RUN, None, [LoopFacts("c", "/repo", loop_events)], root="/repo")
+    page = render_html(report)
+    import re
+
+    strip = re.search(r'<svg class="strip".*?</svg>', page, re.S)
+    assert strip is not None
+    svg = strip.group(0)
+    centres: dict[str, tuple[float, float]] = {}
+    for kind in ("circuit", "integrity", "alert", "recovery"):
+        shape = re.search(rf'<(\w+) class="m-{kind}" ([^>]*)>', svg)
+        assert shape is not None, kind
+        attrs_ = dict(re.findall(r'(\w+)="([^"]*)"', shape.group(2)))
+        if "points" in attrs_:
+            xs = [float(p.split(",")[0]) for p in attrs_["points"].split()]
+            ys = [float(p.split(",")[1]) for p in attrs_["points"].split()]
+            centres[kind] = (sum(xs) / len(xs), (min(ys) + max(ys)) / 2)
+        elif "cx" in attrs_:
+            centres[kind] = (float(attrs_["cx"]), float(attrs_["cy"]))
+            assert attrs_["fill"] == "none"  # a ring that covers nothing
+        else:
+            centres[kind] = (
+                float(attrs_["x"]) + float(attrs_["width"]) / 2,
+                float(attrs_["y"]) + float(attrs_["height"]) / 2,
+            )
+    # One instant: the same x; each kind on its own row, at least a shape apart.
+    assert len({round(x) for x, _ in centres.values()}) == 1
+    rows = sorted(y for _, y in centres.values())
+    assert all(b - a >= 12 for a, b in itertools.pairwise(rows)), centres
+
+
+def test_a_cooldown_the_loop_stopped_in_ends_with_the_loop() -> None:
+    loop = one_loop(
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 1.1, verify="FAIL", trip="verify: 1 consecutive failures"),
+        at(1.2, BreakerOpened(run_id=RUN, reason="verify: 1 failure", cooldown=30.0, opens=1)),
+        at(2.4, RunStopped(run_id=RUN, reason="interrupted", iterations=1)),
+        summary={
+            "run_id": RUN,
+            "started_at": iso_epoch(0),
+            "finished_at": iso_epoch(2.5),
+            "loops": [{"change": "c", "dir": "/repo", "reason": "interrupted"}],
+        },
+    )
+    [cooldown] = [m for m in loop.marks if m.kind == "cooldown"]
+    assert (cooldown.start, cooldown.duration) == (1.2, 1.2)
+    assert cooldown.label.startswith("cooldown 1.2s of a planned 30s (the loop stopped)")
+    assert loop.cooldown == 1.2
+
+
+def test_the_strip_spans_the_batch_as_it_ran() -> None:
+    events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 1.1, verify="FAIL", trip="verify: 1 consecutive failures"),
+        at(1.2, BreakerOpened(run_id=RUN, reason="verify: 1 failure", cooldown=30.0, opens=1)),
+    ]  # killed in the cooldown: no run.stopped
+    summary = {"run_id": RUN, "started_at": iso_epoch(0), "finished_at": iso_epoch(2.4)}
+    report = build_report(RUN, summary, [LoopFacts("c", "/repo", events)], root="/repo")
+    assert report.span == pytest.approx(2.4)
+    [cooldown] = [m for m in report.loops[0].marks if m.kind == "cooldown"]
+    assert cooldown.start + cooldown.duration <= report.span
+
+
+def test_the_score_chart_has_a_legend_apart_labels_and_marks_the_done_iteration() -> None:
+    import re
+
+    loop_events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1, score=-1, window_score=-1),
+        at(2.2, IterationStarted(run_id=RUN, iteration=2)),
+        finished(2, 4.2, score=0, window_score=-1, done=True, verify="PASS"),
+        at(4.3, RunStopped(run_id=RUN, reason="done", iterations=2)),
+    ]
+    report = build_report(RUN, None, [LoopFacts("c", "/repo", loop_events)], root="/repo")
+    page = render_html(report)
+    found = re.search(r'<svg class="score".*?</svg>', page, re.S)
+    assert found is not None
+    svg = found.group(0)
+    # The legend, drawn once in the page's definitions, is shown under every chart.
+    assert svg.endswith('<use href="#score-legend"/></svg>')
+    legend = re.search(r'<g id="score-legend".*?</g>', page, re.S)
+    assert legend is not None
+    assert ">iteration score</text>" in legend.group(0)
+    assert ">rolling window</text>" in legend.group(0)
+    plot = svg
+    labels = [(float(y), text) for y, text in re.findall(r'y="([\d.]+)"[^>]*>([^<]*)</text>', plot)]
+    ys = sorted(y for y, _ in labels)
+    assert all(b - a >= 9 for a, b in itertools.pairwise(ys)), labels
+    assert [text for _, text in labels].count("0") == 1
+    assert "+0" not in [text for _, text in labels]
+    # The iteration that said done: a ringed check, not a red "no progress" square.
+    assert svg.count('<g class="s-done">') == 1
+    assert "iteration 2: score +0 (window -1), said done" in svg
+    assert svg.count('fill="#cf222e"') == 1  # iteration 1 only
+    check_page(page)
+
+
+def test_words_in_time_order_a_cost_not_reported_and_how_to_go_on() -> None:
+    import re
+
+    events = [
+        at(0, RunStarted(run_id=RUN, supervised=True)),
+        at(0.1, IterationStarted(run_id=RUN, iteration=1)),
+        finished(1, 2.1),  # an agent that tells no cost
+        # Five idle seconds: a limiter wait, placed where it began (before iteration 2).
+        at(7.1, IterationStarted(run_id=RUN, iteration=2)),
+        # A person's verify while iteration 2 ran: listed after the iteration's start.
+        at(8.0, VerifyRecorded(verdict="FAIL", consecutive_failures=1)),
+        finished(2, 9.1),
+        # Killed: no run.stopped, no summary.
+    ]
+    report = build_report(RUN, None, [LoopFacts("c", "/repo", events)], root="/repo")
+    [loop] = report.loops
+    assert loop.ending == "unfinished"
+    page = render_html(report)
+    markdown = render_markdown(report)
+    listed = re.search(r"Events in words \(\d+\)</summary><ol>(.*?)</ol>", page)
+    assert listed is not None
+    starts = [float(s) for s in re.findall(r"<li>([\d.]+)s: ", listed.group(1))]
+    assert starts == sorted(starts)
+    assert len(starts) == 4
+    timeline = markdown.split("## Timelines")[1]
+    md_starts = [float(s) for s in re.findall(r"^- ([\d.]+)s: ", timeline, re.M)]
+    assert md_starts == sorted(md_starts)
+    assert "$0.0000" not in page
+    assert "$0.0000" not in markdown
+    assert "| c | 0 | 0 | not reported |" in markdown  # the spend table
+    assert "| c | … unfinished | 2 | 0 | 0 | not reported |" in markdown
+    # The loop goes on where it stopped: the command is said, though it is no escalation.
+    assert "## Escalations (0)" in markdown
+    assert "- c — … unfinished: `forge supervise --only c`" in markdown
+    assert "<code>forge supervise --only c</code>" in page
+    assert "focus" not in page.split('id="timelines"')[1].split("</p>")[0]
+    assert "⏸" not in page
+    check_page(page)

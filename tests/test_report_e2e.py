@@ -241,10 +241,10 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     assert page.rows == ["demo-checkout", "demo-billing", "demo-search", "demo-docs"]
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
-    assert "- Trip: integrity — integrity: forge.toml deleted" in markdown
+    assert "- Trip: integrity: forge.toml deleted" in markdown
     assert "- Evidence: harmed: forge.toml deleted (protected: frozen) — restored" in markdown
     assert "- Trip: stagnation — probe failed: no progress (opening 2, escalated)" in markdown
-    assert "- Trip: verify — verify: 4 consecutive failures" in markdown
+    assert "- Trip: verify: 4 consecutive failures" in markdown
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
     assert "worktree" in markdown
     assert "`cart.py`" in markdown
@@ -271,3 +271,91 @@ def test_a_batch_can_leave_the_report_out(repo: Repo) -> None:
     again = repo.forge("report")
     assert again.code == 0
     assert (folder / "report.html").exists()
+
+
+def test_the_files_the_loop_changed_come_from_its_own_record(repo: Repo) -> None:
+    write_run(repo.root, RUN, 2)
+    # After the run: a person's own file, Forge's lessons file and a forge-writes journal.
+    repo.write("notes-of-a-person.txt", "mine\n")
+    repo.write("memory/forge-lessons.md", "# lessons\n")
+    repo.write("src/.forge-writes", "journal\n")
+    done = repo.forge("report")
+    assert done.code == 0, done
+    html, markdown = report_files(repo, RUN)
+    assert "Files the loop changed: `src/loop-000.py`\n" in markdown
+    assert "Files the loop changed: `src/loop-001.py`\n" in markdown
+    [now] = {line for line in markdown.splitlines() if line.startswith("Files now in the worktree")}
+    assert "`notes-of-a-person.txt`" in now
+    assert "forge-lessons" not in markdown
+    assert ".forge-writes" not in markdown
+    assert "<summary>Files the loop changed (1)</summary>" in html
+    assert "Files changed" not in html
+
+
+def test_a_verify_escalation_shows_what_failed(repo: Repo) -> None:
+    work = repo.root.parent / "work.sh"
+    work.write_text("echo working >> notes.txt; echo 'did some work'\n")
+    checks = repo.root.parent / "checks.sh"
+    token = "ghp_" + "abcdefghij" * 3 + "012345"  # built here: no secret in this file
+    checks.write_text(
+        "echo 'collected 3 items'\necho 'FAILED tests/test_pay.py::test_refund - assert 2 == 3'\n"
+        f"echo 'token={token}'\necho '1 failed, 2 passed'\nexit 1\n"
+    )
+    repo.write(
+        "forge.toml",
+        '[verify]\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "pay"\ncmd = "sh {work}"\n'
+        f'[loop.verify]\ncommand = "sh {checks}"\nmax_failures = 1\n'
+        '[loop.breaker]\non_open = "escalate"\n',
+    )
+    done = repo.forge("supervise", "--plain")
+    assert done.code == 1, done
+    timeline = [
+        json.loads(line)
+        for line in (repo.change_dir("pay") / "timeline.jsonl").read_text().splitlines()
+    ]
+    [verify] = [e for e in timeline if e["event"] == "verify"]
+    [tests] = verify["checks"]
+    assert tests["passed"] is False
+    assert "FAILED tests/test_pay.py::test_refund - assert 2 == 3" in tests["failures"]
+    assert tests["tail"][-1] == "1 failed, 2 passed"
+    assert len(tests["tail"]) <= 10
+    assert any(line.startswith("token=") for line in tests["tail"])
+    assert not any(token in line for line in tests["tail"])  # redacted
+    [run_id] = [p.name for p in (repo.root / ".forge" / "runs").iterdir()]
+    html, markdown = report_files(repo, run_id)
+    assert "- Last verify: tests: exit 1 (failed)\n" in markdown
+    card = markdown.split("## Loops")[0]
+    assert "What the failing verify check(s) printed:" in card
+    assert "  FAILED tests/test_pay.py::test_refund - assert 2 == 3\n" in card
+    assert "<dt>Last verify</dt><dd>tests: exit 1 (failed)</dd>" in html
+    assert "- Trip: verify: 1 consecutive failures" in card  # the condition said once
+    assert "verify — verify" not in html
+
+
+def test_a_long_markdown_report_is_made_compact(repo: Repo) -> None:
+    changes = write_run(repo.root, RUN, 200)
+    done = repo.forge("report")
+    assert done.code == 0, done
+    html, markdown = report_files(repo, RUN)
+    assert len(markdown) <= 60_000
+    assert "## Escalations (" in markdown
+    assert all(f"| {change} |" in markdown for change in changes)  # every row of the table
+    assert "## Timelines" not in markdown
+    folder = repo.root / ".forge" / "runs" / RUN
+    assert (
+        "_Compact report (kept under 60,000 characters): left out the per-loop timelines, "
+        "the spend table, the escalations' output, the escalations' details (one line each). "
+        f"The full report: `{folder / 'report.html'}`._"
+    ) in markdown
+    assert (
+        "- **loop-001** — ❌ circuit-open: stagnation — probe failed: stagnation (opening 2, "
+        "escalated); clear: `forge circuit loop-001 --reset --reason WHY`\n"
+    ) in markdown
+    assert 'id="timelines"' in html  # the HTML keeps everything
+    repo.write("forge.toml", "[report]\nmarkdown_max = 0\n")
+    assert repo.forge("report").code == 0
+    _, whole = report_files(repo, RUN)
+    assert len(whole) > 65_536
+    assert "## Timelines" in whole
+    assert "Compact report" not in whole

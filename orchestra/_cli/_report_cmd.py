@@ -31,14 +31,26 @@ def run(args: argparse.Namespace, out: Output) -> int:
     roots = [project.root, *(_declared_roots(project) or [])]
     run_id = resolve_run(roots, args.run)
     output_lines = 20
+    lessons = "memory/forge-lessons.md"
+    markdown_max = 60_000
     try:
-        output_lines = policy_from(project, args=args).policy.report.output_lines
+        policy = policy_from(project, args=args).policy
+        output_lines, lessons = policy.report.output_lines, policy.recovery.lessons
+        markdown_max = policy.report.markdown_max
     except ForgeError as exc:  # a broken policy must not hide last night's report
         out.note(f"note: the policy could not be read ({exc.message}); using defaults")
-    report = gather_report(project.root, run_id, other_roots=roots[1:], output_lines=output_lines)
+    report = gather_report(
+        project.root,
+        run_id,
+        other_roots=roots[1:],
+        output_lines=output_lines,
+        forge_files=(lessons,),
+    )
     html = _output_path(args.html, "--html")
     markdown = _output_path(args.markdown, "--markdown")
-    files = write_report(report, project.root, html=html, markdown=markdown)
+    files = write_report(
+        report, project.root, html=html, markdown=markdown, markdown_max=markdown_max
+    )
     for note in report.notes:
         out.note(note)
     out.line(report.outcome)
@@ -118,13 +130,14 @@ def _after_batch(
             run_id,
             other_roots=[Path(str(e["dir"])) for e in summary.get("loops") or [] if e.get("dir")],
             output_lines=policy.report.output_lines,
+            forge_files=(policy.recovery.lessons,),
         )
     except (ForgeError, OSError) as exc:
         out.note(f"report: cannot be made: {getattr(exc, 'message', exc)}")
         return
     if policy.report.write:
         try:
-            written = write_report(report, root)
+            written = write_report(report, root, markdown_max=policy.report.markdown_max)
         except (ForgeError, OSError) as exc:
             out.note(f"report: cannot be written: {getattr(exc, 'message', exc)}")
         else:

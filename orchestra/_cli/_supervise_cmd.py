@@ -231,8 +231,11 @@ class _Live:
     def iteration(self, nursery: trio.Nursery, run: LoopRun) -> None:
         if not self.notices.tells_alerts:
             return
+        change, folder = run.setup.change, str(run.setup.root)
         for name, detail in run.progress.raised:
-            send = partial(self.notices.alert, run.setup.change, str(run.setup.root), name, detail)
+            if not self.notices.worth_telling(change, folder, name, trio.current_time()):
+                continue
+            send = partial(self.notices.alert, change, folder, name, detail)
             nursery.start_soon(self._send, run.setup.change, send)
 
     async def loop_ended(self, run: LoopRun, result: RunSummary) -> None:

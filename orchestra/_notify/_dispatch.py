@@ -27,6 +27,8 @@ ESCALATE = "escalate"
 ALERT = "alert"
 FINISH = "finish"
 LOG_NAME = "notify.log"
+# Alerts about the whole batch, not one loop (the shared rate window): told once.
+BATCH_WIDE = frozenset({"calls-remaining"})
 
 
 def batch_notices(
@@ -57,10 +59,20 @@ def batch_notices(
         notices.append(
             (ESCALATE, {**summary, "event": ESCALATE, "loop": part}, {"FORGE_CHANGE": loop.change})
         )
+    # Told at the end (nobody was told while it ran): each alert once per loop,
+    # a batch-wide one once per batch, each with its last raise.
+    told: set[tuple[str, ...]] = set()
     for loop in report.loops if live is None else ():
-        for alert in loop.alerts:
-            if alert.name.endswith(("cleared", "resolved")):
+        last = {
+            a.alert or a.text: a
+            for a in loop.alerts
+            if not a.name.endswith(("cleared", "resolved"))
+        }
+        for key, alert in last.items():
+            once = (key,) if key in BATCH_WIDE else (loop.root, loop.change, key)
+            if once in told:
                 continue
+            told.add(once)
             part = {"change": loop.change, "name": alert.name, "text": alert.text, "ts": alert.at}
             notices.append(
                 (ALERT, {**summary, "event": ALERT, "alert": part}, {"FORGE_CHANGE": loop.change})

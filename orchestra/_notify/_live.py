@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._dispatch import ALERT, ESCALATE, LOG_NAME, log_deliveries
+from ._dispatch import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, log_deliveries
 from ._send import Delivery, post_webhook, run_command
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ class LiveNotices:
         self._run_id = run_id
         # (event, loop folder, change) of each notice sent.
         self.sent: set[tuple[str, str, str]] = set()
+        # When each alert was last told: (loop folder, change, alert) → clock seconds.
+        self._told: dict[tuple[str, str, str], float] = {}
+        self._batch_told: set[str] = set()
 
     @property
     def tells_escalations(self) -> bool:
@@ -64,6 +67,26 @@ class LiveNotices:
         part = {**entry, "ending": entry.get("reason")}
         return self._send(ESCALATE, {"loop": part}, change)
 
+    def worth_telling(self, change: str, folder: str, name: str, now: float) -> bool:
+        """Whether an alert raised at ``now`` (seconds on any one clock) is to be told.
+
+        A batch-wide alert (the shared rate window's ``calls-remaining``) is told
+        once per batch, whichever loop raised it first; an alert raised again on
+        the same loop within ``[notify] alert_quiet`` of its last notice is not
+        told again. Telling it (True) counts as told.
+        """
+        if name in BATCH_WIDE:
+            if name in self._batch_told:
+                return False
+            self._batch_told.add(name)
+            return True
+        key = (folder, change, name)
+        last = self._told.get(key)
+        if last is not None and now - last < self._policy.alert_quiet.seconds:
+            return False
+        self._told[key] = now
+        return True
+
     def alert(self, change: str, folder: str, name: str, detail: str) -> list[Delivery]:
         """An alert was raised on a loop (and was not holding before)."""
         self.sent.add((ALERT, folder, change))
@@ -72,24 +95,16 @@ class LiveNotices:
 
     def _send(self, event: str, own: dict[str, Any], change: str) -> list[Delivery]:
         command = {ESCALATE: self._policy.on_escalate, ALERT: self._policy.on_alert}[event]
-        summary = self._run_folder / "summary.json"
-        payload = {
-            "run_id": self._run_id,
-            "event": event,
-            **own,
-            # Written when the batch ends: the paths say where to look then.
-            "report": {
-                "summary": str(summary),
-                "html": str(self._run_folder / "report.html"),
-                "markdown": str(self._run_folder / "report.md"),
-            },
-        }
+        # No ``report`` and no file variables: the summary and the report are
+        # written when the batch ends, and never if it is killed or writes none.
+        # The ``finish`` notice names them once they exist.
+        payload = {"run_id": self._run_id, "event": event, **own}
         env = {
             "FORGE_EVENT": event,
             "FORGE_RUN_ID": self._run_id,
             "FORGE_CHANGE": change,
             "FORGE_ROOT": str(self._root),
-            "FORGE_SUMMARY": str(summary),
+            "FORGE_SUMMARY": "",
             "FORGE_REPORT": "",
             "FORGE_REPORT_MARKDOWN": "",
             "FORGE_EXIT_CODE": "",

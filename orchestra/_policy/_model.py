@@ -630,6 +630,14 @@ class ReportPolicy:
         validator=at_least(0),
         metadata=_doc("Lines of an escalated loop's last output the report shows."),
     )
+    markdown_max: int = attrs.field(
+        default=60_000,
+        validator=at_least(0),
+        metadata=_doc(
+            "Longest report.md, in characters (a pull request comment holds 65,536): a longer "
+            "one leaves out the per-loop timelines first and says so; 0 means no limit."
+        ),
+    )
 
 
 def _url(_instance: Any, attribute: "attrs.Attribute[Any]", value: str) -> None:
@@ -670,6 +678,14 @@ class NotifyPolicy:
         default=Duration(30),
         validator=positive_duration,
         metadata=_doc("Longest a command or the webhook may take; past it, it is stopped."),
+    )
+    alert_quiet: Duration = attrs.field(
+        default=Duration(30 * 60),
+        validator=positive_duration,
+        metadata=_doc(
+            "An alert raised again on the same loop within this time after it was told is "
+            "not told again (a batch-wide alert, calls-remaining, is told once per batch)."
+        ),
     )
 
 

@@ -34,7 +34,7 @@ class LoopFacts:
         root: The repository whose ``.forge`` holds its state.
         events: The change's whole timeline, decoded.
         where: Its branch or worktree, in words.
-        files_changed: Paths changed in its working tree.
+        files_changed: Paths changed in its working tree now (Forge's own left out).
         output_tail: The last lines of its last iteration's log.
         output_source: The log they come from.
     """
@@ -46,6 +46,7 @@ class LoopFacts:
     files_changed: Sequence[str] = ()
     output_tail: Sequence[str] = ()
     output_source: str | None = None
+    forge_files: Sequence[str] = ()
 
 
 def run_segment(events: Sequence[Event], run_id: str) -> list[Event]:
@@ -122,8 +123,9 @@ def build_report(
         ends = [t for events in segments.values() for t in (epoch(e.ts) for e in events[-1:]) if t]
         finished_at = max(ends) if ends else None
     span = max([1.0] + [m.start + m.duration for loop in loops for m in loop.marks])
-    if started_at is not None and finished_at is not None:
-        span = max(span, finished_at - started_at)
+    if started_at is not None and finished_at is not None and finished_at > started_at:
+        # The strip covers the batch as it ran, not a cooldown planned past its end.
+        span = finished_at - started_at
     interrupted = bool(summary.get("interrupted")) if summary else False
     exit_code = summary.get("exit_code") if summary else None
     limiter = summary.get("limiter") if summary else None
@@ -224,11 +226,13 @@ def _loop(
     if not segment and entry is not None:
         recorded = entry.get("spend")
         money: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-        spend = Spend(int(money.get("tokens") or 0), 0, float(money.get("cost_usd") or 0.0))
+        cost = float(money.get("cost_usd") or 0.0)
+        spend = Spend(int(money.get("tokens") or 0), 0, cost, reported=cost > 0)
     # Every ending but done asks a person to look, except an interruption or a
     # killed batch: those go on when the batch runs again.
     escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)
     files = tuple(fact.files_changed)
+    loop_files = tuple(f for f in fold.files if not is_forge_file(f, fact.forge_files))
     return LoopReport(
         change=fact.change,
         root=fact.root,
@@ -249,12 +253,25 @@ def _loop(
         where=fact.where,
         files_changed=files[:max_files],
         files_more=max(0, len(files) - max_files),
+        files_loop=loop_files[:max_files],
+        files_loop_more=max(0, len(loop_files) - max_files),
+        files_loop_partial=fold.files_partial,
         output_tail=tuple(fact.output_tail),
         output_source=fact.output_source,
+        verify_checks=tuple(fold.verify_checks),
         limiter_wait=round(fold.limiter_wait, 3),
         paused=round(fold.paused, 3),
         cooldown=round(fold.cooldown, 3),
     )
+
+
+FORGE_FILES = (".forge-writes",)
+
+
+def is_forge_file(path: str, own: Sequence[str] = ()) -> bool:
+    """Whether ``path`` is one Forge writes itself (a forge-writes journal, the lessons file)."""
+    name = path.rsplit("/", 1)[-1]
+    return name in FORGE_FILES or path in own or path.startswith(".forge/")
 
 
 def resume_commands(

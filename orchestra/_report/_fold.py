@@ -98,9 +98,13 @@ class Fold:
         self.stopped: RunStopped | None = None
         self.circuit: str | None = None
         self.last_verify: str | None = None
+        self.verify_checks: list[dict[str, Any]] = []  # the last verify's checks
         self.limiter_wait = 0.0
         self.paused = 0.0
         self.cooldown = 0.0
+        self.last = 0.0  # the latest event's moment
+        self.files: dict[str, None] = {}  # the paths the iterations changed, in order
+        self.files_partial = False  # an iteration changed more files than it named
 
     def at(self, event: Event) -> float:
         moment = epoch(event.ts)
@@ -115,18 +119,29 @@ class Fold:
 
     def walk(self, events: Sequence[Event]) -> None:
         for event in events:
+            self.last = max(self.last, self.at(event))
             self.one(event)
+        # A timeline that ends inside a cooldown (the batch was killed): the
+        # cooldown lasted at least until the last event, and no longer than planned.
         self.close_cooldown(None)
 
-    def close_cooldown(self, until: float | None) -> None:
+    def close_cooldown(self, until: float | None, *, stopped: bool = False) -> None:
+        """End the pending cooldown at ``until`` (None: its planned end, or the last event)."""
         if self.pending_cooldown is None:
             return
         start, planned, reason = self.pending_cooldown
-        end = until if until is not None else start + planned
-        self.mark(
-            COOLDOWN, start, end - start, f"cooldown {_secs(end - start)} after: {reason}", WARN
-        )
-        self.cooldown += max(0.0, end - start)
+        if until is None:
+            until = min(start + planned, max(self.last, start))
+            stopped = until < start + planned
+        end = max(start, until)
+        label = f"cooldown {_secs(end - start)} after: {reason}"
+        if stopped and end - start < planned:
+            label = (
+                f"cooldown {_secs(end - start)} of a planned {_secs(planned)} (the loop stopped)"
+                f" after: {reason}"
+            )
+        self.mark(COOLDOWN, start, end - start, label, WARN)
+        self.cooldown += end - start
         self.pending_cooldown = None
 
     def one(self, event: Event) -> None:
@@ -141,6 +156,7 @@ class Fold:
             self.iteration(event, now)
         elif isinstance(event, VerifyRecorded):
             self.last_verify = event.verdict
+            self.verify_checks = [c for c in event.checks if isinstance(c, dict)]
             if event.iteration is None:  # a hook's or a person's verify, not the loop's
                 tone = GOOD if event.verdict == "PASS" else BAD
                 label = (
@@ -163,6 +179,8 @@ class Fold:
             harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
             self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
         elif isinstance(event, RunStopped):
+            # The loop ended inside its cooldown: the cooldown ended with it.
+            self.close_cooldown(now, stopped=True)
             self.stopped = event
         elif isinstance(event, BreakerReset):
             self.mark(OTHER, now, 0, f"a person reset the {event.breaker}", NEUTRAL)
@@ -174,10 +192,10 @@ class Fold:
             self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
         elif isinstance(event, AlertRaised):
             text = f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
-            self.notice(ALERT, event.kind, text, event, now, BAD)
+            self.notice(ALERT, event.kind, text, event, now, BAD, event.alert, event.iteration)
         elif isinstance(event, AlertCleared):
             text = f"{event.alert} cleared at iteration {event.iteration}"
-            self.notice(ALERT, event.kind, text, event, now, GOOD)
+            self.notice(ALERT, event.kind, text, event, now, GOOD, event.alert, event.iteration)
         elif isinstance(event, RecoveryStep):
             text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
             if event.escalated:
@@ -186,8 +204,18 @@ class Fold:
         elif isinstance(event, ContractEvent | OtherEvent):
             self.named(event, now)
 
-    def notice(self, kind: str, name: str, text: str, event: Event, now: float, tone: str) -> None:
-        self.notices.append(Notice(name, text, event.ts))
+    def notice(
+        self,
+        kind: str,
+        name: str,
+        text: str,
+        event: Event,
+        now: float,
+        tone: str,
+        alert: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
+        self.notices.append(Notice(name, text, event.ts, alert, iteration))
         self.mark(kind, now, 0, text, tone)
 
     def gap(self, now: float, number: int) -> None:
@@ -214,7 +242,11 @@ class Fold:
 
     def iteration(self, event: IterationFinished, now: float) -> None:
         start = self.started.get(event.iteration, max(0.0, now - event.duration))
-        spend = Spend(event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated)
+        reported = event.cost_usd > 0 or event.cost_estimated
+        spend = Spend(
+            event.tokens, event.tool_calls, event.cost_usd, event.cost_estimated, reported
+        )
+        self.changed(event.signals or {})
         self.spend = self.spend + spend
         note = None
         if event.rate_limit is not None or not event.judged:
@@ -258,11 +290,20 @@ class Fold:
                 spend=spend,
                 judged=event.judged,
                 note=note or event.error or event.failure or event.start_error,
+                done=event.done,
             )
         )
         if event.circuit:
             self.circuit = event.circuit
         self.ready = now
+
+    def changed(self, signals: Mapping[str, Any]) -> None:
+        """The files an iteration changed, as its signals recorded them (the first 50)."""
+        named = [f for f in signals.get("files") or () if isinstance(f, str)]
+        self.files.update(dict.fromkeys(named))
+        counted = signals.get("files_modified")
+        if isinstance(counted, int) and counted > len(named):
+            self.files_partial = True
 
     def opened(self, event: BreakerOpened, now: float) -> None:
         condition = str((event.evidence or {}).get("condition") or _condition(event.reason))
@@ -302,6 +343,69 @@ class Fold:
             self.mark(RECOVERY, now, 0, label, WARN)
         else:
             self.mark(OTHER, now, 0, label, NEUTRAL)
+
+
+def in_time_order(marks: Sequence[Mark]) -> list[Mark]:
+    """Marks by when they began (a wait is placed where it began, after the iteration)."""
+    return sorted(marks, key=lambda mark: mark.start)
+
+
+def trip_words(trip: Trip) -> str:
+    """A trip in words, its condition said once: ``verify: 4 consecutive failures (opening 2)``."""
+    head = (
+        trip.reason
+        if trip.reason.startswith(f"{trip.condition}:")
+        else (f"{trip.condition} — {trip.reason}")
+    )
+    return f"{head} (opening {trip.opens}{', escalated' if trip.escalated else ''})"
+
+
+def verify_evidence(checks: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """The last verify's checks in words, and the failing checks' lines.
+
+    Returns ``("tests: exit 1 (failed); lint: exit 0", [lines])``: the lines are
+    each failing check's failure lines, or the tail of its output when none
+    looked like a failure, under a ``check:`` heading.
+    """
+    words = []
+    lines: list[str] = []
+    for check in checks:
+        name = str(check.get("name", "?"))
+        passed = check.get("passed")
+        outcome = str(check.get("outcome") or ("passed" if passed else "failed"))
+        words.append(f"{name}: {outcome}{' (failed)' if passed is False else ''}")
+        shown = check.get("failures") or check.get("tail") or []
+        if passed is False and isinstance(shown, list) and shown:
+            lines.append(f"{name}:")
+            lines += [f"  {line}" for line in shown if isinstance(line, str)]
+    return "; ".join(words), lines
+
+
+def alert_lines(notices: Sequence[Notice]) -> list[str]:
+    """A loop's alerts, one line per alert: how often raised, when last, whether cleared.
+
+    ``calls-remaining: raised 2×, last at iteration 3, cleared``. Alerts this
+    release does not know by name keep their own line each.
+    """
+    order: dict[str, list[Notice]] = {}
+    lines: list[str] = []
+    for notice in notices:
+        if notice.alert is None:
+            lines.append(notice.text)
+            continue
+        order.setdefault(notice.alert, []).append(notice)
+    for name, seen in order.items():
+        raised = [n for n in seen if n.name == AlertRaised.kind]
+        words = [f"raised {len(raised)}×" if len(raised) != 1 else "raised"]
+        if raised and raised[-1].iteration is not None:
+            words.append(f"{'last ' if len(raised) > 1 else ''}at iteration {raised[-1].iteration}")
+        words.append("cleared" if seen[-1].name == AlertCleared.kind else "still holding")
+        detail = raised[-1].text.split(": ", 1)[1] if raised and ": " in raised[-1].text else ""
+        line = f"{name}: {', '.join(words)}"
+        lines.append(
+            f"{line} ({detail})" if detail and seen[-1].name != AlertCleared.kind else line
+        )
+    return lines
 
 
 def _condition(reason: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from .._errors import UsageError
 from .._git import git_output
 from .._state import STATE_DIR, ChangePaths, IterationFinished, list_changes, parse_timeline
-from ._build import LoopFacts, build_report
+from ._build import LoopFacts, build_report, is_forge_file
 from ._model import BatchReport
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]+$")
@@ -108,9 +108,19 @@ def read_summary(root: Path, run_id: str) -> tuple[dict[str, Any] | None, list[s
 
 
 def gather_report(
-    root: Path, run_id: str, *, other_roots: Iterable[Path] = (), output_lines: int = 20
+    root: Path,
+    run_id: str,
+    *,
+    other_roots: Iterable[Path] = (),
+    output_lines: int = 20,
+    forge_files: Iterable[str] = ("memory/forge-lessons.md",),
 ) -> BatchReport:
-    """The report of ``run_id``, read from ``root`` (and the loops' other repositories)."""
+    """The report of ``run_id``, read from ``root`` (and the loops' other repositories).
+
+    ``forge_files`` are paths Forge writes in a working tree itself (the
+    recovery's lessons file): the view of the worktree leaves them out.
+    """
+    own = tuple(f for f in forge_files if f)
     summary, notes = read_summary(root, run_id)
     roots = {root.resolve(), *(Path(r).resolve() for r in other_roots)}
     for entry in (summary or {}).get("loops") or []:
@@ -135,7 +145,7 @@ def gather_report(
             read = parse_timeline(data)
             notes.extend(read.problems(paths.timeline))
             events = read.typed()
-            facts.append(_facts(paths, events, run_id, output_lines, shared))
+            facts.append(_facts(paths, events, run_id, output_lines, shared, own))
     return build_report(run_id, summary, facts, root=str(root.resolve()), notes=notes)
 
 
@@ -145,6 +155,7 @@ def _facts(
     run_id: str,
     output_lines: int,
     shared: dict[Path, tuple[str, list[str]]],
+    own: tuple[str, ...],
 ) -> LoopFacts:
     last_log = None
     for event in events:
@@ -157,7 +168,8 @@ def _facts(
         root=str(paths.root),
         events=events,
         where=where,
-        files_changed=files,
+        files_changed=[f for f in files if not is_forge_file(f, own)],
+        forge_files=own,
         output_tail=tail,
         output_source=str(last_log) if last_log is not None else None,
     )

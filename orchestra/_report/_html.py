@@ -13,12 +13,20 @@ from datetime import UTC, datetime
 from html import escape
 
 from ._build import DONE, INTERRUPTED, UNFINISHED
-from ._fold import evidence_lines, format_seconds
+from ._fold import (
+    alert_lines,
+    evidence_lines,
+    format_seconds,
+    in_time_order,
+    trip_words,
+    verify_evidence,
+)
 from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
 from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
-_GLYPH = {DONE: "✔", INTERRUPTED: "⏸", UNFINISHED: "…"}
+# Glyphs every common font has (DejaVu included): ⏸ is often an empty box.
+_GLYPH = {DONE: "✔", INTERRUPTED: "‖", UNFINISHED: "…"}
 
 _STYLE = """
 :root{--fg:#1f2328;--muted:#57606a;--line:#d0d7de;--bad:#cf222e;--good:#1a7f37;--warn:#9a6700}
@@ -68,6 +76,7 @@ def render_html(report: BatchReport) -> str:
         defs_svg(),
         _header(report),
         _escalations(report),
+        _not_finished(report),
         _loop_table(report),
         _timelines(report),
         _spend(report),
@@ -112,7 +121,12 @@ def when(epoch: float | None) -> str:
 
 
 def money(spend: Spend) -> str:
-    """A cost, ``~`` in front and ``(estimated)`` after when any part of it was estimated."""
+    """A cost, ``~`` in front and ``(estimated)`` after when any part of it was estimated.
+
+    "not reported" when nothing reported a cost (the agent tells none): not $0.
+    """
+    if not spend.reported:
+        return "not reported"
     text = f"${spend.cost_usd:,.4f}"
     return f"~{text} (estimated)" if spend.estimated else text
 
@@ -183,6 +197,32 @@ def _escalations(report: BatchReport) -> str:
     return f'<section id="escalations" aria-labelledby="escalations-h">\n{head}\n{body}\n</section>'
 
 
+def _not_finished(report: BatchReport) -> str:
+    """Loops that did not end and need no person: the command that runs them on."""
+    loops = not_finished(report)
+    if not loops:
+        return ""
+    items = "".join(
+        f'<li><a href="#loop-{_ident(report, loop)}">{escape(loop.change)}</a> — '
+        f"{_ending(loop.ending)}: <code>{escape(loop.resume[-1])}</code></li>"
+        for loop in loops
+    )
+    return (
+        '<section id="not-finished" aria-labelledby="not-finished-h">\n'
+        f'<h2 id="not-finished-h">Not finished ({len(loops)})</h2>\n'
+        "<p>These loops stopped before they ended (the batch was interrupted or killed); "
+        "their state is kept, and each goes on where it stopped with:</p>"
+        f"<ul>{items}</ul>\n</section>"
+    )
+
+
+def not_finished(report: BatchReport) -> list[LoopReport]:
+    """The loops that stopped without an ending of their own and go on when run again."""
+    return [
+        loop for loop in report.loops if not loop.escalated and loop.ending != DONE and loop.resume
+    ]
+
+
 def _ident(report: BatchReport, loop: LoopReport) -> str:
     del report  # the position is the loop's own: ids stay unique when two repos share a name
     return f"l{loop.position}-{loop.change}"
@@ -199,28 +239,28 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         facts.append(("Gate", escape(loop.gate)))
     last_trip = loop.trips[-1] if loop.trips else None
     if last_trip is not None:
-        facts.append(
-            (
-                "Trip",
-                f"{escape(last_trip.condition)} — {escape(last_trip.reason)} "
-                f"(opening {last_trip.opens}{', escalated' if last_trip.escalated else ''})",
-            )
-        )
+        facts.append(("Trip", escape(trip_words(last_trip))))
     if loop.detail:
         facts.append(("Detail", escape(loop.detail)))
     facts.append(("Iterations", _iterations(loop)))
     evidence = evidence_lines(last_trip.evidence) if last_trip is not None else []
     if evidence:
         facts.append(("Evidence", "<br>".join(escape(_short(line)) for line in evidence)))
+    checks, failing = verify_failed(loop)
+    if checks:
+        facts.append(("Last verify", escape(checks)))
     if loop.recovery:
         facts.append(("Recovery tried", "<br>".join(escape(n.text) for n in loop.recovery)))
     if loop.alerts:
-        facts.append(("Alerts", "<br>".join(escape(n.text) for n in loop.alerts)))
+        facts.append(("Alerts", "<br>".join(escape(t) for t in alert_lines(loop.alerts))))
     if loop.where:
         facts.append(("Work in", f"<code>{escape(loop.where)}</code>"))
     parts.append(
         '<dl class="facts">' + "".join(f"<dt>{a}</dt><dd>{b}</dd>" for a, b in facts) + "</dl>"
     )
+    if failing:
+        parts.append("<p>What the failing verify check(s) printed:</p>")
+        parts.append("<pre>" + escape("\n".join(failing)) + "</pre>")
     if loop.output_tail:
         source = f" of <code>{escape(loop.output_source)}</code>" if loop.output_source else ""
         parts.append(f"<p>Last {len(loop.output_tail)} line(s) of output{source}:</p>")
@@ -230,6 +270,14 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         parts.append(f'<p>To look, clear and resume:</p><ol class="commands">{commands}</ol>')
     parts.append("</article>")
     return "\n".join(parts)
+
+
+def verify_failed(loop: LoopReport) -> tuple[str, list[str]]:
+    """The last verify's checks and failing lines, when a failing verify stopped the loop."""
+    verify_trip = bool(loop.trips) and loop.trips[-1].condition == "verify"
+    if not loop.verify_checks or not (verify_trip or loop.verify == "FAIL"):
+        return "", []
+    return verify_evidence(loop.verify_checks)
 
 
 def _iterations(loop: LoopReport) -> str:
@@ -276,8 +324,8 @@ def _timelines(report: BatchReport) -> str:
         '<section id="timelines" aria-labelledby="timelines-h">\n'
         '<h2 id="timelines-h">Timelines</h2>\n'
         f'<p class="muted">Each strip spans the whole batch ({format_seconds(report.span)}), '
-        "so the loops line up. Hover or focus a shape for its detail; the table under each "
-        "strip says the same in words.</p>\n"
+        "so the loops line up. Hover a shape for its detail; under each strip, the events "
+        "in words (in time order) say the same.</p>\n"
         f'<ul class="legend" aria-label="Legend">{legend}</ul>\n'
         + "\n".join(articles)
         + "\n</section>"
@@ -310,19 +358,15 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
     score = score_svg(loop.rows, f"g-{ident}")
     score_block = score or '<p class="muted">No progress score recorded.</p>'
     where = f"<p>Work in <code>{escape(loop.where)}</code></p>" if loop.where else ""
-    files = ""
-    if loop.files_changed:
-        listed = "".join(f"<li><code>{escape(f)}</code></li>" for f in loop.files_changed)
-        more = f"<li>and {loop.files_more} more</li>" if loop.files_more else ""
-        files = (
-            f"<details><summary>Files changed ({len(loop.files_changed) + loop.files_more})"
-            f"</summary><ul>{listed}{more}</ul></details>"
-        )
+    files = _files(
+        "Files the loop changed", loop.files_loop, loop.files_loop_more, loop.files_loop_partial
+    )
+    files += _files("Files now in the worktree", loop.files_changed, loop.files_more, False)
     events = "".join(
         f"<li>{format_seconds(m.start)}: {escape(m.label)}"
         + (f" ({format_seconds(m.duration)})" if m.duration else "")
         + "</li>"
-        for m in loop.marks
+        for m in in_time_order(loop.marks)
     )
     return (
         f'<article id="loop-{ident}" aria-labelledby="h-{ident}">'
@@ -332,6 +376,18 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
         f"<details><summary>Events in words ({len(loop.marks)})</summary><ol>{events}</ol>"
         f"</details>{_rows(loop)}</article>"
     )
+
+
+def _files(title: str, listed: tuple[str, ...], more: int, partial: bool) -> str:
+    """A folded list of paths (the first of them, and how many more)."""
+    if not listed:
+        return ""
+    items = "".join(f"<li><code>{escape(f)}</code></li>" for f in listed)
+    if more:
+        items += f"<li>and {more} more</li>"
+    if partial:
+        items += "<li>and more: an iteration changed more files than it recorded</li>"
+    return f"<details><summary>{title} ({len(listed) + more})</summary><ul>{items}</ul></details>"
 
 
 def _rows(loop: LoopReport) -> str:

@@ -7,8 +7,10 @@ list of events and its progress score as a line of figures.
 
 from __future__ import annotations
 
-from ._fold import evidence_lines, format_seconds
-from ._html import money, source_note, when
+from collections.abc import Sequence
+
+from ._fold import alert_lines, evidence_lines, format_seconds, in_time_order, trip_words
+from ._html import money, not_finished, source_note, verify_failed, when
 from ._model import BatchReport, LoopReport
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
@@ -28,8 +30,81 @@ def _ending(ending: str) -> str:
     return f"{_GLYPH.get(ending, '❌')} {ending}"
 
 
-def render_markdown(report: BatchReport, *, max_events: int = 30) -> str:
-    """The report as Markdown."""
+def render_markdown(
+    report: BatchReport,
+    *,
+    max_events: int = 30,
+    max_chars: int = 0,
+    full_report: str | None = None,
+) -> str:
+    """The report as Markdown.
+
+    With ``max_chars`` (a pull request comment holds 65,536), a report that
+    would be longer is made compact: it keeps the header, the escalations and
+    the loops table, and leaves out first the per-loop timelines and the spend
+    table, then the escalations' output, then the loops table's last rows,
+    saying what it left out and where the full report (``full_report``) is.
+    """
+    head = _head(report)
+    escalations = [line for loop in report.escalations for line in _escalation(loop)]
+    table = _loop_rows(report)
+    timelines = [line for loop in report.loops for line in _timeline(loop, max_events)]
+    tail = _spend_and_notes(report)
+    resume = _not_finished(report)
+    full = _join(head, _escalations_head(report), escalations, resume, _table_head(), table)
+    full = _join(full, ["", "## Timelines", ""], timelines, tail)
+    if not max_chars or len(full) <= max_chars:
+        return full
+    where = f" The full report: {_code(full_report)}." if full_report else ""
+    left = ["the per-loop timelines", "the spend table"]
+    short = [line for loop in report.escalations for line in _escalation(loop, output=False)]
+    brief = [_escalation_line(loop) for loop in report.escalations]
+    if brief:
+        brief.append("")
+    steps = (
+        (escalations, None),
+        (short, "the escalations' output"),
+        (brief, "the escalations' details (one line each)"),
+    )
+    for cards, also in steps:
+        if also:
+            left.append(also)
+        body = _join(head, _escalations_head(report), cards, resume, _table_head(), table)
+        text = _join(body, _left_out(left, max_chars, where))
+        if len(text) <= max_chars:
+            return text
+    # Still too long (thousands of loops): as many of the table's rows as fit.
+    body = _join(head, _escalations_head(report), brief, resume, _table_head())
+    kept: list[str] = []
+    budget = max_chars - len(body) - 400 - len(where)
+    for row in table:
+        if budget - len(row) - 1 < 0:
+            break
+        kept.append(row)
+        budget -= len(row) + 1
+    left.append(f"{len(table) - len(kept)} of the loops table's {len(table)} rows")
+    return _join(body, kept, _left_out(left, max_chars, where))[:max_chars]
+
+
+def _join(*parts: Sequence[str] | str) -> str:
+    text = ""
+    for part in parts:
+        if isinstance(part, str):
+            text += part
+        elif part:
+            text += "\n".join(part) + "\n"
+    return text
+
+
+def _left_out(left: list[str], max_chars: int, where: str) -> list[str]:
+    return [
+        "",
+        f"_Compact report (kept under {max_chars:,} characters): left out "
+        f"{', '.join(left)}.{where}_",
+    ]
+
+
+def _head(report: BatchReport) -> list[str]:
     lines = [f"# Forge morning report — run `{report.run_id}`", "", f"**{report.outcome}**", ""]
     if not report.from_summary:
         lines += [f"_{source_note(report)}_", ""]
@@ -50,29 +125,53 @@ def render_markdown(report: BatchReport, *, max_events: int = 30) -> str:
         f"- Spend: {spend.tokens:,} tokens, {spend.tool_calls:,} tool calls, {money(spend)}",
         f"- Limiter waits: {waits}; about {format_seconds(waited)} spent waiting",
         "",
-        f"## Escalations ({len(report.escalations)})",
-        "",
     ]
+    return lines
+
+
+def _escalations_head(report: BatchReport) -> list[str]:
+    lines = [f"## Escalations ({len(report.escalations)})", ""]
     if not report.escalations:
         lines += ["No escalations: no loop needs a person.", ""]
-    for loop in report.escalations:
-        lines += _escalation(loop)
-    lines += [
+    return lines
+
+
+def _not_finished(report: BatchReport) -> list[str]:
+    loops = not_finished(report)
+    if not loops:
+        return []
+    lines = [
+        f"## Not finished ({len(loops)})",
+        "",
+        "These loops stopped before they ended (the batch was interrupted or killed); their "
+        "state is kept, and each goes on where it stopped with:",
+        "",
+    ]
+    lines += [f"- {loop.change} — {_ending(loop.ending)}: `{loop.resume[-1]}`" for loop in loops]
+    return [*lines, ""]
+
+
+def _table_head() -> list[str]:
+    return [
         "## Loops",
         "",
         "| Loop | Ending | Iterations | Trips | Tokens | Cost | Detail |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
-    for loop in report.loops:
-        lines.append(
-            f"| {_cell(loop.change)} | {_ending(loop.ending)} | {_iterations(loop)} | "
-            f"{len(loop.trips)} | {loop.spend.tokens:,} | {money(loop.spend)} | "
-            f"{_cell(loop.detail or '')} |"
-        )
-    lines += ["", "## Timelines", ""]
-    for loop in report.loops:
-        lines += _timeline(loop, max_events)
-    lines += [
+
+
+def _loop_rows(report: BatchReport) -> list[str]:
+    return [
+        f"| {_cell(loop.change)} | {_ending(loop.ending)} | {_iterations(loop)} | "
+        f"{len(loop.trips)} | {loop.spend.tokens:,} | {money(loop.spend)} | "
+        f"{_cell(loop.detail or '')} |"
+        for loop in report.loops
+    ]
+
+
+def _spend_and_notes(report: BatchReport) -> list[str]:
+    spend = report.spend
+    lines = [
         "## Spend",
         "",
         "| Loop | Tokens | Tool calls | Cost |",
@@ -89,7 +188,7 @@ def render_markdown(report: BatchReport, *, max_events: int = 30) -> str:
     if report.notes:
         lines += ["", "## What could not be read", ""]
         lines += [f"- {note}" for note in report.notes]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _iterations(loop: LoopReport) -> str:
@@ -97,29 +196,41 @@ def _iterations(loop: LoopReport) -> str:
     return f"{loop.iterations}{cap}"
 
 
-def _escalation(loop: LoopReport) -> list[str]:
+def _escalation_line(loop: LoopReport) -> str:
+    """An escalation in one line: the loop, its ending, what stopped it, what clears it."""
+    why = trip_words(loop.trips[-1]) if loop.trips else (loop.gate or loop.detail or "")
+    clear = loop.resume[-2] if len(loop.resume) > 1 else (loop.resume or ("",))[0]
+    resume = f"; clear: `{clear}`" if clear else ""
+    return f"- **{_cell(loop.change)}** — {_ending(loop.ending)}: {why}{resume}"
+
+
+def _escalation(loop: LoopReport, *, output: bool = True) -> list[str]:
     lines = [f"### {loop.change} — {_ending(loop.ending)}", ""]
     if loop.gate:
         lines.append(f"- Gate: {loop.gate}")
     if loop.trips:
         trip = loop.trips[-1]
-        lines.append(
-            f"- Trip: {trip.condition} — {trip.reason} (opening {trip.opens}"
-            f"{', escalated' if trip.escalated else ''})"
-        )
+        lines.append(f"- Trip: {trip_words(trip)}")
         evidence = evidence_lines(trip.evidence)
         if evidence:
             lines.append("- Evidence: " + "; ".join(evidence))
     if loop.detail:
         lines.append(f"- Detail: {loop.detail}")
     lines.append(f"- Iterations: {_iterations(loop)}")
+    checks, failing = verify_failed(loop)
+    if checks:
+        lines.append(f"- Last verify: {checks}")
     if loop.recovery:
         lines.append("- Recovery tried: " + "; ".join(n.text for n in loop.recovery))
     if loop.alerts:
-        lines.append("- Alerts: " + "; ".join(n.text for n in loop.alerts))
+        lines.append("- Alerts: " + "; ".join(alert_lines(loop.alerts)))
     if loop.where:
         lines.append(f"- Work in: {_code(loop.where)}")
-    if loop.output_tail:
+    if failing and output:
+        lines += ["", "What the failing verify check(s) printed:", "", "```text"]
+        lines += [line.replace("```", "`\u200b``") for line in failing]
+        lines.append("```")
+    if loop.output_tail and output:
         lines += ["", f"Last {len(loop.output_tail)} line(s) of output:", "", "```text"]
         lines += [line.replace("```", "`\u200b``") for line in loop.output_tail]
         lines.append("```")
@@ -136,11 +247,15 @@ def _timeline(loop: LoopReport, max_events: int) -> list[str]:
         lines += [f"Progress score by iteration: {', '.join(scores)}", ""]
     if loop.where:
         lines += [f"Work in {_code(loop.where)}", ""]
-    if loop.files_changed:
-        more = f" and {loop.files_more} more" if loop.files_more else ""
-        listed = ", ".join(_code(f) for f in loop.files_changed)
-        lines += [f"Files changed: {listed}{more}", ""]
-    shown = loop.marks[:max_events]
+    for title, files, more, partial in (
+        ("Files the loop changed", loop.files_loop, loop.files_loop_more, loop.files_loop_partial),
+        ("Files now in the worktree", loop.files_changed, loop.files_more, False),
+    ):
+        if files:
+            tail = f" and {more} more" if more else ""
+            tail += " and more (an iteration changed more than it recorded)" if partial else ""
+            lines += [f"{title}: {', '.join(_code(f) for f in files)}{tail}", ""]
+    shown = in_time_order(loop.marks)[:max_events]
     for mark in shown:
         took = f" ({format_seconds(mark.duration)})" if mark.duration else ""
         lines.append(f"- {format_seconds(mark.start)}: {mark.label}{took}")

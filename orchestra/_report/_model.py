@@ -45,12 +45,17 @@ NEUTRAL = "neutral"
 
 @attrs.frozen
 class Spend:
-    """Tokens, tool calls and cost; ``estimated`` when any cost was estimated, not reported."""
+    """Tokens, tool calls and cost; ``estimated`` when any cost was estimated, not reported.
+
+    ``reported`` is False when no iteration reported or estimated a cost (an
+    agent that tells none): the report then says "not reported", not $0.
+    """
 
     tokens: int = 0
     tool_calls: int = 0
     cost_usd: float = 0.0
     estimated: bool = False
+    reported: bool = False
 
     def __add__(self, other: Spend) -> Spend:
         return Spend(
@@ -58,6 +63,7 @@ class Spend:
             self.tool_calls + other.tool_calls,
             round(self.cost_usd + other.cost_usd, 6),
             self.estimated or other.estimated,
+            self.reported or other.reported,
         )
 
 
@@ -98,6 +104,7 @@ class IterationRow:
     spend: Spend
     judged: bool = True
     note: str | None = None
+    done: bool = False  # the agent said the change is done
 
 
 @attrs.frozen
@@ -123,6 +130,8 @@ class Notice:
     name: str
     text: str
     at: str | None = None
+    alert: str | None = None  # an alert's own name (``calls-remaining`` ...)
+    iteration: int | None = None
 
 
 @attrs.frozen
@@ -139,8 +148,14 @@ class LoopReport:
         detail: The ending in words.
         resume: The commands that reset or resume it, in order.
         where: The branch or worktree holding its work.
-        files_changed: Paths changed in its working tree (capped; ``files_more`` beyond).
+        files_loop: Paths its iterations changed, as the loop recorded them
+            (capped; ``files_loop_more`` beyond; ``files_loop_partial`` when an
+            iteration changed more files than it recorded paths of).
+        files_changed: Paths changed in its working tree now, when the report
+            was made (capped; ``files_more`` beyond; Forge's own files left out).
         output_tail: The last lines of its last iteration's output (already redacted).
+        verify_checks: The last verify's checks: ``name``, ``outcome``, ``passed``,
+            and for a failing one its ``failures`` lines and output ``tail``.
     """
 
     change: str
@@ -162,8 +177,12 @@ class LoopReport:
     where: str | None = None
     files_changed: tuple[str, ...] = ()
     files_more: int = 0
+    files_loop: tuple[str, ...] = ()
+    files_loop_more: int = 0
+    files_loop_partial: bool = False
     output_tail: tuple[str, ...] = ()
     output_source: str | None = None
+    verify_checks: tuple[dict[str, Any], ...] = ()
     limiter_wait: float = 0.0
     paused: float = 0.0
     cooldown: float = 0.0

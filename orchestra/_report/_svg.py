@@ -33,8 +33,13 @@ COLOURS = {GOOD: "#1a7f37", BAD: "#cf222e", WARN: "#9a6700", "neutral": "#57606a
 STRIP_WIDTH = 600
 _LANE_BAR = (4, 18)  # iterations: y, height
 _LANE_WAIT = (26, 10)  # cooldowns, limiter waits, provider pauses
-_LANE_EVENT = 46  # moments: circuit, integrity, alerts, recovery, verify (centre y)
-STRIP_HEIGHT = 58
+# Moments, each kind on its own row (centre y), so marks of one instant never
+# cover each other: a circuit's opening, the integrity restoration and the alert
+# it raised are often written in the same second.
+_LANE_EVENT = {CIRCUIT: 46, INTEGRITY: 60, ALERT: 74, RECOVERY: 88}
+_LANE_OTHER = 102  # verify run by a hook or a person, and other events
+STRIP_HEIGHT = 112
+_MARGIN = 8
 
 # The patterns every chart refers to, defined once per page (see ``defs_svg``).
 PATTERNS = """<pattern id="p-bad" width="6" height="6" patternUnits="userSpaceOnUse" \
@@ -48,11 +53,28 @@ patternTransform="rotate(-45)"><rect width="6" height="6" fill="#f6e7b0"/>\
 stroke-width="1"/></pattern>"""
 
 
+_SCORE_PLOT = 110  # the score chart's plot height; its legend's row is under it
+_SCORE_LEFT = 22
+_GOOD = COLOURS[GOOD]
+# The score chart's legend, drawn once and shown under every score chart.
+SCORE_LEGEND = (
+    f'<g id="score-legend" class="s-legend" font-size="8" fill="#57606a" '
+    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 8})">'
+    '<line x1="0" y1="0" x2="16" y2="0" stroke="#0969da" stroke-width="2"/>'
+    '<text x="20" y="3">iteration score</text>'
+    '<line x1="92" y1="0" x2="108" y2="0" stroke="#6639ba" stroke-width="1.5" '
+    'stroke-dasharray="5 3"/>'
+    '<text x="112" y="3">rolling window</text>'
+    f'<circle cx="186" cy="0" r="3.5" fill="#fff" stroke="{_GOOD}" stroke-width="1.5"/>'
+    '<text x="193" y="3">said done</text></g>'
+)
+
+
 def defs_svg() -> str:
     """A hidden SVG holding the patterns, placed once at the top of the page."""
     return (
         '<svg class="defs" aria-hidden="true" focusable="false" width="0" height="0">'
-        f"<defs>{PATTERNS}</defs></svg>"
+        f"<defs>{PATTERNS}{SCORE_LEGEND}</defs></svg>"
     )
 
 
@@ -72,15 +94,18 @@ def strip_svg(marks: Sequence[Mark], span: float, ident: str, summary: str) -> s
     scale = STRIP_WIDTH / max(span, 1e-9)
     shapes: list[str] = []
     for mark in marks:
-        x = round(mark.start * scale, 1)
-        width = max(2.0, round(mark.duration * scale, 1))
+        x = min(round(mark.start * scale, 1), STRIP_WIDTH)
+        # Nothing is drawn past the batch's end (a span the strip does not cover).
+        width = max(2.0, min(round(mark.duration * scale, 1), STRIP_WIDTH - x))
         shapes.append(_shape(mark, x, width))
     axis = (
         f'<line x1="0" y1="{STRIP_HEIGHT - 1}" x2="{STRIP_WIDTH}" y2="{STRIP_HEIGHT - 1}" '
         'stroke="#d0d7de"/>'
     )
     return (
-        f'<svg class="strip" viewBox="0 0 {STRIP_WIDTH} {STRIP_HEIGHT}" role="img" '
+        # A margin each side: a moment at the batch's very start or end is drawn whole.
+        f'<svg class="strip" viewBox="-{_MARGIN} 0 {STRIP_WIDTH + 2 * _MARGIN} {STRIP_HEIGHT}" '
+        'role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
         f'<title id="{ident}-t">Timeline strip</title><desc id="{ident}-d">{escape(summary)}</desc>'
         f"{axis}{''.join(shapes)}</svg>"
@@ -114,7 +139,7 @@ def _shape(mark: Mark, x: float, width: float) -> str:
             f'<rect class="m-{mark.kind}" x="{x}" y="{y}" width="{width}" height="{height}" '
             f"{attrs}>{tip}</rect>"
         )
-    cy = _LANE_EVENT
+    cy = _LANE_EVENT.get(mark.kind, _LANE_OTHER)
     if mark.kind == CIRCUIT:
         # Open: a triangle pointing down (the circuit breaks); otherwise one pointing up.
         if mark.tone == BAD:
@@ -127,7 +152,7 @@ def _shape(mark: Mark, x: float, width: float) -> str:
         return f'<polygon class="m-integrity" points="{points}" fill="{colour}">{tip}</polygon>'
     if mark.kind == ALERT:
         return (
-            f'<circle class="m-alert" cx="{x}" cy="{cy}" r="5" fill="#fff" stroke="{colour}" '
+            f'<circle class="m-alert" cx="{x}" cy="{cy}" r="5" fill="none" stroke="{colour}" '
             f'stroke-width="2.5">{tip}</circle>'
         )
     if mark.kind == RECOVERY:
@@ -184,16 +209,23 @@ def legend_icon(key: str) -> str:
         box = f"0 {top - 2} 24 {(_LANE_BAR if mark.kind == ITERATION else _LANE_WAIT)[1] + 4}"
     else:
         shape = _shape(mark, 12, 0)
-        box = f"0 {_LANE_EVENT - 8} 24 16"
+        box = f"0 {_LANE_EVENT.get(mark.kind, _LANE_OTHER) - 8} 24 16"
     return f'<svg class="icon" viewBox="{box}" aria-hidden="true" focusable="false">{shape}</svg>'
 
 
 def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
-    """The progress score by iteration (and its rolling window, dashed); None without scores."""
+    """The progress score by iteration (and its rolling window, dashed); None without scores.
+
+    A round dot is an iteration that made progress, a square one that did not,
+    and a ringed check the iteration that said the change is done (whatever its
+    score: the last step often changes little). A legend under the chart says
+    which line is which.
+    """
     scored = [r for r in rows if r.score is not None]
     if not scored:
         return None
-    width, height, pad = 300, 110, 14
+    width, plot, pad, left = 300, _SCORE_PLOT, 14, _SCORE_LEFT
+    height = plot + 16  # the legend's row under the plot
     values = [r.score or 0 for r in scored] + [
         r.window_score for r in scored if r.window_score is not None
     ]
@@ -201,11 +233,11 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     if high == low:
         high = low + 1
     count = len(scored)
-    step = (width - 2 * pad) / max(count - 1, 1)
+    step = (width - left - pad) / max(count - 1, 1)
 
     def point(index: int, value: int) -> tuple[float, float]:
-        x = pad + index * step if count > 1 else width / 2
-        y = pad + (high - value) * (height - 2 * pad) / (high - low)
+        x = left + index * step if count > 1 else (left + width - pad) / 2
+        y = pad + (high - value) * (plot - 2 * pad) / (high - low)
         return round(x, 1), round(y, 1)
 
     zero_y = point(0, 0)[1]
@@ -213,23 +245,38 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     window = [point(i, r.window_score) for i, r in enumerate(scored) if r.window_score is not None]
     dots = []
     for (x, y), row in zip(score_points, scored, strict=True):
-        colour = COLOURS[GOOD] if (row.score or 0) > 0 else COLOURS[BAD]
-        shape = (
-            f'<circle cx="{x}" cy="{y}" r="3.5" fill="{colour}">'
-            if (row.score or 0) > 0
-            else f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" fill="{colour}">'
-        )
         window_text = f" (window {row.window_score:+d})" if row.window_score is not None else ""
-        closing = "</circle>" if (row.score or 0) > 0 else "</rect>"
-        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}")
-        dots.append(f"{shape}{tip}{closing}")
-    words = ", ".join(f"iteration {r.number}: {r.score:+d}" for r in scored)
+        done_text = ", said done" if row.done else ""
+        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}{done_text}")
+        if row.done:
+            dots.append(
+                f'<g class="s-done"><circle cx="{x}" cy="{y}" r="5.5" fill="#fff" '
+                f'stroke="{COLOURS[GOOD]}" stroke-width="2"/><path d="M{x - 3} {y} l2 2.5 l4 -5" '
+                f'fill="none" stroke="{COLOURS[GOOD]}" stroke-width="1.8"/>{tip}</g>'
+            )
+        elif (row.score or 0) > 0:
+            dots.append(f'<circle cx="{x}" cy="{y}" r="3.5" fill="{COLOURS[GOOD]}">{tip}</circle>')
+        else:
+            dots.append(
+                f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" '
+                f'fill="{COLOURS[BAD]}">{tip}</rect>'
+            )
+    words = ", ".join(
+        f"iteration {r.number}: {r.score:+d}{' (said done)' if r.done else ''}" for r in scored
+    )
+    labels = [(zero_y, "0")]
+    # The top and bottom figures, unless they are zero or would overlap another.
+    for y, value in ((pad, high), (plot - pad, low)):
+        if value != 0 and all(abs(y - other) >= 9 for other, _ in labels):
+            labels.append((y, f"{value:+d}"))
     lines = (
-        f'<line x1="{pad}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
+        f'<line x1="{left}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
         'stroke-dasharray="1 3"/>'
-        f'<text x="2" y="{zero_y + 3}" font-size="8" fill="#57606a">0</text>'
-        f'<text x="2" y="{pad}" font-size="8" fill="#57606a">{high:+d}</text>'
-        f'<text x="2" y="{height - pad + 6}" font-size="8" fill="#57606a">{low:+d}</text>'
+        + "".join(
+            f'<text x="{left - 4}" y="{y + 3}" font-size="8" fill="#57606a" '
+            f'text-anchor="end">{text}</text>'
+            for y, text in labels
+        )
     )
     if len(window) > 1:
         lines += (
@@ -245,9 +292,10 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
         f'<svg class="score" viewBox="0 0 {width} {height}" role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
         f'<title id="{ident}-t">Progress score by iteration</title>'
-        f'<desc id="{ident}-d">{escape(words)}; a dashed line is the rolling window\'s score. '
-        f"Above zero the loop made progress (round dots), at or below it did not (squares).</desc>"
-        f"{lines}{''.join(dots)}</svg>"
+        f'<desc id="{ident}-d">{escape(words)}; the solid line is the iteration\'s score, the '
+        "dashed line the rolling window's. Above zero the loop made progress (round dots), at "
+        "or below it did not (squares); a ringed check marks the iteration that said done.</desc>"
+        f'{lines}{"".join(dots)}<use href="#score-legend"/></svg>'
     )
 
 

@@ -7,7 +7,7 @@ the timeline: the gate stays shut until a human runs ``--reset-breaker``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # Only named in annotations: the report's module imports trio, which
     # reading the breaker (forge status) does not need.
     from .._state import VerifyRecorded
+    from ._checks import CheckResult
     from ._report import VerifyReport
 
 
@@ -124,6 +125,26 @@ def _rebuild(paths: ChangePaths) -> VerifyAttempts:
     return state
 
 
+# A failing check's evidence kept in the timeline: enough to say what failed,
+# bounded so that a timeline stays small (the output was redacted when captured).
+EVIDENCE_LINES = 10
+
+
+def _check_record(check: CheckResult) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "name": check.name,
+        "passed": check.passed,
+        "outcome": check.outcome,
+        "duration": round(check.duration, 3),
+    }
+    if not check.passed:
+        if check.failure_lines:
+            record["failures"] = list(check.failure_lines[:EVIDENCE_LINES])
+        if check.last_lines:
+            record["tail"] = list(check.last_lines[-EVIDENCE_LINES:])
+    return record
+
+
 def verify_event(
     report: VerifyReport,
     state: VerifyAttempts,
@@ -142,15 +163,7 @@ def verify_event(
         blocked=state.blocked,
         total_attempts=state.total_attempts,
         duration=round(report.duration, 3),
-        checks=[
-            {
-                "name": c.name,
-                "passed": c.passed,
-                "outcome": c.outcome,
-                "duration": round(c.duration, 3),
-            }
-            for c in report.checks
-        ],
+        checks=[_check_record(c) for c in report.checks],
         scenarios={
             "total": len(report.coverage.scenarios),
             "covered": report.coverage.covered_count,
