@@ -16,7 +16,8 @@ from .fleet_support import (
     fleet_of,
     git,
     git_repo,
-    kill_host,
+    group_members,
+    kill_worker,
     most_starts_in_a_window,
     read_stamps,
     stamping_agent,
@@ -142,8 +143,14 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
             return any(s.change in mine and s.iteration >= 3 and s.what == "start" for s in stamps)
 
         wait_for(w1_mid_loop, what="w1 in the middle of a loop")
-        kill_host(doomed)
+        groups = kill_worker(doomed)  # the worker alone: its executors must die with it
         killed_at = time.time()
+        assert groups, "w1 had no executor running"
+        wait_for(
+            lambda: not any(group_members(g) for g in groups),
+            timeout=5,
+            what="w1's executors to die with it",
+        )
         rest = fleet.workers[1:]
         assert [w.wait(timeout=120) for w in rest] == [0, 0], fleet.output("w2")
 
@@ -152,6 +159,17 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
         for change in mine:
             assert status["loops"][change]["host"] in ("w2", "w3")
         stamps = read_stamps(fleet.stamps)
+        # The iterations w1's agents were in when it died were cut short with it:
+        # no agent of w1 went on working (and stamping) after the kill.
+        w1_started = {
+            (s.change, s.iteration) for s in stamps if s.change in mine and s.at <= killed_at
+        }
+        late_ends = [
+            s
+            for s in stamps
+            if s.what == "end" and s.at > killed_at and (s.change, s.iteration) in w1_started
+        ]
+        assert not late_ends, late_ends
         export = fleet.forge("fleet", "export", "--to", str(tmp_path / "exported"))
         assert export.code == 0, export
         for change in ("k1", "k2", "k3", "k4"):

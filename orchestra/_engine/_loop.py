@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -43,7 +44,6 @@ from .._state import (
     ProtectViolation,
     RunStarted,
     RunStopped,
-    utc_now_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import VerifyReport, run_verify, verify_event
@@ -375,7 +375,10 @@ class _Loop:
         )
         self.watch.calls = _calls_left(limiter)
         # The clock is read here, on the event loop (a test's clock lives there).
-        judge = partial(self._judge, self.settings.wall_clock(), utc_now_iso())
+        # One reading of the loop's wall clock (a fleet's is its server's) for
+        # both the decision and the times it persists.
+        now = self.settings.wall_clock()
+        judge = partial(self._judge, now, _iso(now))
         conclude = partial(self._conclude, record, outcome, after, measured, judge)
         state, verdict, record, secscan = await _in_thread(conclude)
         self.progress.completed += 1
@@ -681,3 +684,9 @@ def _repair_while_unwinding(
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """Run a blocking call (locks, fsyncs, git, the scan) off the event loop."""
     return await trio.to_thread.run_sync(partial(function, *args, **kwargs))
+
+
+def _iso(epoch: float) -> str:
+    """``epoch`` as the ISO-8601 UTC timestamps persisted everywhere (milliseconds)."""
+    stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
