@@ -73,7 +73,13 @@ def test_three_workers_share_one_limit_and_run_every_loop_once(
         assert starts[-1].at - starts[0].at >= 8.0 - START_LAG  # 12 starts: 3 windows
 
         status = fleet.status()
-        assert status["counts"] == {"queued": 0, "running": 0, "done": 12, "escalated": 0}
+        assert status["counts"] == {
+            "queued": 0,
+            "running": 0,
+            "waiting": 0,
+            "done": 12,
+            "escalated": 0,
+        }
         hosts = {loop["host"] for loop in status["loops"].values()}
         assert len(hosts) >= 2, hosts  # a host holds at most 3 loops at once
         assert all(info["finished"] for info in status["hosts"].values())
@@ -90,7 +96,7 @@ def test_three_workers_share_one_limit_and_run_every_loop_once(
         assert "next permit in" in "".join(fleet.output(h) for h in ("w1", "w2", "w3"))
         shown = fleet.forge("fleet", "status")
         assert shown.code == 0
-        counted = "12 loop(s) — 0 queued, 0 running, 12 done, 0 escalated"
+        counted = "12 loop(s) — 0 queued, 0 running, 0 waiting, 12 done, 0 escalated"
         assert f'fleet "nightly": {counted}' in shown.out
         assert "rate limit: " in shown.out
         assert any(line.startswith("  w2: last heartbeat ") for line in shown.lines)
