@@ -48,12 +48,19 @@ def checkout_repo(url: str, ref: str, change: str, cache: Path) -> Path:
             handle.write("\n.forge/\n")
     local = run_git(target, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").ok
     remote = run_git(target, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}").ok
-    if remote:
+    ahead = (
+        local
+        and run_git(
+            target, "merge-base", "--is-ancestor", f"refs/remotes/origin/{branch}", branch
+        ).ok
+    )
+    if remote and not ahead:
         # The remote's branch is the loop's latest pushed state (another host's,
-        # after a takeover): what this host's cache holds may be older. Leftovers
-        # of a copy of the loop this host lost are discarded with it.
+        # after a takeover): what this host's cache holds is older or apart from
+        # it. Leftovers of a copy of the loop this host lost are discarded with it.
         _git(target, "checkout", "--quiet", "--force", "-B", branch, f"origin/{branch}")
     elif local:
+        # This host's own branch: the remote has none, or only part of it (a push failed).
         _git(target, "checkout", "--quiet", branch)
     else:
         start = ref
