@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -29,6 +29,26 @@ _POLL_SECONDS = 0.02
 _READ_CHUNK = 64 * 1024
 _PROC = Path("/proc")
 _PR_SET_CHILD_SUBREAPER = 36
+
+# Called with (process group, True) when a command starts and (group, False)
+# once it is stopped: a fleet worker tells a watchdog process which groups to
+# kill should the worker itself be killed (see watch_process_groups).
+_group_watchers: list[Callable[[int, bool], None]] = []
+
+
+@contextlib.contextmanager
+def watch_process_groups(watcher: Callable[[int, bool], None]) -> Iterator[None]:
+    """Within the block, ``watcher(pgid, started)`` hears of every command's group.
+
+    A process that must not leave its commands behind when it dies (even by
+    SIGKILL, when nothing of it runs any more) hands the groups to a process
+    that outlives it. The watcher runs on trio's thread and must not block.
+    """
+    _group_watchers.append(watcher)
+    try:
+        yield
+    finally:
+        _group_watchers.remove(watcher)
 
 
 @attrs.frozen
@@ -130,6 +150,8 @@ async def run_process(
             output=capture.snapshot(),
         )
 
+    for watcher in _group_watchers:
+        watcher(process.pid, True)
     log_fd = _open_log(log_path)
     timed_out = False
     ended = False  # the command ended by itself (or by its time limit), not by cancellation
@@ -155,6 +177,8 @@ async def run_process(
     finally:
         with trio.CancelScope(shield=True):
             await stop_process_group(process, grace, whole_session=not ended or timed_out)
+        for watcher in _group_watchers:
+            watcher(process.pid, False)
         if log_fd is not None:
             os.close(log_fd)
 

@@ -16,7 +16,8 @@ from .fleet_support import (
     fleet_of,
     git,
     git_repo,
-    kill_host,
+    group_members,
+    kill_worker,
     most_starts_in_a_window,
     read_stamps,
     stamping_agent,
@@ -72,7 +73,13 @@ def test_three_workers_share_one_limit_and_run_every_loop_once(
         assert starts[-1].at - starts[0].at >= 8.0 - START_LAG  # 12 starts: 3 windows
 
         status = fleet.status()
-        assert status["counts"] == {"queued": 0, "running": 0, "done": 12, "escalated": 0}
+        assert status["counts"] == {
+            "queued": 0,
+            "running": 0,
+            "waiting": 0,
+            "done": 12,
+            "escalated": 0,
+        }
         hosts = {loop["host"] for loop in status["loops"].values()}
         assert len(hosts) >= 2, hosts  # a host holds at most 3 loops at once
         assert all(info["finished"] for info in status["hosts"].values())
@@ -89,7 +96,7 @@ def test_three_workers_share_one_limit_and_run_every_loop_once(
         assert "next permit in" in "".join(fleet.output(h) for h in ("w1", "w2", "w3"))
         shown = fleet.forge("fleet", "status")
         assert shown.code == 0
-        counted = "12 loop(s) — 0 queued, 0 running, 12 done, 0 escalated"
+        counted = "12 loop(s) — 0 queued, 0 running, 0 waiting, 12 done, 0 escalated"
         assert f'fleet "nightly": {counted}' in shown.out
         assert "rate limit: " in shown.out
         assert any(line.startswith("  w2: last heartbeat ") for line in shown.lines)
@@ -142,8 +149,14 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
             return any(s.change in mine and s.iteration >= 3 and s.what == "start" for s in stamps)
 
         wait_for(w1_mid_loop, what="w1 in the middle of a loop")
-        kill_host(doomed)
+        groups = kill_worker(doomed)  # the worker alone: its executors must die with it
         killed_at = time.time()
+        assert groups, "w1 had no executor running"
+        wait_for(
+            lambda: not any(group_members(g) for g in groups),
+            timeout=5,
+            what="w1's executors to die with it",
+        )
         rest = fleet.workers[1:]
         assert [w.wait(timeout=120) for w in rest] == [0, 0], fleet.output("w2")
 
@@ -152,6 +165,17 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
         for change in mine:
             assert status["loops"][change]["host"] in ("w2", "w3")
         stamps = read_stamps(fleet.stamps)
+        # The iterations w1's agents were in when it died were cut short with it:
+        # no agent of w1 went on working (and stamping) after the kill.
+        w1_started = {
+            (s.change, s.iteration) for s in stamps if s.change in mine and s.at <= killed_at
+        }
+        late_ends = [
+            s
+            for s in stamps
+            if s.what == "end" and s.at > killed_at and (s.change, s.iteration) in w1_started
+        ]
+        assert not late_ends, late_ends
         export = fleet.forge("fleet", "export", "--to", str(tmp_path / "exported"))
         assert export.code == 0, export
         for change in ("k1", "k2", "k3", "k4"):
@@ -255,6 +279,11 @@ def test_hosts_whose_clocks_are_minutes_apart_change_nothing(
             assert breaker["opens"] == 2
             assert breaker["escalated"] is True
             assert began - 1 <= breaker["opened_at"] <= ended + 1, (change, breaker)
+            # The spend's time too is the server's, not the skewed host's.
+            spend_file = tmp_path / "out" / ".forge" / "changes" / change / "spend.yaml"
+            updated = yaml.safe_load(spend_file.read_text())["updated_at"]
+            at = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp()
+            assert began - 1 <= at <= ended + 1, (change, updated)
             for event in fleet.timeline(change):
                 at = datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
                 assert began - 1 <= at <= ended + 1, event
@@ -455,6 +484,11 @@ def test_a_host_stopped_with_sigterm_gives_its_loops_back_at_once(
         stopping.send_signal(signal.SIGTERM)
         assert stopping.wait(timeout=30) == 130
         assert "given back by w1" in fleet.output("w1")
+        # Its last heartbeat says so: the status shows no loop running on it.
+        stopped = fleet.status()
+        assert stopped["hosts"]["w1"]["state"] == "interrupted", stopped["hosts"]
+        assert stopped["hosts"]["w1"]["running"] == []
+        assert stopped["loops"]["g1"]["state"] == "queued"
         fleet.spawn("w2", max_parallel=1)
         assert fleet.workers[1].wait(timeout=30) == 0, fleet.output("w2")
         status = fleet.status()
@@ -463,3 +497,206 @@ def test_a_host_stopped_with_sigterm_gives_its_loops_back_at_once(
         events = fleet.timeline("g1")
         runs = [e for e in events if e["event"] == "run.started"]
         assert runs[1]["plan"]["iterations_used"] == 1  # the interrupted iteration counts
+
+
+def repo_batch(fleet: Fleet, agent: str, *changes: str) -> str:
+    lines = ["[verify]", 'command = "true"', "specs = []"]
+    for change in changes:
+        lines += ["[[loop]]", f'change = "{change}"', 'repo = "project.git"']
+        lines += ['ref = "HEAD"', "push = true", f"cmd = {json.dumps(agent)}"]
+    return "\n".join(lines) + "\n"
+
+
+def bare_remote(tmp_path: Path) -> Path:
+    origin = git_repo(tmp_path / "origin")
+    bare = tmp_path / "project.git"
+    git(tmp_path, "clone", "-q", "--bare", str(origin), str(bare))
+    return bare
+
+
+COMMIT_ITERATION = (
+    'echo "$FORGE_ITERATION" >> "work.txt" && git add work.txt && '
+    'git commit -q -m "iteration $FORGE_ITERATION"'
+)
+
+
+def test_a_taken_over_repo_loop_keeps_the_dead_host_s_commits(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    bare = bare_remote(tmp_path)
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        step = {"hold": 0.5, "print": "working\n", "shell": COMMIT_ITERATION}
+        agent = stamping_agent(
+            tmp_path,
+            "commits",
+            fleet.stamps,
+            dict(step),
+            dict(step),
+            dict(step),
+            dict(step),
+            {"hold": 0.1, "print": "FORGE_DONE\n", "shell": COMMIT_ITERATION},
+        )
+        assert fleet.submit(repo_batch(fleet, agent, "r1")).code == 0
+        doomed = fleet.spawn("w1", max_parallel=1)
+        wait_for(
+            lambda: any(s.iteration == 3 and s.what == "start" for s in read_stamps(fleet.stamps)),
+            what="w1 in its third iteration",
+        )
+        kill_worker(doomed)
+        fleet.spawn("w2", max_parallel=1)
+        assert fleet.workers[1].wait(timeout=120) == 0, fleet.output("w2")
+
+        assert fleet.status()["loops"]["r1"]["host"] == "w2"
+        log = git(bare, "log", "--format=%s", "forge/r1").splitlines()
+        # The two iterations w1 recorded were pushed as they ended: w2 went on from them
+        # (the third, cut short by the kill, was never committed).
+        assert log[-3:] == ["iteration 2", "iteration 1", "initial"], log
+        assert log[0] == "iteration 5", log
+        assert "iteration 3" not in log
+        assert "pushed forge/r1" in fleet.output("w2")
+
+
+def test_a_loop_whose_branch_cannot_be_pushed_is_not_done(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    bare = bare_remote(tmp_path)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'this remote takes no pushes' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with fleet_of(tmp_path, redis_server) as fleet:
+        agent = stamping_agent(
+            tmp_path, "commits", fleet.stamps, {"print": "FORGE_DONE\n", "shell": COMMIT_ITERATION}
+        )
+        assert fleet.submit(repo_batch(fleet, agent, "np")).code == 0
+        fleet.spawn("w1", max_parallel=1)
+        assert fleet.wait_all() == [1], fleet.output("w1")
+
+        loop = fleet.status()["loops"]["np"]
+        assert loop["state"] == "escalated", loop
+        assert loop["reason"] == "push-failed", loop
+        assert "this remote takes no pushes" in loop["detail"], loop
+        assert "np  push-failed" in fleet.output("w1")
+        assert git(bare, "branch", "--list", "forge/*") == ""
+
+
+def test_the_lease_is_renewed_while_the_last_push_takes_longer_than_a_lease(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    bare = bare_remote(tmp_path)
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        # Every push waits 3 s on the remote; pushes after iterations are made
+        # while the loop runs, the last one after the loop has ended.
+        hook = bare / "hooks" / "pre-receive"
+        hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 3\n")
+        hook.chmod(0o755)
+        agent = stamping_agent(
+            tmp_path, "commits", fleet.stamps, {"print": "FORGE_DONE\n", "shell": COMMIT_ITERATION}
+        )
+        assert fleet.submit(repo_batch(fleet, agent, "slow")).code == 0
+        fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="the loop under way")
+        fleet.spawn("w2", max_parallel=1)  # ready to take over a lease that lapsed
+        assert fleet.wait_all(timeout=180) == [0, 0], fleet.output("w1") + fleet.output("w2")
+
+        loop = fleet.status()["loops"]["slow"]
+        assert loop["host"] == "w1", loop
+        assert loop["reason"] == "done", loop
+        assert len(read_stamps(fleet.stamps)) == 2  # one iteration, run once
+        assert "claimed by w2" not in fleet.output("w2")
+        assert "lease lost" not in fleet.output("w1")
+        assert git(bare, "log", "--format=%s", "forge/slow").splitlines()[0] == "iteration 1"
+
+
+def test_a_dead_host_is_shown_lost_and_its_loops_waiting_for_takeover(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        agent = stamping_agent(tmp_path, "long", fleet.stamps, {"hold": 60, "print": "working\n"})
+        folder = git_repo(tmp_path / "loops" / "d1")
+        batch = "\n".join(
+            [
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[[loop]]",
+                'change = "d1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        doomed = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        alive = fleet.status()
+        assert alive["hosts"]["w1"]["state"] == "working"
+        assert alive["loops"]["d1"]["state"] == "running"
+        kill_worker(doomed)
+
+        def lost() -> bool:
+            return bool(fleet.status()["hosts"]["w1"]["state"] == "lost")
+
+        wait_for(lost, timeout=10, what="w1 shown lost")
+        status = fleet.status()
+        assert status["hosts"]["w1"]["last_heartbeat_ago"] > 2.0
+        assert status["loops"]["d1"]["state"] == "waiting", status["loops"]
+        assert status["counts"]["running"] == 0
+        assert status["counts"]["waiting"] == 1
+        shown = fleet.forge("fleet", "status")
+        assert "1 loop(s) — 0 queued, 0 running, 1 waiting, 0 done, 0 escalated" in shown.out
+        assert "w1: last heartbeat" in shown.out
+        assert "LOST (no heartbeat for longer than a lease)" in shown.out
+        assert "d1  waiting for takeover" in shown.out
+        assert "its host w1 was lost" in shown.out
+        # Another host claims it: it runs again, on that host.
+        fleet.spawn("w2", max_parallel=1)
+        wait_for(lambda: "claimed by w2" in fleet.output("w2"), what="the takeover")
+        wait_for(
+            lambda: fleet.status()["loops"]["d1"]["state"] == "running",
+            timeout=10,
+            what="the loop running on w2",
+        )
+        assert fleet.status()["loops"]["d1"]["host"] == "w2"
+
+
+def test_a_host_cut_off_from_the_server_stops_its_executor_before_the_lease_runs_out(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    lease, grace = 6.0, 2.0
+    with fleet_of(tmp_path, redis_server, lease=f"{lease:g}s", heartbeat="1s") as fleet:
+        began, died = tmp_path / "began", tmp_path / "died"
+        agent = stamping_agent(
+            tmp_path,
+            "trapped",
+            fleet.stamps,
+            {
+                "hold": 0,
+                "print": "working\n",
+                "shell": f"trap 'date +%s.%N > {died}; exit 1' TERM; "
+                f"date +%s.%N > {began}; sleep 60 & wait",
+            },
+        )
+        folder = git_repo(tmp_path / "loops" / "s1")
+        batch = "\n".join(
+            [
+                "[run]",
+                f'grace = "{grace:g}s"',
+                "[verify]",
+                'command = "true"',
+                "specs = []",
+                "[[loop]]",
+                'change = "s1"',
+                f"dir = {json.dumps(str(folder))}",
+                f"cmd = {json.dumps(agent)}",
+            ]
+        )
+        assert fleet.submit(batch + "\n").code == 0
+        fleet.spawn("w1", max_parallel=1)
+        wait_for(began.exists, what="the executor under way")
+        redis_server.stop()
+        down_at = time.time()
+        wait_for(died.exists, timeout=lease + grace + 5, what="the executor stopped")
+        stopped_at = float(died.read_text())
+        # Its lease was last renewed before the server went: SIGTERM came early enough
+        # for the grace to pass (SIGKILL) before the lease could lapse.
+        assert stopped_at - down_at <= lease - grace, (stopped_at - down_at, lease - grace)
+        wait_for(lambda: "lease lost" in fleet.output("w1"), what="the loop given up")

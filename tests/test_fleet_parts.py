@@ -225,6 +225,14 @@ def test_commands_name_what_is_missing_or_wrong(tmp_path: Path, redis_server: Re
     conflict = run_forge(["fleet", "status"], cwd=tmp_path, env=env)
     assert conflict.code == 2
     assert "fleet.heartbeat" in conflict.err
+    # A host cut off from the server stops its executor a heartbeat plus the
+    # executor's grace (10 s by default) before its lease runs out.
+    (tmp_path / "forge.toml").write_text('[fleet]\nlease = "12s"\nheartbeat = "1s"\n')
+    short = run_forge(["fleet", "submit", "--batch", str(batch)], cwd=tmp_path, env=env)
+    assert short.code == 2, short
+    assert "the fleet's lease is too short for its loops" in short.err
+    assert 'loop "a": run.grace 10s + 2 × fleet.heartbeat 1s is not shorter than' in short.err
+    assert "Traceback" not in short.err
     (tmp_path / "forge.toml").write_text("")
     nothing = run_forge(["fleet", "work"], cwd=tmp_path, env=env)
     assert nothing.code == 2
@@ -239,7 +247,7 @@ def test_commands_name_what_is_missing_or_wrong(tmp_path: Path, redis_server: Re
     assert replaced.code == 0
     status = run_forge(["fleet", "status"], cwd=tmp_path, env=env)
     assert status.code == 0
-    assert "1 loop(s) — 1 queued, 0 running, 0 done, 0 escalated" in status.out
+    assert "1 loop(s) — 1 queued, 0 running, 0 waiting, 0 done, 0 escalated" in status.out
     redis_server.stop()
     down = run_forge(["fleet", "status"], cwd=tmp_path, env=env)
     assert down.code == 1

@@ -412,3 +412,21 @@ async def test_a_reset_during_the_cooldown_is_kept(
     assert kinds == ["breaker.opened", "breaker.reset", "breaker.reset"]
     state = yaml.safe_load((tmp_path / ".forge" / "changes" / "c" / "breaker.yaml").read_text())
     assert (state["state"], state["opens"]) == ("closed", 0)
+
+
+async def test_persisted_times_are_the_loop_s_wall_clock(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # A fleet passes its server's clock as the wall clock: the spend's and the
+    # verify streak's times are that clock's, not this machine's.
+    summary, _, _ = await supervise_one(
+        tmp_path, mock_clock, policy("true"), shlex.join(["echo", "FORGE_DONE"])
+    )
+    assert summary.reason == DONE
+    folder = tmp_path / ".forge" / "changes" / "c"
+    spend = yaml.safe_load((folder / "spend.yaml").read_text())
+    assert spend["updated_at"].startswith("2027-01-15T08:00:"), spend
+    verify = (folder / "verify-attempts.yaml").read_text()
+    stamps = [word for word in verify.split() if word.strip("'\"").startswith("20")]
+    assert stamps, verify
+    assert all(stamp.strip("'\"").startswith("2027-01-15T08:00:") for stamp in stamps), verify

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from .._engine import DONE, new_run_id
-from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, ConfigError, UsageError
 from .._fleet import (
     BatchInfo,
     Connection,
@@ -32,7 +32,7 @@ from .._fleet import (
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
 from .._state import STATE_DIR, atomic_write
-from .._supervise import Dashboard, limiter_line, prepare, resolve_loops
+from .._supervise import Dashboard, LoopSetup, limiter_line, prepare, resolve_loops
 from ._common import policy_from, project_from
 from ._console import Output
 from ._trio_run import run_interruptible
@@ -69,6 +69,8 @@ def submit_cmd(args: argparse.Namespace, out: Output) -> int:
         seen.add(setup.change)
     # Every executor and rules file must resolve before anything is enqueued.
     prepare([s for s in setups if not s.repo], new_run_id())
+    config = _config(loaded)
+    _check_grace_fits(config, setups, batch_path)
     specs = [
         LoopSpec(
             change=setup.change,
@@ -82,7 +84,6 @@ def submit_cmd(args: argparse.Namespace, out: Output) -> int:
         )
         for setup in setups
     ]
-    config = _config(loaded)
     connection = Connection(config)
     try:
         server_time = connection.server_time()
@@ -113,6 +114,30 @@ def submit_cmd(args: argparse.Namespace, out: Output) -> int:
             {"name": config.name, "loops": [s.change for s in specs], "batch": batch.to_json()}
         )
     return EXIT_OK
+
+
+def _check_grace_fits(config: FleetConfig, setups: list[LoopSetup], batch: Path) -> None:
+    """``2 × heartbeat + grace < lease`` for every loop, or the fleet cannot fence it.
+
+    A host that cannot renew a lease stops its executor a heartbeat plus the
+    executor's grace before the lease runs out, and must have renewed at least
+    once a heartbeat before that.
+    """
+    problems = [
+        f'loop "{setup.change}": run.grace {setup.policy.run.grace.seconds:g}s + '
+        f"2 × fleet.heartbeat {config.heartbeat:g}s is not shorter than "
+        f"fleet.lease {config.lease:g}s"
+        for setup in setups
+        if 2 * config.heartbeat + setup.policy.run.grace.seconds >= config.lease
+    ]
+    if problems:
+        raise ConfigError(
+            f"{batch}: the fleet's lease is too short for its loops",
+            problems=problems,
+            hint="lengthen [fleet] lease, or shorten [fleet] heartbeat or [run] grace: a "
+            "host that cannot reach the server must stop its executor (grace included) "
+            "before another host may take the loop over",
+        )
 
 
 def _repo_url(repo: str, base: Path) -> str:
@@ -248,6 +273,9 @@ def _print_loops(status: FleetStatus, out: Output) -> None:
         state = str(loop.get("state"))
         reason = loop.get("reason") or state
         where = f"on {loop['host']}" if loop.get("host") else ""
+        if state == "waiting":
+            reason = "waiting for takeover"
+            where = f"its host {loop['host']} was lost" if loop.get("host") else ""
         iterations = loop.get("iterations")
         count = f"{iterations} iteration(s)" if iterations is not None else ""
         said = " ".join(part for part in (count, where) if part)
@@ -298,7 +326,13 @@ def status_cmd(args: argparse.Namespace, out: Output) -> int:
     if not status.hosts:
         out.line("  (none has reported yet)")
     for host, info in sorted(status.hosts.items()):
-        running = "finished" if info.get("finished") else ", ".join(info["running"]) or "idle"
+        state = info.get("state")
+        if state == "working":
+            running = ", ".join(info["running"]) or "idle"
+        elif state == "lost":
+            running = "LOST (no heartbeat for longer than a lease)"
+        else:
+            running = str(state)
         skew = info.get("clock_skew")
         clock = f" · clock {skew:+.0f}s from the server's" if skew and abs(skew) >= 1 else ""
         out.line(

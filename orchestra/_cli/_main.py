@@ -580,7 +580,8 @@ def run(args: argparse.Namespace) -> int:
         out.note(exc.render(), style="red")
         return exc.exit_code
     except KeyboardInterrupt:
-        out.note("interrupted", style="red")
+        # On a terminal, the "^C" the terminal echoed ends no line: start a new one.
+        out.note(("\n" if sys.stderr.isatty() else "") + "interrupted", style="red")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_USAGE

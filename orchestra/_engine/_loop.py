@@ -43,7 +43,7 @@ from .._state import (
     ProtectViolation,
     RunStarted,
     RunStopped,
-    utc_now_iso,
+    utc_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import VerifyReport, run_verify, verify_event
@@ -375,7 +375,10 @@ class _Loop:
         )
         self.watch.calls = _calls_left(limiter)
         # The clock is read here, on the event loop (a test's clock lives there).
-        judge = partial(self._judge, self.settings.wall_clock(), utc_now_iso())
+        # One reading of the loop's wall clock (a fleet's is its server's) for
+        # both the decision and the times it persists.
+        now = self.settings.wall_clock()
+        judge = partial(self._judge, now, utc_iso(now))
         conclude = partial(self._conclude, record, outcome, after, measured, judge)
         state, verdict, record, secscan = await _in_thread(conclude)
         self.progress.completed += 1

@@ -2,10 +2,11 @@
 
 A ``repo`` loop is cloned once per host into the host's cache
 (``<cache>/<batch>/<change>``), and works on the branch ``forge/<change>``: the
-remote's branch when an earlier host pushed one (a takeover continues from
-there), else a new branch from ``ref``. With ``push = true`` the branch is
-pushed when the loop ends, so the morning's results are branches on the
-remote. Forge's own state folder inside a clone is kept out of git.
+remote's branch when a host pushed one (a takeover continues from there, even
+over an older copy of the branch in this host's cache), else a new branch from
+``ref``. With ``push = true`` the branch is pushed after every recorded
+iteration, when a loop is given back and when it ends, so the morning's
+results are branches on the remote. Forge's own state folder inside a clone is kept out of git.
 """
 
 from __future__ import annotations
@@ -47,10 +48,20 @@ def checkout_repo(url: str, ref: str, change: str, cache: Path) -> Path:
             handle.write("\n.forge/\n")
     local = run_git(target, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").ok
     remote = run_git(target, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{branch}").ok
-    if local:
+    ahead = (
+        local
+        and run_git(
+            target, "merge-base", "--is-ancestor", f"refs/remotes/origin/{branch}", branch
+        ).ok
+    )
+    if remote and not ahead:
+        # The remote's branch is the loop's latest pushed state (another host's,
+        # after a takeover): what this host's cache holds is older or apart from
+        # it. Leftovers of a copy of the loop this host lost are discarded with it.
+        _git(target, "checkout", "--quiet", "--force", "-B", branch, f"origin/{branch}")
+    elif local:
+        # This host's own branch: the remote has none, or only part of it (a push failed).
         _git(target, "checkout", "--quiet", branch)
-    elif remote:
-        _git(target, "checkout", "--quiet", "-b", branch, f"origin/{branch}")
     else:
         start = ref
         if run_git(target, "rev-parse", "--verify", "--quiet", f"refs/remotes/origin/{ref}").ok:
@@ -59,14 +70,14 @@ def checkout_repo(url: str, ref: str, change: str, cache: Path) -> Path:
     return target
 
 
-def push_branch(workdir: Path, change: str) -> None:
+def push_branch(workdir: Path, change: str, *, timeout: float = CLONE_TIMEOUT) -> None:
     """Push ``forge/<change>`` to ``origin`` (blocking).
 
     Raises:
         SourceError: the push was refused or failed.
     """
     branch = branch_of(change)
-    _git(workdir, "push", "--quiet", "origin", f"{branch}:{branch}", timeout=CLONE_TIMEOUT)
+    _git(workdir, "push", "--quiet", "origin", f"{branch}:{branch}", timeout=timeout)
 
 
 def _git(cwd: Path, *args: str, timeout: float = 120.0) -> None:

@@ -17,6 +17,12 @@ from ._limiter import RedisBackend
 from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, read_batch, read_status
 from ._store import read_state, timeline_lines
 
+WAITING = "waiting"
+"""A loop's state while its host is lost and no other host has taken it over yet."""
+
+LOST = "lost"
+"""A host's state when its last heartbeat is older than a lease (killed, cut off)."""
+
 
 @attrs.frozen
 class FleetStatus:
@@ -26,8 +32,11 @@ class FleetStatus:
         name: The batch's name.
         server_time: The server's clock when read (epoch seconds).
         batch: What was submitted, or None.
-        hosts: Per host: last heartbeat (seconds ago), loops running, clock skew.
-        loops: Per change: state (queued, running, done, escalated), host, ending.
+        hosts: Per host: ``state`` (working, finished, interrupted, or lost when
+            its last heartbeat is older than a lease), last heartbeat (seconds
+            ago), loops running, clock skew.
+        loops: Per change: state (queued, running, waiting — its host was lost
+            and no other has taken it over yet —, done, escalated), host, ending.
         limiter: The shared limiter's use (calls, window, used, next free).
     """
 
@@ -40,7 +49,7 @@ class FleetStatus:
 
     def counts(self) -> dict[str, int]:
         states = [loop["state"] for loop in self.loops.values()]
-        return {state: states.count(state) for state in (QUEUED, RUNNING, *ENDED)}
+        return {state: states.count(state) for state in (QUEUED, RUNNING, WAITING, *ENDED)}
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -71,8 +80,10 @@ def fleet_status(connection: Connection) -> FleetStatus:
     hosts: dict[str, dict[str, Any]] = {}
     for host, text in raw_hosts.items():
         beat = json.loads(text)
+        ago = now - float(beat.get("seen", now))
         hosts[host] = {
-            "last_heartbeat_ago": round(now - float(beat.get("seen", now)), 3),
+            "state": _host_state(beat, ago, connection.config.lease),
+            "last_heartbeat_ago": round(ago, 3),
             "running": beat.get("running", []),
             "max_parallel": beat.get("max_parallel"),
             "clock_skew": beat.get("skew"),
@@ -82,6 +93,9 @@ def fleet_status(connection: Connection) -> FleetStatus:
         if loop.get("state") == RUNNING:
             holder = connection.once(partial(_get, keys.lease(change)))
             loop["lease"] = "held" if holder else "lapsed (another host will take it over)"
+            if hosts.get(str(loop.get("host")), {}).get("state") in (LOST, "interrupted"):
+                # Nothing runs it: its host is gone, and no other host has claimed it yet.
+                loop["state"] = WAITING
     limiter = None
     if batch is not None:
         rule = SlidingWindow(batch.calls, batch.window)
@@ -121,6 +135,14 @@ def export_state(connection: Connection, root: Path) -> list[str]:
         text = "".join(f"{line}\n" for _id, line in lines)
         atomic_write(paths.timeline, text.encode("utf-8"))
     return changes
+
+
+def _host_state(beat: dict[str, Any], ago: float, lease: float) -> str:
+    if beat.get("interrupted"):
+        return "interrupted"
+    if beat.get("finished"):
+        return "finished"
+    return LOST if ago > lease else "working"
 
 
 def _get(key: str, client: Any) -> Any:

@@ -118,6 +118,8 @@ class RedisChangeStore:
         token: The fencing token this host received when it claimed the loop.
         iso: The server's wall clock as the timeline's timestamps.
         owns_circuit: The loop moves the loop circuit (always, in a fleet).
+        after_commit: Called (in the committing thread) after each iteration's
+            record is written, while the lease is still this host's.
     """
 
     def __init__(
@@ -129,7 +131,9 @@ class RedisChangeStore:
         iso: Callable[[], str],
         *,
         owns_circuit: bool = True,
+        after_commit: Callable[[], None] | None = None,
     ) -> None:
+        self._after_commit = after_commit
         self._connection = connection
         self._keys = keys
         self.change = change
@@ -219,6 +223,8 @@ class RedisChangeStore:
             fields["circuit"] = after.circuit
         self._write(fields, events)
         self._state = after
+        if self._after_commit is not None and not self._gone():
+            self._after_commit()
         return after, verdict
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:

@@ -5,11 +5,20 @@ The worker is a trio program. Its tasks:
 - the claimer: takes a loop another host left (``XAUTOCLAIM`` of an entry
   idle past a lease) or a new one, and claims its lease and fencing token;
 - one task per running loop: :func:`run_loop` with the Redis store and the
-  fleet's limiter, beside a renewer that renews its lease every heartbeat. A
-  renewal the fence refuses, or none that succeeded for a whole lease, means
-  another host may have the loop: the store refuses every write and the loop
-  (its executor's process group with it) is stopped;
-- the heartbeat: reads the server's clock and reports the host as alive.
+  fleet's limiter, beside a renewer that renews its lease every heartbeat
+  until the loop's ending is recorded. A renewal the fence refuses means
+  another host has the loop: the store refuses every write and the loop (its
+  executor's process group with it) is stopped. When renewals fail (the server
+  cannot be reached), the loop is stopped a heartbeat plus the executor's
+  grace before the lease runs out, so that its executor is gone before any
+  other host may claim the loop (hence ``2 × heartbeat + grace < lease``);
+- the heartbeat: reads the server's clock and reports the host as alive, and
+  once more when the host stops (finished or interrupted).
+
+Every executor's process group is handed to a watchdog process, which kills
+them if the worker itself is killed (see :mod:`._watchdog`). A ``repo`` loop
+with ``push = true`` pushes its branch after every recorded iteration and when
+it is given back, so a host that takes it over continues from those commits.
 
 An unreachable server stops nothing by itself: the limiter grants no permit
 (no executor starts), writes wait for the server, and a host that was cut
@@ -71,6 +80,13 @@ from ._queue import (
 )
 from ._source import SourceError, checkout_repo, push_branch
 from ._store import RedisChangeStore
+from ._watchdog import executors_die_with_this_process
+
+PUSH_FAILED = "push-failed"
+"""The ending of a loop whose work could not be pushed to the remote."""
+
+# A push when a loop is given back must not hold a stopping host for long.
+GIVE_BACK_PUSH_TIMEOUT = 60.0
 
 _T = TypeVar("_T")
 
@@ -86,6 +102,8 @@ class Running:
 
     change: str
     progress: LoopProgress
+    # Seconds between SIGTERM and SIGKILL for this loop's executor (its policy's).
+    grace: float = 0.0
 
 
 @attrs.define
@@ -155,12 +173,20 @@ class Worker:
     async def run(self) -> WorkerResult:
         """Work until every loop of the batch has ended (on any host)."""
         await self._call_retrying(lambda _client: self.clock.sync())
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._heartbeat)
-            await self._claim_until_all_ended(nursery)
-            nursery.cancel_scope.cancel()
-        with contextlib.suppress(FleetUnavailable):
-            await self._beat(finished=True)
+        interrupted = True
+        try:
+            with executors_die_with_this_process():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._heartbeat)
+                    await self._claim_until_all_ended(nursery)
+                    nursery.cancel_scope.cancel()
+            interrupted = False
+        finally:
+            # The last word, also when stopped: the status shows this host gone
+            # rather than running loops it gave back.
+            with trio.CancelScope(shield=True), contextlib.suppress(FleetUnavailable):
+                with trio.move_on_after(self.config.command_timeout * 2):
+                    await self._beat(finished=True, interrupted=interrupted)
         return self.result
 
     # -- claiming -------------------------------------------------------------
@@ -214,36 +240,51 @@ class Worker:
 
     async def _run_one(self, entry_id: str, spec: LoopSpec, token: int) -> None:
         running = self.running[spec.change]
-        store = RedisChangeStore(self.connection, self.keys, spec.change, token, self.clock.iso)
+        pushing = bool(spec.repo and spec.push)
+        store = RedisChangeStore(
+            self.connection,
+            self.keys,
+            spec.change,
+            token,
+            self.clock.iso,
+            after_commit=partial(self._push_after_iteration, spec) if pushing else None,
+        )
         self.on_event("fleet", spec.change, f"claimed by {self.host} (fencing token {token})")
         try:
             summary: RunSummary | None = None
-            try:
-                with trio.CancelScope() as scope:
-                    async with trio.open_nursery() as nursery:
-                        renew = partial(self._renew_lease, entry_id, spec.change, token)
-                        nursery.start_soon(renew, store, scope)
+            async with trio.open_nursery() as renewing:
+                # The lease is renewed until the loop's ending is recorded (a push
+                # may take minutes): only then is the renewer cancelled.
+                scope = trio.CancelScope()
+                renew = partial(self._renew_lease, entry_id, spec.change, token, running)
+                renewing.start_soon(renew, store, scope)
+                try:
+                    with scope:
                         summary = await self._run_loop(spec, store, running)
-                        nursery.cancel_scope.cancel()
-            except BaseException:
-                # This host is stopping (cancelled, interrupted; the nursery may wrap
-                # it in a group): give the loop back so that another host takes it
-                # over now rather than after its lease, then go on stopping.
-                if not store.revoked:
-                    with trio.CancelScope(shield=True):
-                        await self._give_back(entry_id, spec.change, token)
-                raise
-            if store.revoked or summary is None:
-                # Stopped (the lease lapsed) or fenced out: the loop is another host's
-                # to resume once its entry has been idle for a lease.
-                self.result.lost.append(spec.change)
-                self.on_event(
-                    "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
-                )
-                return
-            if spec.repo and spec.push and summary.reason not in (WORKTREE_FAILED,):
-                summary = await self._push(spec, summary)
-            ended = await self._finish_loop(entry_id, spec.change, token, summary)
+                except BaseException:
+                    # This host is stopping (cancelled, interrupted; a nursery may wrap
+                    # it in a group): push what the loop committed, give the loop back
+                    # so that another host takes it over now rather than after its
+                    # lease, then go on stopping.
+                    if not store.revoked:
+                        with trio.CancelScope(shield=True):
+                            if pushing:
+                                await self._push_given_back(spec)
+                            await self._give_back(entry_id, spec.change, token)
+                    raise
+                if store.revoked or summary is None:
+                    # Stopped (the lease could not be renewed) or fenced out: the loop
+                    # is another host's to resume once its entry has been idle for a lease.
+                    self.result.lost.append(spec.change)
+                    self.on_event(
+                        "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
+                    )
+                    renewing.cancel_scope.cancel()
+                    return
+                if pushing and summary.reason not in (WORKTREE_FAILED,):
+                    summary = await self._push(spec, summary)
+                ended = await self._finish_loop(entry_id, spec.change, token, summary)
+                renewing.cancel_scope.cancel()
             if ended:
                 self.result.ran[spec.change] = summary
             else:
@@ -268,6 +309,7 @@ class Worker:
             [run] = prepare([setup], new_run_id())
             plan = run.plan
             running.progress = run.progress
+            running.grace = plan.grace
             self.shown.append(run.progress)
             if setup.worktree:
                 path = await ensure_worktree(root, spec.change, spec.base, self._worktree_lock)
@@ -313,17 +355,49 @@ class Worker:
         try:
             await trio.to_thread.run_sync(push_branch, workdir, spec.change)
         except SourceError as exc:
+            # The morning's result is the branch on the remote: without it the
+            # loop's work is not done, whatever the loop decided.
             self.on_event("fleet", spec.change, f"push failed: {exc.message}")
             detail = f"{summary.detail}; " if summary.detail else ""
-            return attrs.evolve(summary, detail=f"{detail}push failed: {exc.message}")
+            return attrs.evolve(
+                summary, reason=PUSH_FAILED, detail=f"{detail}push failed: {exc.message}"
+            )
         self.on_event("fleet", spec.change, f"pushed forge/{spec.change}")
         return summary
+
+    def _push_after_iteration(self, spec: LoopSpec) -> None:
+        """Push the branch after an iteration is recorded (in the store's thread).
+
+        A host that takes the loop over then starts from these commits. A push
+        that fails here is retried after the next iteration and at the loop's end.
+        """
+        try:
+            push_branch(self.cache / spec.change, spec.change)
+        except SourceError as exc:
+            with contextlib.suppress(RuntimeError):
+                trio.from_thread.run_sync(
+                    self.on_event, "fleet", spec.change, f"push failed: {exc.message}"
+                )
+
+    async def _push_given_back(self, spec: LoopSpec) -> None:
+        workdir = self.cache / spec.change
+        if not await trio.to_thread.run_sync((workdir / ".git").exists):
+            return
+        try:
+            await trio.to_thread.run_sync(
+                partial(push_branch, workdir, spec.change, timeout=GIVE_BACK_PUSH_TIMEOUT)
+            )
+        except SourceError as exc:
+            self.on_event("fleet", spec.change, f"push failed: {exc.message}")
+        else:
+            self.on_event("fleet", spec.change, f"pushed forge/{spec.change}")
 
     async def _renew_lease(
         self,
         entry_id: str,
         change: str,
         token: int,
+        running: Running,
         store: RedisChangeStore,
         scope: trio.CancelScope,
     ) -> None:
@@ -332,24 +406,34 @@ class Worker:
         args = [token, self.host, lease_ms, entry_id, GROUP]
         renewed_at = trio.current_time()
         while True:
-            await trio.sleep(self.config.heartbeat)
+            stop_at = renewed_at + stop_after(
+                self.config.lease, self.config.heartbeat, running.grace
+            )
+            await trio.sleep(max(0.0, min(self.config.heartbeat, stop_at - trio.current_time())))
+            if trio.current_time() >= stop_at:
+                self._stop_unrenewed(store, scope)
+                return
             try:
                 kept = await self._call(lambda _client: self._renew(keys=keys, args=args))
             except FleetUnavailable as exc:
                 if not exc.outage:
                     raise
-                if trio.current_time() - renewed_at < self.config.lease:
+                if trio.current_time() < stop_at:
                     continue
-                # Not renewed for a whole lease: another host may take it over now.
-                # Stop the executor; what the fence still allows is written.
-                store.lapse()
-                scope.cancel()
+                self._stop_unrenewed(store, scope)
                 return
             if int(kept) != 1:
                 store.revoke()
                 scope.cancel()
                 return
             renewed_at = trio.current_time()
+
+    def _stop_unrenewed(self, store: RedisChangeStore, scope: trio.CancelScope) -> None:
+        # Not renewed for nearly a lease: stop the executor now, so that it is gone
+        # (its grace included) before another host may take the loop over. What
+        # the fence still allows is written.
+        store.lapse()
+        scope.cancel()
 
     async def _give_back(self, entry_id: str, change: str, token: int) -> None:
         status = status_json(QUEUED, released_by=self.host, since=self.clock.iso())
@@ -396,7 +480,7 @@ class Worker:
                 self._quiet_until = trio.current_time() + self.config.lease
             await trio.sleep(self.config.heartbeat)
 
-    async def _beat(self, *, finished: bool = False) -> None:
+    async def _beat(self, *, finished: bool = False, interrupted: bool = False) -> None:
         """Read the server's clock, and report this host alive (or gone, when finished)."""
         server = await self._call(lambda _client: self.clock.sync())
         report = json.dumps(
@@ -406,6 +490,7 @@ class Worker:
                 "max_parallel": self.max_parallel,
                 "skew": round(host_clock() - server, 3),
                 "finished": finished,
+                "interrupted": interrupted,
             }
         )
         await self._call(partial(_report_heartbeat, self.keys.hosts, self.host, report))
@@ -425,6 +510,17 @@ class Worker:
                 if not exc.outage:
                     raise
                 await trio.sleep(0.25)
+
+
+def stop_after(lease: float, heartbeat: float, grace: float) -> float:
+    """Seconds without a renewal after which a host stops its copy of a loop.
+
+    A heartbeat plus the executor's grace before the lease runs out, so the
+    executor is gone (SIGTERM, grace, SIGKILL) before another host may claim
+    the loop; never less than one heartbeat (``[fleet]`` makes sure of
+    ``2 × heartbeat + grace < lease`` when a batch is submitted).
+    """
+    return max(heartbeat, lease - heartbeat - grace)
 
 
 def _report_heartbeat(key: str, host: str, report: str, client: Any) -> None:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ._files import move_aside as move_aside
     from ._files import read_state_bytes as read_state_bytes
     from ._files import run_by_a_person as run_by_a_person
+    from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
     from ._known import has_state as has_state
@@ -114,6 +115,7 @@ if not TYPE_CHECKING:
                 "move_aside",
                 "read_state_bytes",
                 "run_by_a_person",
+                "utc_iso",
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),

@@ -205,4 +205,10 @@ def move_aside(path: Path) -> Path:
 
 def utc_now_iso() -> str:
     """The wall-clock time as ISO-8601 UTC with milliseconds, as persisted everywhere."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return utc_iso(datetime.now(UTC).timestamp())
+
+
+def utc_iso(epoch: float) -> str:
+    """An epoch as ISO-8601 UTC with milliseconds, as persisted everywhere."""
+    stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
