@@ -46,6 +46,7 @@ def quiet_policy() -> Policy:
 async def test_alerts_are_raised_and_cleared_in_the_timeline_and_the_status_log(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
+    (tmp_path / "tasks.md").write_text("- [ ] task 4\n")  # a tasks file: tasks are counted
     cmd = agent(tmp_path, IDLE, IDLE, IDLE, work(4, task=True), {"print": "FORGE_DONE\n"})
     summary, _, _ = await supervise_one(tmp_path, mock_clock, quiet_policy(), cmd)
     assert summary.reason == DONE
@@ -73,7 +74,8 @@ async def test_alerts_are_raised_and_cleared_in_the_timeline_and_the_status_log(
         "- Errors encountered: none",
         "- Progress score: -3",
         "- API calls remaining: unlimited",
-        "- Stagnation risk: MEDIUM",
+        # Medium by the stagnation detectors alone; the three alerts holding make it high.
+        "- Stagnation risk: HIGH",
     ]
     assert lines[9] == (
         "- Alerts: negative-score (progress score negative for 3 iterations); "
@@ -130,6 +132,7 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
         f'[[loop]]\nchange = "c"\ncmd = {json.dumps(cmd)}\nmax_iterations = 8\n',
     )
     repo.write("memory/notes.md", "kept\n")
+    repo.write("tasks.md", "- [ ] the one task\n")
     repo.commit("policy")
     live = repo.forge("supervise", "--json")
     assert live.code == 1, live

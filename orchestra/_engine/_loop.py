@@ -39,6 +39,7 @@ from .._state import (
     BreakerOpened,
     ChangePaths,
     Event,
+    IterationFinished,
     IterationStarted,
     ProtectViolation,
     RunStarted,
@@ -464,6 +465,7 @@ class _Loop:
                 circuit=after.circuit.state if self.rules.supervised else None,
             )
         )
+        finished_at = len(events) - 1
         calls = self.watch.calls
         if calls is not None:
             # The rate window's calls left after this iteration's permit, beside its record.
@@ -479,6 +481,10 @@ class _Loop:
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
         events.extend(self.watch.judged(record, state, after, verdict, now_iso))
+        scored = events[finished_at]
+        if self.watch.risk is not None and isinstance(scored, IterationFinished):
+            # The risk, raised by the alerts holding.
+            events[finished_at] = attrs.evolve(scored, risk=self.watch.risk)
         return after, verdict, events
 
     async def _pause(self, until: float) -> None:
@@ -609,7 +615,7 @@ class _Loop:
             progress.verify = verify_cell(record.verify, streak, threshold)
         if verdict.assessment is not None:
             progress.score = verdict.assessment.score
-            progress.risk = verdict.assessment.risk
+            progress.risk = self.watch.risk or verdict.assessment.risk
         if self.on_iteration is not None:
             self.on_iteration(outcome, record)
         max_iterations = self.rules.max_iterations

@@ -47,7 +47,8 @@ def _listed(items: Sequence[str]) -> str:
 def render_section(entry: StatusEntry) -> str:
     """One iteration's section, in Markdown."""
     signals = entry.signals
-    tasks = str(signals.tasks_completed) if signals else "not measured"
+    measured = signals is not None and signals.tasks_measured
+    tasks = str(signals.tasks_completed) if signals and measured else "not measured"
     if signals is None:
         files = "not measured"
     else:

@@ -27,7 +27,7 @@ from .._state import (
     atomic_write,
     read_timeline,
 )
-from ._alerts import CallsLeft, evaluate
+from ._alerts import CallsLeft, evaluate, risk_with_alerts
 from ._decide import LoopState, Verdict
 from ._lessons import Lesson, append_lesson
 from ._progress import LoopProgress
@@ -65,6 +65,8 @@ class IterationWatch:
         self._history: list[Signals] | None = None
         self._raised: dict[str, str] = {}
         self._sections: list[str] = []
+        # The last judged iteration's stagnation risk, raised by the alerts holding.
+        self.risk: str | None = None
         # The rate window's calls, read on the event loop just before the commit.
         self.calls: CallsLeft | None = None
 
@@ -96,6 +98,7 @@ class IterationWatch:
     ) -> list[Event]:
         """An iteration was judged: alerts, a status section, maybe a lesson."""
         self._progress.raised = []
+        self.risk = None
         if not self._active or not verdict.judged:
             return []
         history = self._seeded()
@@ -125,6 +128,8 @@ class IterationWatch:
         ]
         self._raised = {name: alert.detail for name, alert in holding.items()}
         self._progress.alerts = sorted(holding)
+        assessment = verdict.assessment
+        self.risk = risk_with_alerts(assessment.risk if assessment else None, holding)
         self._write_status(record, before, after, verdict, now_iso)
         if verdict.opened and _stalled(verdict):
             self._lesson(record, before, after, verdict, now_iso)
@@ -182,7 +187,7 @@ class IterationWatch:
             calls_remaining=self.calls.remaining if self.calls is not None else None,
             risk=None
             if verdict.ending is not None and record.done
-            else (assessment.risk if assessment else None),
+            else self.risk,
             recovery=strategy.describe() if strategy is not None else "",
             alerts=tuple(f"{name} ({detail})" for name, detail in sorted(self._raised.items())),
             review=review,

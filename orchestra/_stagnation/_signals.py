@@ -65,6 +65,8 @@ class Signals:
         tests_passed, tests_failed, tests_skipped: The JUnit report's totals
             after the iteration (all 0: no report).
         files: The modified files' paths (the first 50, sorted).
+        tasks_measured: Whether a tasks file exists to count completed tasks in
+            (without one, ``tasks_completed`` is 0 for want of a measure).
     """
 
     files_modified: int = 0
@@ -86,6 +88,7 @@ class Signals:
     tests_failed: int = 0
     tests_skipped: int = 0
     files: tuple[str, ...] = ()
+    tasks_measured: bool = True
 
     @property
     def errors(self) -> int:
@@ -123,7 +126,7 @@ class Signals:
                 ):
                     raise ValueError(f"files: {value!r}")
                 value = tuple(value)
-            elif field.name == "done":
+            elif field.name in ("done", "tasks_measured"):
                 if not isinstance(value, bool):
                     raise ValueError(f"done: {value!r}")
             elif field.name == "lint_errors" and value is None:
