@@ -265,3 +265,86 @@ async def test_calls_remaining_in_the_record_the_status_log_and_its_alert(
     assert cleared == [(6, "calls-remaining")]
     status = (tmp_path / ".forge/changes/c/status.md").read_text()
     assert "- API calls remaining: 0\n- Stagnation risk: LOW\n- Alerts: calls-remaining" in status
+
+
+async def test_a_probe_after_a_promoted_loop_count_must_complete_a_task_to_close(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    import attrs
+
+    from orchestra._policy import AlertsPolicy
+
+    (tmp_path / "tasks.md").write_text("- [ ] the task\n")
+    policy = attrs.evolve(
+        quiet_policy(),
+        run=RunPolicy(max_iterations=5),
+        alerts=AlertsPolicy(loop_count=2, trip_on=("loop-count",)),
+    )
+    # Files change every iteration (score +1), but no task is completed until the fifth.
+    cmd = agent(tmp_path, work(1), work(2), work(3), work(4), work(5, task=True))
+    await supervise_one(tmp_path, mock_clock, policy, cmd)
+    events = timeline(tmp_path)
+    breaker = [
+        (e["event"], e.get("reason", "")) for e in events if e["event"].startswith("breaker.")
+    ]
+    assert [kind for kind, _ in breaker] == [
+        "breaker.opened",
+        "breaker.half_open",
+        "breaker.opened",  # the probe edited a file but completed no task
+        "breaker.half_open",
+        "breaker.closed",
+    ]
+    assert breaker[0][1].startswith("alert: loop-count (3 iterations without a task completed)")
+    assert breaker[2][1] == "probe failed: the loop-count alert still holds"
+
+
+def _junit(passed: int, failed: int) -> str:
+    cases = [f'<testcase classname="t" name="ok{n}"/>' for n in range(passed)]
+    cases += [
+        f'<testcase classname="t" name="bad{n}"><failure message="assert {n} == 0"/></testcase>'
+        for n in range(failed)
+    ]
+    return f"<testsuite>{''.join(cases)}</testsuite>"
+
+
+async def test_raised_quality_alerts_raise_the_stagnation_risk(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    (tmp_path / "tasks.md").write_text("- [ ] a\n- [ ] b\n- [ ] c\n- [ ] d\n- [ ] e\n- [ ] f\n")
+    # Every iteration edits a file and completes a task, while the tests fail one more each time.
+    steps = [{**work(n), "write": {".forge/junit.xml": _junit(6 - n, n)}} for n in range(1, 7)]
+    for n, step in enumerate(steps, start=1):
+        step["append"]["tasks.md"] = f"- [x] done {n}\n"
+    import attrs
+
+    policy = attrs.evolve(quiet_policy(), run=RunPolicy(max_iterations=6))
+    await supervise_one(tmp_path, mock_clock, policy, agent(tmp_path, *steps))
+    events = timeline(tmp_path)
+    raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    assert (4, "pass-rate") in raised
+    assert (4, "error-frequency") in raised
+    finished = [e for e in events if e["event"] == "iteration.finished"]
+    # Progress by the stagnation score alone: two quality alerts holding make the risk high.
+    assert [e["risk"] for e in finished][3:] == ["high", "high", "high"]
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    sections = re.split(r"\n(?=## Iteration )", status)[1:]
+    risks = [line for s in sections for line in s.splitlines() if "Stagnation risk" in line]
+    assert risks == ["- Stagnation risk: LOW"] * 3 + ["- Stagnation risk: HIGH"] * 3
+
+
+async def test_without_a_tasks_file_tasks_are_not_measured_and_their_alerts_stay_quiet(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    import attrs
+
+    from orchestra._policy import AlertsPolicy
+
+    policy = attrs.evolve(
+        quiet_policy(), run=RunPolicy(max_iterations=5), alerts=AlertsPolicy(loop_count=3)
+    )
+    cmd = agent(tmp_path, *(work(n) for n in range(1, 6)))
+    await supervise_one(tmp_path, mock_clock, policy, cmd)
+    events = timeline(tmp_path)
+    assert not [e for e in events if e["event"] == "alert.raised"]
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    assert status.count("- Tasks completed: not measured") == 5

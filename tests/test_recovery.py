@@ -175,3 +175,42 @@ async def test_after_the_watch_a_new_stall_cools_down_with_the_next_strategy(
         (e["step"], e["escalated"]) for e in timeline(tmp_path) if e["event"] == "recovery.step"
     ]
     assert steps_given == [(1, False), (2, False)]
+
+
+MISSING = {"stderr": "ModuleNotFoundError: No module named 'requests'\n", "exit": 1}
+
+
+async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_strategy(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # no-progress (3) trips before identical-errors (5) could: the repeated error names the kind.
+    steps = [{**MISSING, **recorded(tmp_path, n)} for n in range(1, 6)]
+    loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=5))
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, steps)
+    )
+    events = timeline(tmp_path)
+    opened = [e for e in events if e["event"] == "breaker.opened"]
+    assert opened[0]["reason"] == "stagnation: no-progress (3)"
+    steps_given = [(e["trip_kind"], e["step"]) for e in events if e["event"] == "recovery.step"]
+    # The probe fails on the same error: the next strategy of the same kind.
+    assert steps_given[:2] == [("identical-errors", 1), ("identical-errors", 2)]
+    probe = json.loads((records(tmp_path) / "env-4.json").read_text())
+    assert probe["FORGE_RECOVERY_TYPE"] == "identical-errors"
+    assert probe["FORGE_RECOVERY_STRATEGY"] == RecoveryPolicy().identical_errors[0]
+
+
+async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_identical_errors(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    idle = {"print": "thinking\n"}
+    # Iteration 1 had no error: the stall is no-progress; the probe then repeats iteration 3's.
+    steps = [idle, MISSING, MISSING, MISSING, MISSING]
+    loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=4))
+    await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, steps)
+    )
+    steps_given = [
+        (e["trip_kind"], e["step"]) for e in timeline(tmp_path) if e["event"] == "recovery.step"
+    ]
+    assert steps_given == [("no-progress", 1), ("identical-errors", 1)]

@@ -534,7 +534,6 @@ def test_output_that_is_not_a_window_of_decline_does_not_trip(lines: tuple[int, 
             "stagnation: no-progress (3)",
             id="permission-denials-over-no-progress",
         ),
-
         pytest.param(
             [work(1, test_files_modified=1, output_lines=n) for n in (100, 50, 10)],
             "stagnation: test-fix-loop (100% of changed files are tests)",

@@ -350,13 +350,19 @@ def _decide_supervised(
             and not record.failed
             and record.verify_passed
             and (record.done or (assessment is not None and assessment.score > 0))
-            # After a promoted alert, progress must also clear what the alert measured.
-            and (circuit.recovery_alert is None or clears(circuit.recovery_alert, record.signals))
         )
+        # After a promoted alert, progress must also clear what the alert measured.
+        held = circuit.recovery_alert
+        if held is not None and (record.done or clears(held, record.signals)):
+            held = None
+        uncleared = progressed and held is not None
+        progressed = progressed and held is None
         if progressed:
             circuit, closed = close(circuit), True
         else:
             reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
+            if uncleared:
+                reason = f"probe failed: the {held} alert still holds"
             curable = found.curable if found else True
             failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
             circuit, opened = _recover(circuit, failed, found, policy, history), True
@@ -507,7 +513,10 @@ def _recover(
     opened = attrs.evolve(
         opened,
         recovery_error=last_error,
-        recovery_alert=alert if isinstance(alert, str) else before.recovery_alert,
+        # A failed probe keeps the alert it had to clear; any other opening names its own.
+        recovery_alert=alert
+        if isinstance(alert, str)
+        else (before.recovery_alert if found is None else None),
     )
     if found is None:  # a probe that made no progress: the strategy in force did not work
         # ... unless it failed on the very error the loop stalled on: that is the kind.

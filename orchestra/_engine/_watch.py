@@ -185,9 +185,7 @@ class IterationWatch:
             error=record.failure or record.error,
             score=assessment.score if assessment else None,
             calls_remaining=self.calls.remaining if self.calls is not None else None,
-            risk=None
-            if verdict.ending is not None and record.done
-            else self.risk,
+            risk=None if verdict.ending is not None and record.done else self.risk,
             recovery=strategy.describe() if strategy is not None else "",
             alerts=tuple(f"{name} ({detail})" for name, detail in sorted(self._raised.items())),
             review=review,

@@ -177,7 +177,9 @@ class WorkspaceProbe:
             tests_failed=sum(1 for s in self._tests.values() if s == "fail"),
             tests_skipped=sum(1 for s in self._tests.values() if s == "skip"),
             files=tuple(sorted(changed)[:_MAX_LISTED]),
-            tasks_measured=any((self._workdir / name).is_file() for name in self._policy.tasks_files),
+            tasks_measured=any(
+                (self._workdir / name).is_file() for name in self._policy.tasks_files
+            ),
         )
 
     def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:
