@@ -186,7 +186,7 @@ async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_stra
     # no-progress (3) trips before identical-errors (5) could: the repeated error names the kind.
     steps = [{**MISSING, **recorded(tmp_path, n)} for n in range(1, 6)]
     loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=5))
-    summary, waited, _ = await supervise_one(
+    _, _, _ = await supervise_one(
         tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, steps)
     )
     events = timeline(tmp_path)
