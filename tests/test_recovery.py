@@ -214,3 +214,53 @@ async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_iden
         (e["trip_kind"], e["step"]) for e in timeline(tmp_path) if e["event"] == "recovery.step"
     ]
     assert steps_given == [("no-progress", 1), ("identical-errors", 1)]
+
+
+async def test_the_plan_states_the_opening_that_really_escalates(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    from orchestra._engine import escalation_text, openings_before_escalation
+
+    # A two-step list escalates at its second opening, well before max_opens = 3 is spent.
+    loop_policy = attrs.evolve(
+        recovery_policy(no_progress=1),
+        breaker=BreakerPolicy(cooldown=Duration(1800), cooldown_max=Duration(7200), max_opens=3),
+        recovery=RecoveryPolicy(no_progress=("Try harder.", "Call a human.")),
+    )
+    counts = openings_before_escalation(loop_policy)
+    assert counts["no-progress"] == 1
+    assert counts["identical-errors"] == 3  # its shipped list is longer than max_opens
+    text = escalation_text(loop_policy)
+    assert text.startswith("after 3 opening(s), escalate (")
+    assert "no-progress: 1" in text
+    # What the live loop does: one cooldown, then the second opening escalates.
+    idle = {"print": "thinking\n"}
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, [idle])
+    )
+    assert summary.reason == CIRCUIT_OPEN
+    assert len(waited) == counts["no-progress"]
+
+
+def test_the_plan_with_long_lists_escalates_at_max_opens_or_the_list() -> None:
+    from orchestra._engine import escalation_text, recovery_text
+
+    four = ("a", "b", "c", "Escalate.")
+    lists = {
+        name: four
+        for name in (
+            "no_progress",
+            "identical_errors",
+            "test_fix_loop",
+            "circular",
+            "permission_denials",
+            "verify",
+        )
+    }
+    policy = Policy(breaker=BreakerPolicy(max_opens=5), recovery=RecoveryPolicy(watch=2, **lists))
+    assert escalation_text(policy) == "after 3 opening(s), escalate"
+    assert recovery_text(policy) == (
+        "strategies per kind: no-progress 4, identical-errors 4, test-fix-loop 4, circular 4, "
+        "permission-denials 4, verify 4; watch 2 iteration(s) after a probe closes the circuit; "
+        "alerts on"
+    )

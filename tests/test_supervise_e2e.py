@@ -128,6 +128,11 @@ def test_dry_run_prints_every_plan_and_runs_nothing(repo: Repo) -> None:
         line.startswith("  circuit:  a trip opens the circuit: cooldown 0.2s")
         for line in done.lines
     )
+    circuit = next(line for line in done.lines if line.startswith("  circuit:  a trip opens"))
+    assert "one probe each; after " in circuit and "opening(s), escalate" in circuit
+    at = done.lines.index(circuit)
+    assert done.lines[at + 1].startswith("  trips:    ")
+    assert done.lines[at + 2].startswith("  recovery: strategies per kind: no-progress ")
     assert not (repo.root / ".forge").exists()
 
 
