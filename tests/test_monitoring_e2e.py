@@ -115,7 +115,7 @@ async def test_the_status_log_keeps_the_last_n_and_reads_test_totals(
     assert [int(n) for n in re.findall(r"^## Iteration (\d+)", status, re.M)] == [3, 4]
     assert "- Tests: 1 passed, 1 failed, 0 skipped" not in status
     assert "- Tests: 1 passed, 1 failed, 1 skipped" in status
-    assert "- Errors encountered: 1 failing test(s)" in status
+    assert "- Errors encountered: t::b: x" in status
 
 
 def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo) -> None:

@@ -198,6 +198,10 @@ async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_stra
     probe = json.loads((records(tmp_path) / "env-4.json").read_text())
     assert probe["FORGE_RECOVERY_TYPE"] == "identical-errors"
     assert probe["FORGE_RECOVERY_STRATEGY"] == RecoveryPolicy().identical_errors[0]
+    # The status log lists the error itself, not the exit code.
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    errors = [line for line in status.splitlines() if line.startswith("- Errors encountered:")]
+    assert errors[0] == "- Errors encountered: ModuleNotFoundError: No module named 'requests'"
 
 
 async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_identical_errors(

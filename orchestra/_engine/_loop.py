@@ -226,7 +226,12 @@ class _Loop:
 
     def __attrs_post_init__(self) -> None:
         self.watch = IterationWatch(
-            self.plan.paths, self.plan.workdir, self.settings, self.plan.run_id, self.progress
+            self.plan.paths,
+            self.plan.workdir,
+            self.settings,
+            self.plan.run_id,
+            self.progress,
+            redact=self.plan.redact,
         )
 
     @property

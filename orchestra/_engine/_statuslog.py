@@ -38,6 +38,8 @@ class StatusEntry:
     recovery: str = ""
     alerts: tuple[str, ...] = ()
     review: str | None = None
+    # The errors themselves (failing tests, error lines), when they were read.
+    errors: tuple[str, ...] = ()
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -62,10 +64,10 @@ def render_section(entry: StatusEntry) -> str:
             f"{signals.tests_passed} passed, {signals.tests_failed} failed, "
             f"{signals.tests_skipped} skipped"
         )
-    errors = []
-    if entry.error:
+    errors = list(entry.errors)
+    if not errors and entry.error:
         errors.append(entry.error.strip().splitlines()[0][:200])
-    if signals is not None and signals.tests_failed:
+    if signals is not None and signals.tests_failed and not any("::" in e for e in errors):
         errors.append(f"{signals.tests_failed} failing test(s)")
     if signals is not None and signals.lint_errors:
         errors.append(f"{signals.lint_errors} lint error(s)")
@@ -77,7 +79,7 @@ def render_section(entry: StatusEntry) -> str:
         f"- Tasks completed: {tasks}",
         f"- Files modified: {files}",
         f"- Tests: {tests}",
-        f"- Errors encountered: {_listed(errors)}",
+        f"- Errors encountered: {'; '.join(errors) if errors else 'none'}",
         f"- Progress score: {score}",
         f"- API calls remaining: {calls}",
         f"- Stagnation risk: {(entry.risk or 'not measured').upper()}",

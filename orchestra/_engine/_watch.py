@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._circuit import CircuitState
+from .._redact import Redact
 from .._stagnation import Signals
 from .._state import (
     LOOP_CIRCUIT,
@@ -29,6 +30,7 @@ from .._state import (
 )
 from ._alerts import CallsLeft, evaluate, risk_with_alerts
 from ._decide import LoopState, Verdict
+from ._errorlines import error_lines
 from ._lessons import Lesson, append_lesson
 from ._progress import LoopProgress
 from ._record import IterationRecord
@@ -54,8 +56,10 @@ class IterationWatch:
         settings: LoopSettings,
         run_id: str,
         progress: LoopProgress,
+        redact: Redact | None = None,
     ) -> None:
         self._paths = paths
+        self._redact = redact
         # The lessons file lives in the loop's working tree: its agent reads it there.
         self._workdir = workdir
         self._policy = settings.policy
@@ -189,11 +193,25 @@ class IterationWatch:
             recovery=strategy.describe() if strategy is not None else "",
             alerts=tuple(f"{name} ({detail})" for name, detail in sorted(self._raised.items())),
             review=review,
+            errors=tuple(self._errors(record)),
         )
         self._sections.append(render_section(entry))
         del self._sections[:-keep]
         text = render_log(self._paths.name, self._sections, keep)
         atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"))
+
+    def _errors(self, record: IterationRecord) -> list[str]:
+        signals = record.signals
+        report = None
+        if signals is not None and signals.tests_failed:
+            report = self._workdir / self._policy.stagnation.junit_xml
+        return error_lines(
+            reported=record.error,
+            log=self._paths.folder / record.log if record.log else None,
+            failed=record.failed,
+            report=report,
+            redact=self._redact,
+        )
 
     def _lesson(
         self,
