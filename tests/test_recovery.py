@@ -250,17 +250,17 @@ def test_the_plan_with_long_lists_escalates_at_max_opens_or_the_list() -> None:
     from orchestra._engine import escalation_text, recovery_text
 
     four = ("a", "b", "c", "Escalate.")
-    lists = {
-        name: four
-        for name in (
+    lists = dict.fromkeys(
+        (
             "no_progress",
             "identical_errors",
             "test_fix_loop",
             "circular",
             "permission_denials",
             "verify",
-        )
-    }
+        ),
+        four,
+    )
     policy = Policy(breaker=BreakerPolicy(max_opens=5), recovery=RecoveryPolicy(watch=2, **lists))
     assert escalation_text(policy) == "after 3 opening(s), escalate"
     assert recovery_text(policy) == (
