@@ -7,7 +7,9 @@ process; the last test drives the real ``forge`` command in a git repository.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import shlex
 import sys
 from pathlib import Path
@@ -157,6 +159,20 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
     )
     assert "- Strategy tried: no-progress 1/4: Re-plan from scratch" in second
     assert "- Outcome: escalated to a person: probe failed: no progress" in second
+    # The failed probe's own measures, not an empty evidence.
+    assert "- Evidence: probe failed: no progress; {" in second
+    assert '"files_modified": 0' in second
+    assert '"score": -3' in second
+    assert '"tasks_completed": 0' in second
+    # Files a person or the agent reads get an ordinary file's mode, not 0600.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for path in (repo.root / "memory" / "forge-lessons.md", repo.change_dir("c") / "status.md"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
+    # Forge's journal beside the lessons file stays out of the agent's commits.
+    untracked = repo.git("status", "--porcelain", "--untracked-files=all")
+    assert ".forge-writes" not in untracked
+    assert "memory/forge-lessons.md" in untracked
 
     status = repo.forge("status", "--plain")
     assert status.code == 0, status.err
@@ -164,7 +180,14 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
         line.startswith("  recovery: escalated after no-progress 1/4: Re-plan from scratch")
         for line in status.lines
     ), status.out
-    assert "  alert:    no-files — no file modified for 3 iterations" in status.lines
+    # The figure as of the last iteration (the probe made it 4), not as raised.
+    assert "  alert:    no-files — no file modified for 4 iterations" in status.lines
+    reset = repo.forge("circuit", "c", "--reset", "--reason", "looked at it")
+    assert reset.code == 0, reset.err
+    after = json.loads(repo.forge("status", "--json").out)
+    (row,) = [r for r in after["changes"] if r["change"] == "c"] if "changes" in after else [after]
+    assert row["risk"] is None
+    assert row["score"] is None
     simulated = repo.forge("policy", "simulate", "--change", "c", "--plain")
     assert "recovery: no-progress 1/4: Re-plan from scratch" in simulated.out
     assert "alerts: negative-score, no-files, no-tasks" in simulated.out

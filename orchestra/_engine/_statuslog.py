@@ -117,3 +117,22 @@ def read_sections(path: Path) -> list[str]:
         return split_sections(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return []
+
+
+_ALERT = re.compile(r"(\S+) \((.*)\)")
+
+
+def last_alert_details(path: Path) -> dict[str, str]:
+    """The alerts the last section lists, with their figures as of that iteration."""
+    sections = read_sections(path)
+    if not sections:
+        return {}
+    for line in sections[-1].splitlines():
+        if line.startswith("- Alerts: "):
+            found = {}
+            for part in line.removeprefix("- Alerts: ").split("; "):
+                match = _ALERT.fullmatch(part.strip())
+                if match:
+                    found[match[1]] = match[2]
+            return found
+    return {}

@@ -198,7 +198,7 @@ class IterationWatch:
         self._sections.append(render_section(entry))
         del self._sections[:-keep]
         text = render_log(self._paths.name, self._sections, keep)
-        atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"))
+        atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"), ordinary=True)
 
     def _errors(self, record: IterationRecord) -> list[str]:
         signals = record.signals
@@ -212,6 +212,25 @@ class IterationWatch:
             report=report,
             redact=self._redact,
         )
+
+    def _probe_evidence(self, record: IterationRecord, verdict: Verdict) -> dict[str, object]:
+        """What a failed probe measured: its score, files, tasks, tests and error."""
+        evidence: dict[str, object] = {}
+        if verdict.assessment is not None:
+            evidence["score"] = verdict.assessment.score
+        signals = record.signals
+        if signals is not None:
+            evidence["files_modified"] = signals.files_modified
+            if signals.tasks_measured:
+                evidence["tasks_completed"] = signals.tasks_completed
+            if signals.tests_passed or signals.tests_failed:
+                evidence["tests_failed"] = signals.tests_failed
+        if record.failure:
+            evidence["ended"] = record.failure
+        errors = self._errors(record)
+        if errors:
+            evidence["error"] = errors[0]
+        return evidence
 
     def _lesson(
         self,
@@ -243,7 +262,7 @@ class IterationWatch:
             iteration=record.iteration,
             kind=kind,
             reason=circuit.reason or "",
-            evidence=dict(found.evidence) if found else {},
+            evidence=dict(found.evidence) if found else self._probe_evidence(record, verdict),
             tried=tried.describe() if tried is not None else "none (the loop's own approach)",
             outcome=outcome,
         )
