@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import shlex
+import stat
 import sys
 from pathlib import Path
 from typing import Any
