@@ -46,3 +46,14 @@ def test_a_failed_process_shows_its_last_error_lines_redacted_and_bounded(tmp_pa
     # The error the agent reported comes first, in place of the output's.
     told = error_lines(reported="rate limited\n", log=log, failed=True, report=None, redact=None)
     assert told == ["rate limited"]
+
+
+def test_the_error_fingerprint_does_not_depend_on_how_stdout_and_stderr_interleave() -> None:
+    from orchestra._stagnation import error_fingerprint, error_lines_of
+
+    error = "ModuleNotFoundError: No module named 'requests'"
+    first = error_lines_of(["thinking", error])
+    second = error_lines_of([error, "thinking"])
+    assert first == second == [error]
+    assert error_fingerprint("\n".join(first)) == error_fingerprint("\n".join(second))
+    assert error_lines_of(["", "just output"]) == ["just output"]

@@ -202,6 +202,16 @@ async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_stra
     status = (tmp_path / ".forge/changes/c/status.md").read_text()
     errors = [line for line in status.splitlines() if line.startswith("- Errors encountered:")]
     assert errors[0] == "- Errors encountered: ModuleNotFoundError: No module named 'requests'"
+    # forge policy simulate replays the same decision.
+    from orchestra._engine import replay
+    from orchestra._state import read_timeline
+
+    replayed = replay(
+        read_timeline(tmp_path / ".forge/changes/c/timeline.jsonl").typed(), loop_policy
+    )
+    given = [step.recovery for step in replayed.steps if step.recovery]
+    assert given[0].startswith("identical-errors 1/")
+    assert given[1].startswith("identical-errors 2/")
 
 
 async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_identical_errors(

@@ -9,19 +9,17 @@ failed process's output). Bounded (a few entries, each one line of at most
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
+
+from .._stagnation import error_lines_of
 
 MAX_ENTRIES = 5
 MAX_CHARS = 200
 # How much of a log's end is read for its error lines, and how many lines of it.
 _TAIL_BYTES = 16 * 1024
 _TAIL_LINES = 15
-_ERROR_LINE = re.compile(
-    r"(error|exception|traceback|fatal|failed|panic|denied|not found|no such)", re.IGNORECASE
-)
 
 
 def _one_line(text: str) -> str:
@@ -58,8 +56,8 @@ def log_error_lines(log: Path) -> list[str]:
     except OSError:
         return []
     lines = [line for line in tail.splitlines()[-_TAIL_LINES:] if line.strip()]
-    errors = [line for line in lines if _ERROR_LINE.search(line)]
-    return errors[-2:] if errors else lines[-1:]
+    errors = error_lines_of(lines)
+    return errors[-2:]
 
 
 def error_lines(

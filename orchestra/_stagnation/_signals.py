@@ -28,6 +28,23 @@ _ERROR_NOISE = [
 ]
 
 
+# A line that reads as an error, among a failed process's last lines.
+_ERROR_LINE = re.compile(
+    r"(error|exception|traceback|fatal|failed|panic|denied|not found|no such)", re.IGNORECASE
+)
+
+
+def error_lines_of(lines: list[str]) -> list[str]:
+    """Of a failed process's last output lines, those that read as errors (else all of them).
+
+    The output interleaves stdout and stderr in whatever order the pipes were
+    read; the error lines alone are the same from one failing iteration to the
+    next, and they are what a person wants to see.
+    """
+    errors = [line for line in lines if _ERROR_LINE.search(line)]
+    return errors or [line for line in lines if line.strip()]
+
+
 def error_fingerprint(text: str | None) -> str | None:
     """A short hash of an error with numbers, ids, timestamps, paths and line numbers stripped.
 
