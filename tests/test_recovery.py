@@ -177,7 +177,7 @@ async def test_after_the_watch_a_new_stall_cools_down_with_the_next_strategy(
     assert steps_given == [(1, False), (2, False)]
 
 
-MISSING = {"stderr": "ModuleNotFoundError: No module named 'requests'\n", "exit": 1}
+MISSING: dict[str, Any] = {"stderr": "ModuleNotFoundError: No module named 'requests'\n", "exit": 1}
 
 
 async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_strategy(
@@ -217,7 +217,7 @@ async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_stra
 async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_identical_errors(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
-    idle = {"print": "thinking\n"}
+    idle: dict[str, Any] = {"print": "thinking\n"}
     # Iteration 1 had no error: the stall is no-progress; the probe then repeats iteration 3's.
     steps = [idle, MISSING, MISSING, MISSING, MISSING]
     loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=4))
@@ -260,18 +260,16 @@ def test_the_plan_with_long_lists_escalates_at_max_opens_or_the_list() -> None:
     from orchestra._engine import escalation_text, recovery_text
 
     four = ("a", "b", "c", "Escalate.")
-    lists = dict.fromkeys(
-        (
-            "no_progress",
-            "identical_errors",
-            "test_fix_loop",
-            "circular",
-            "permission_denials",
-            "verify",
-        ),
-        four,
+    recovery = RecoveryPolicy(
+        no_progress=four,
+        identical_errors=four,
+        test_fix_loop=four,
+        circular=four,
+        permission_denials=four,
+        verify=four,
+        watch=2,
     )
-    policy = Policy(breaker=BreakerPolicy(max_opens=5), recovery=RecoveryPolicy(watch=2, **lists))
+    policy = Policy(breaker=BreakerPolicy(max_opens=5), recovery=recovery)
     assert escalation_text(policy) == "after 3 opening(s), escalate"
     assert recovery_text(policy) == (
         "strategies per kind: no-progress 4, identical-errors 4, test-fix-loop 4, circular 4, "
