@@ -12,12 +12,12 @@ import attrs
 
 from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
-from .._engine import STATUS_FILE, last_alert_details
 from .._errors import EXIT_OK
 from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
     LOOP_CIRCUIT,
+    STATUS_FILE,
     AlertCleared,
     AlertRaised,
     BreakerReset,
@@ -27,6 +27,7 @@ from .._state import (
     RecoveryStep,
     decode_event,
     event_name,
+    last_alert_details,
     list_changes,
     read_timeline,
 )

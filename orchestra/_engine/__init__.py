@@ -62,8 +62,6 @@ from ._recovery import recovery_text as recovery_text
 from ._replay import Replay as Replay
 from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay
-from ._statuslog import STATUS_FILE as STATUS_FILE
-from ._statuslog import last_alert_details as last_alert_details
 from ._store import ChangeStore as ChangeStore
 from ._store import Judge as Judge
 from ._store import Store as Store

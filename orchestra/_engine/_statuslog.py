@@ -11,16 +11,13 @@ reader never sees half of it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import attrs
 
 from .._stagnation import Signals
-
-_SECTION = re.compile(r"^## Iteration (\d+) ", re.MULTILINE)
-STATUS_FILE = "status.md"
+from .._state import STATUS_FILE as STATUS_FILE
+from .._state import read_sections as read_sections
 
 
 @attrs.frozen
@@ -93,14 +90,6 @@ def render_section(entry: StatusEntry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def split_sections(text: str) -> list[str]:
-    """The sections of an existing status log, oldest first (the heading dropped)."""
-    starts = [match.start() for match in _SECTION.finditer(text)]
-    return [
-        text[a:b].rstrip("\n") + "\n" for a, b in zip(starts, [*starts[1:], len(text)], strict=True)
-    ]
-
-
 def render_log(change: str, sections: Sequence[str], keep: int) -> str:
     """The whole file: a heading, then the last ``keep`` sections."""
     kept = list(sections)[-keep:] if keep else []
@@ -109,30 +98,3 @@ def render_log(change: str, sections: Sequence[str], keep: int) -> str:
         f"One section per iteration, the latest last; the last {keep} are kept.\n"
     )
     return head + "".join(f"\n{section}" for section in kept)
-
-
-def read_sections(path: Path) -> list[str]:
-    """The sections already in the file (none when it is missing or unreadable)."""
-    try:
-        return split_sections(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return []
-
-
-_ALERT = re.compile(r"(\S+) \((.*)\)")
-
-
-def last_alert_details(path: Path) -> dict[str, str]:
-    """The alerts the last section lists, with their figures as of that iteration."""
-    sections = read_sections(path)
-    if not sections:
-        return {}
-    for line in sections[-1].splitlines():
-        if line.startswith("- Alerts: "):
-            found = {}
-            for part in line.removeprefix("- Alerts: ").split("; "):
-                match = _ALERT.fullmatch(part.strip())
-                if match:
-                    found[match[1]] = match[2]
-            return found
-    return {}
