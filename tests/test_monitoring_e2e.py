@@ -7,8 +7,10 @@ process; the last test drives the real ``forge`` command in a git repository.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ def quiet_policy() -> Policy:
 async def test_alerts_are_raised_and_cleared_in_the_timeline_and_the_status_log(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
+    (tmp_path / "tasks.md").write_text("- [ ] task 4\n")  # a tasks file: tasks are counted
     cmd = agent(tmp_path, IDLE, IDLE, IDLE, work(4, task=True), {"print": "FORGE_DONE\n"})
     summary, _, _ = await supervise_one(tmp_path, mock_clock, quiet_policy(), cmd)
     assert summary.reason == DONE
@@ -73,7 +76,8 @@ async def test_alerts_are_raised_and_cleared_in_the_timeline_and_the_status_log(
         "- Errors encountered: none",
         "- Progress score: -3",
         "- API calls remaining: unlimited",
-        "- Stagnation risk: MEDIUM",
+        # Medium by the stagnation detectors alone; the three alerts holding make it high.
+        "- Stagnation risk: HIGH",
     ]
     assert lines[9] == (
         "- Alerts: negative-score (progress score negative for 3 iterations); "
@@ -113,7 +117,7 @@ async def test_the_status_log_keeps_the_last_n_and_reads_test_totals(
     assert [int(n) for n in re.findall(r"^## Iteration (\d+)", status, re.M)] == [3, 4]
     assert "- Tests: 1 passed, 1 failed, 0 skipped" not in status
     assert "- Tests: 1 passed, 1 failed, 1 skipped" in status
-    assert "- Errors encountered: 1 failing test(s)" in status
+    assert "- Errors encountered: t::b: x" in status
 
 
 def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo) -> None:
@@ -130,6 +134,7 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
         f'[[loop]]\nchange = "c"\ncmd = {json.dumps(cmd)}\nmax_iterations = 8\n',
     )
     repo.write("memory/notes.md", "kept\n")
+    repo.write("tasks.md", "- [ ] the one task\n")
     repo.commit("policy")
     live = repo.forge("supervise", "--json")
     assert live.code == 1, live
@@ -154,6 +159,20 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
     )
     assert "- Strategy tried: no-progress 1/4: Re-plan from scratch" in second
     assert "- Outcome: escalated to a person: probe failed: no progress" in second
+    # The failed probe's own measures, not an empty evidence.
+    assert "- Evidence: probe failed: no progress; {" in second
+    assert '"files_modified": 0' in second
+    assert '"score": -3' in second
+    assert '"tasks_completed": 0' in second
+    # Files a person or the agent reads get an ordinary file's mode, not 0600.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for path in (repo.root / "memory" / "forge-lessons.md", repo.change_dir("c") / "status.md"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
+    # Forge's journal beside the lessons file stays out of the agent's commits.
+    untracked = repo.git("status", "--porcelain", "--untracked-files=all")
+    assert ".forge-writes" not in untracked
+    assert "memory/forge-lessons.md" in untracked
 
     status = repo.forge("status", "--plain")
     assert status.code == 0, status.err
@@ -161,7 +180,14 @@ def test_lessons_are_kept_and_forge_status_shows_recovery_and_alerts(repo: Repo)
         line.startswith("  recovery: escalated after no-progress 1/4: Re-plan from scratch")
         for line in status.lines
     ), status.out
-    assert "  alert:    no-files — no file modified for 3 iterations" in status.lines
+    # The figure as of the last iteration (the probe made it 4), not as raised.
+    assert "  alert:    no-files — no file modified for 4 iterations" in status.lines
+    reset = repo.forge("circuit", "c", "--reset", "--reason", "looked at it")
+    assert reset.code == 0, reset.err
+    after = json.loads(repo.forge("status", "--json").out)
+    (row,) = [r for r in after["changes"] if r["change"] == "c"] if "changes" in after else [after]
+    assert row["risk"] is None
+    assert row["score"] is None
     simulated = repo.forge("policy", "simulate", "--change", "c", "--plain")
     assert "recovery: no-progress 1/4: Re-plan from scratch" in simulated.out
     assert "alerts: negative-score, no-files, no-tasks" in simulated.out
@@ -262,3 +288,86 @@ async def test_calls_remaining_in_the_record_the_status_log_and_its_alert(
     assert cleared == [(6, "calls-remaining")]
     status = (tmp_path / ".forge/changes/c/status.md").read_text()
     assert "- API calls remaining: 0\n- Stagnation risk: LOW\n- Alerts: calls-remaining" in status
+
+
+async def test_a_probe_after_a_promoted_loop_count_must_complete_a_task_to_close(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    import attrs
+
+    from orchestra._policy import AlertsPolicy
+
+    (tmp_path / "tasks.md").write_text("- [ ] the task\n")
+    policy = attrs.evolve(
+        quiet_policy(),
+        run=RunPolicy(max_iterations=5),
+        alerts=AlertsPolicy(loop_count=2, trip_on=("loop-count",)),
+    )
+    # Files change every iteration (score +1), but no task is completed until the fifth.
+    cmd = agent(tmp_path, work(1), work(2), work(3), work(4), work(5, task=True))
+    await supervise_one(tmp_path, mock_clock, policy, cmd)
+    events = timeline(tmp_path)
+    breaker = [
+        (e["event"], e.get("reason", "")) for e in events if e["event"].startswith("breaker.")
+    ]
+    assert [kind for kind, _ in breaker] == [
+        "breaker.opened",
+        "breaker.half_open",
+        "breaker.opened",  # the probe edited a file but completed no task
+        "breaker.half_open",
+        "breaker.closed",
+    ]
+    assert breaker[0][1].startswith("alert: loop-count (3 iterations without a task completed)")
+    assert breaker[2][1] == "probe failed: the loop-count alert still holds"
+
+
+def _junit(passed: int, failed: int) -> str:
+    cases = [f'<testcase classname="t" name="ok{n}"/>' for n in range(passed)]
+    cases += [
+        f'<testcase classname="t" name="bad{n}"><failure message="assert {n} == 0"/></testcase>'
+        for n in range(failed)
+    ]
+    return f"<testsuite>{''.join(cases)}</testsuite>"
+
+
+async def test_raised_quality_alerts_raise_the_stagnation_risk(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    (tmp_path / "tasks.md").write_text("- [ ] a\n- [ ] b\n- [ ] c\n- [ ] d\n- [ ] e\n- [ ] f\n")
+    # Every iteration edits a file and completes a task, while the tests fail one more each time.
+    steps = [{**work(n), "write": {".forge/junit.xml": _junit(6 - n, n)}} for n in range(1, 7)]
+    for n, step in enumerate(steps, start=1):
+        step["append"]["tasks.md"] = f"- [x] done {n}\n"
+    import attrs
+
+    policy = attrs.evolve(quiet_policy(), run=RunPolicy(max_iterations=6))
+    await supervise_one(tmp_path, mock_clock, policy, agent(tmp_path, *steps))
+    events = timeline(tmp_path)
+    raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    assert (4, "pass-rate") in raised
+    assert (4, "error-frequency") in raised
+    finished = [e for e in events if e["event"] == "iteration.finished"]
+    # Progress by the stagnation score alone: two quality alerts holding make the risk high.
+    assert [e["risk"] for e in finished][3:] == ["high", "high", "high"]
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    sections = re.split(r"\n(?=## Iteration )", status)[1:]
+    risks = [line for s in sections for line in s.splitlines() if "Stagnation risk" in line]
+    assert risks == ["- Stagnation risk: LOW"] * 3 + ["- Stagnation risk: HIGH"] * 3
+
+
+async def test_without_a_tasks_file_tasks_are_not_measured_and_their_alerts_stay_quiet(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    import attrs
+
+    from orchestra._policy import AlertsPolicy
+
+    policy = attrs.evolve(
+        quiet_policy(), run=RunPolicy(max_iterations=5), alerts=AlertsPolicy(loop_count=3)
+    )
+    cmd = agent(tmp_path, *(work(n) for n in range(1, 6)))
+    await supervise_one(tmp_path, mock_clock, policy, cmd)
+    events = timeline(tmp_path)
+    assert not [e for e in events if e["event"] == "alert.raised"]
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    assert status.count("- Tasks completed: not measured") == 5

@@ -88,3 +88,16 @@ def test_a_circuit_reset_needs_a_reason_and_records_it(repo: Repo) -> None:
     reset = [e for e in events if e["event"] == "breaker.reset"]
     assert reset[-1]["reason"] == "fixed the flaky fixture"
     assert reset[-1]["was"] == "open"
+
+
+def test_policy_check_without_forge_toml_names_the_set_values(repo: Repo) -> None:
+    (repo.root / "forge.toml").unlink(missing_ok=True)
+    plain = repo.forge("policy", "check")
+    assert plain.lines[-1] == "policy: OK — no forge.toml found; the built-in defaults apply"
+    done = repo.forge("policy", "check", "--set", "alerts.loop_count=1000")
+    assert done.code == 0, done.err
+    assert done.lines == [
+        f"warning: alerts.loop_count = 1000 is looser than the shipped default 20 {ACK}",
+        "policy: OK — no forge.toml found; the built-in defaults apply, "
+        "with 1 --set value(s) over them",
+    ]

@@ -175,3 +175,104 @@ async def test_after_the_watch_a_new_stall_cools_down_with_the_next_strategy(
         (e["step"], e["escalated"]) for e in timeline(tmp_path) if e["event"] == "recovery.step"
     ]
     assert steps_given == [(1, False), (2, False)]
+
+
+MISSING: dict[str, Any] = {"stderr": "ModuleNotFoundError: No module named 'requests'\n", "exit": 1}
+
+
+async def test_a_stall_on_one_repeated_error_is_handed_the_identical_errors_strategy(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # no-progress (3) trips before identical-errors (5) could: the repeated error names the kind.
+    steps = [{**MISSING, **recorded(tmp_path, n)} for n in range(1, 6)]
+    loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=5))
+    _, _, _ = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, steps)
+    )
+    events = timeline(tmp_path)
+    opened = [e for e in events if e["event"] == "breaker.opened"]
+    assert opened[0]["reason"] == "stagnation: no-progress (3)"
+    steps_given = [(e["trip_kind"], e["step"]) for e in events if e["event"] == "recovery.step"]
+    # The probe fails on the same error: the next strategy of the same kind.
+    assert steps_given[:2] == [("identical-errors", 1), ("identical-errors", 2)]
+    probe = json.loads((records(tmp_path) / "env-4.json").read_text())
+    assert probe["FORGE_RECOVERY_TYPE"] == "identical-errors"
+    assert probe["FORGE_RECOVERY_STRATEGY"] == RecoveryPolicy().identical_errors[0]
+    # The status log lists the error itself, not the exit code.
+    status = (tmp_path / ".forge/changes/c/status.md").read_text()
+    errors = [line for line in status.splitlines() if line.startswith("- Errors encountered:")]
+    assert errors[0] == "- Errors encountered: ModuleNotFoundError: No module named 'requests'"
+    # forge policy simulate replays the same decision.
+    from orchestra._engine import replay
+    from orchestra._state import read_timeline
+
+    replayed = replay(
+        read_timeline(tmp_path / ".forge/changes/c/timeline.jsonl").typed(), loop_policy
+    )
+    given = [step.recovery for step in replayed.steps if step.recovery]
+    assert given[0].startswith("identical-errors 1/")
+    assert given[1].startswith("identical-errors 2/")
+
+
+async def test_a_probe_failing_on_the_error_the_loop_stalled_on_switches_to_identical_errors(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    idle: dict[str, Any] = {"print": "thinking\n"}
+    # Iteration 1 had no error: the stall is no-progress; the probe then repeats iteration 3's.
+    steps = [idle, MISSING, MISSING, MISSING, MISSING]
+    loop_policy = attrs.evolve(recovery_policy(), run=RunPolicy(max_iterations=4))
+    await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, steps)
+    )
+    steps_given = [
+        (e["trip_kind"], e["step"]) for e in timeline(tmp_path) if e["event"] == "recovery.step"
+    ]
+    assert steps_given == [("no-progress", 1), ("identical-errors", 1)]
+
+
+async def test_the_plan_states_the_opening_that_really_escalates(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    from orchestra._engine import escalation_text, openings_before_escalation
+
+    # A two-step list escalates at its second opening, well before max_opens = 3 is spent.
+    loop_policy = attrs.evolve(
+        recovery_policy(no_progress=1),
+        breaker=BreakerPolicy(cooldown=Duration(1800), cooldown_max=Duration(7200), max_opens=3),
+        recovery=RecoveryPolicy(no_progress=("Try harder.", "Call a human.")),
+    )
+    counts = openings_before_escalation(loop_policy)
+    assert counts["no-progress"] == 1
+    assert counts["identical-errors"] == 3  # its shipped list is longer than max_opens
+    text = escalation_text(loop_policy)
+    assert text.startswith("after 3 opening(s), escalate (")
+    assert "no-progress: 1" in text
+    # What the live loop does: one cooldown, then the second opening escalates.
+    idle = {"print": "thinking\n"}
+    summary, waited, _ = await supervise_one(
+        tmp_path, mock_clock, loop_policy, "", executor=named_agent(tmp_path, [idle])
+    )
+    assert summary.reason == CIRCUIT_OPEN
+    assert len(waited) == counts["no-progress"]
+
+
+def test_the_plan_with_long_lists_escalates_at_max_opens_or_the_list() -> None:
+    from orchestra._engine import escalation_text, recovery_text
+
+    four = ("a", "b", "c", "Escalate.")
+    recovery = RecoveryPolicy(
+        no_progress=four,
+        identical_errors=four,
+        test_fix_loop=four,
+        circular=four,
+        permission_denials=four,
+        verify=four,
+        watch=2,
+    )
+    policy = Policy(breaker=BreakerPolicy(max_opens=5), recovery=recovery)
+    assert escalation_text(policy) == "after 3 opening(s), escalate"
+    assert recovery_text(policy) == (
+        "strategies per kind: no-progress 4, identical-errors 4, test-fix-loop 4, circular 4, "
+        "permission-denials 4, verify 4; watch 2 iteration(s) after a probe closes the circuit; "
+        "alerts on"
+    )

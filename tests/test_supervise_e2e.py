@@ -128,6 +128,12 @@ def test_dry_run_prints_every_plan_and_runs_nothing(repo: Repo) -> None:
         line.startswith("  circuit:  a trip opens the circuit: cooldown 0.2s")
         for line in done.lines
     )
+    circuit = next(line for line in done.lines if line.startswith("  circuit:  a trip opens"))
+    assert "one probe each; after " in circuit
+    assert "opening(s), escalate" in circuit
+    at = done.lines.index(circuit)
+    assert done.lines[at + 1].startswith("  trips:    ")
+    assert done.lines[at + 2].startswith("  recovery: strategies per kind: no-progress ")
     assert not (repo.root / ".forge").exists()
 
 
@@ -286,3 +292,32 @@ def test_one_change_name_in_two_repositories(repo: Repo, tmp_path: Path) -> None
     assert done.code == 1  # one of the two did not end done
     loops = json.loads(done.out)["loops"]
     assert sorted(loop["reason"] for loop in loops) == ["done", "iterations-exhausted"]
+
+
+def test_a_loop_overrides_its_recovery_and_alerts(repo: Repo) -> None:
+    scripts = repo.root.parent
+    spin = agent(scripts, "spin", {"print": "hmm\n"})
+    repo.write(
+        "forge.toml",
+        '[policy]\nallow_relaxed = true\n[verify]\ncommand = ""\nspecs = []\n'
+        '[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "quick"\ncmd = {json.dumps(spin)}\n'
+        '[loop.recovery]\nno_progress = ["Try harder.", "Call a human."]\nwatch = 5\n'
+        "[loop.alerts]\nenabled = false\n"
+        f'[[loop]]\nchange = "usual"\ncmd = {json.dumps(spin)}\nworktree = true\n',
+    )
+    repo.commit("policy")
+    check = repo.forge("policy", "check")
+    assert check.code == 0, check.out + check.err
+    dry = repo.forge("supervise", "--dry-run")
+    assert dry.code == 0, dry.err
+    recovery = [line for line in dry.lines if line.startswith("  recovery: ")]
+    assert len(recovery) == 2
+    assert "no-progress 2," in recovery[0]
+    assert "watch 5 iteration(s)" in recovery[0]
+    assert recovery[0].endswith("; alerts off")
+    assert "no-progress 4," in recovery[1]
+    assert recovery[1].endswith("; alerts on")
+    circuits = [line for line in dry.lines if line.startswith("  circuit:  a trip opens")]
+    assert circuits[0].endswith("after 3 opening(s), escalate (no-progress: 1)")
+    assert circuits[1].endswith("after 3 opening(s), escalate")

@@ -46,6 +46,10 @@ class CircuitState:
         recovery_step: That strategy's place in its list (1 = the first).
         recovery_tried: The last step tried per kind, as ``kind:step`` words.
         watch_left: Iterations still watched after a probe closed the circuit.
+        recovery_error: The error fingerprint the iteration that opened it ended
+            with, so a probe failing on the same error is known for it.
+        recovery_alert: The alert whose promotion opened it: a probe must also
+            clear that alert's condition to close it.
     """
 
     state: str = attrs.field(
@@ -67,6 +71,8 @@ class CircuitState:
     recovery_step: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     recovery_tried: str = ""
     watch_left: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    recovery_error: str | None = None
+    recovery_alert: str | None = None
 
 
 CLOSED_CIRCUIT = CircuitState()

@@ -97,6 +97,11 @@ def check(args: argparse.Namespace, out: Output) -> int:
         out.document(
             {"ok": True, "files": files, "problems": [], "notes": notes, "warnings": warnings}
         )
+    elif config is None and settings:
+        out.line(
+            f"policy: OK — no forge.toml found; the built-in defaults apply, "
+            f"with {len(settings)} --set value(s) over them"
+        )
     elif config is None:
         out.line("policy: OK — no forge.toml found; the built-in defaults apply")
     else:

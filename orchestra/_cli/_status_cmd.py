@@ -17,6 +17,7 @@ from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
     LOOP_CIRCUIT,
+    STATUS_FILE,
     AlertCleared,
     AlertRaised,
     BreakerReset,
@@ -26,6 +27,7 @@ from .._state import (
     RecoveryStep,
     decode_event,
     event_name,
+    last_alert_details,
     list_changes,
     read_timeline,
 )
@@ -154,6 +156,8 @@ def _last_events(
     records = read_timeline(paths.timeline).events
     last = decode_event(records[-1]) if records else None
     for record in reversed(records):
+        if record.get("event") == BreakerReset.kind and record.get("breaker") == LOOP_CIRCUIT:
+            break  # reset since: no iteration scored yet, no risk to show
         if record.get("event") == IterationFinished.kind:
             event = decode_event(record)
             if isinstance(event, IterationFinished) and event.score is not None:
@@ -167,6 +171,9 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
     spend = read_spend(paths).totals
     last, scored, records = _last_events(paths)
     recovery, alerts = _marks(records)
+    # Each alert's figure as of the last iteration, not as of when it was raised.
+    current = last_alert_details(paths.folder / STATUS_FILE)
+    alerts = {name: current.get(name, detail) for name, detail in alerts.items()}
     if circuit_state.recovery_type is None:
         recovery = None  # the watch after recovery is over: no strategy in force
     finished = circuit_state.finished is not None

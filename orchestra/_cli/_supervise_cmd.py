@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from .._engine import DONE, INTERRUPTED, TRIP_CONDITIONS, EventSink, RunSummary, new_run_id
+from .._engine import (
+    DONE,
+    INTERRUPTED,
+    TRIP_CONDITIONS,
+    EventSink,
+    RunSummary,
+    escalation_text,
+    new_run_id,
+    recovery_text,
+)
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
@@ -202,11 +211,11 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     else:
         circuit = (
             f"a trip opens the circuit: cooldown {breaker.cooldown} doubling to "
-            f"{breaker.cooldown_max}, one probe each; "
-            f"after {breaker.max_opens} opening(s), escalate"
+            f"{breaker.cooldown_max}, one probe each; {escalation_text(policy)}"
         )
     out.line(f"  circuit:  {circuit}")
     out.line("  trips:    " + ", ".join(TRIP_CONDITIONS))
+    out.line(f"  recovery: {recovery_text(policy)}")
     for warning in relaxed_warnings(policy):
         out.line(f"  {warning}", style="yellow")
 

@@ -57,6 +57,9 @@ from ._loop import run_loop as run_loop
 from ._progress import LoopProgress as LoopProgress
 from ._record import IterationRecord as IterationRecord
 from ._record import record_from_event as record_from_event
+from ._recovery import escalation_text as escalation_text
+from ._recovery import openings_before_escalation as openings_before_escalation
+from ._recovery import recovery_text as recovery_text
 from ._replay import Replay as Replay
 from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay

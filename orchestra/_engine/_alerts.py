@@ -20,7 +20,7 @@ trip_on`` names it, in which case it opens the circuit like a stagnation trip.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -80,7 +80,10 @@ def evaluate(
         found[name] = Alert(name, detail, value, threshold)
 
     if history:
-        since_task = _streak(history, lambda s: s.tasks_completed == 0)
+        # Without a tasks file there is no task to complete: those two stay quiet.
+        since_task = (
+            _streak(history, lambda s: s.tasks_completed == 0) if history[-1].tasks_measured else 0
+        )
         if since_task > p.loop_count:
             add(
                 "loop-count",
@@ -88,7 +91,7 @@ def evaluate(
                 since_task,
                 p.loop_count,
             )
-        if since_task >= p.no_tasks:
+        if since_task and since_task >= p.no_tasks:
             add(
                 "no-tasks", f"no task completed for {since_task} iterations", since_task, p.no_tasks
             )
@@ -150,3 +153,55 @@ def promoted(history: Sequence[Signals], policy: Policy) -> Alert | None:
         if name in holding:
             return holding[name]
     return None
+
+
+def clears(name: str, signals: Signals | None) -> bool:
+    """Whether a probe's own iteration clears what alert ``name`` measured.
+
+    A circuit an alert opened closes only on a probe that ends the alert's
+    streak as well as making progress: a task completed after ``loop-count``
+    or ``no-tasks``, a file modified after ``no-files``, tests recovering
+    after ``pass-rate``, errors falling after ``error-frequency``. The other
+    alerts are cleared by the progress the probe needs anyway.
+    """
+    if signals is None:
+        return False
+    if name in ("loop-count", "no-tasks"):
+        return signals.tasks_completed > 0
+    if name == "no-files":
+        return signals.files_modified > 0
+    if name == "pass-rate":
+        return signals.tests_newly_failing == 0 and (
+            signals.tests_newly_passing > 0 or signals.tests_failed == 0
+        )
+    if name == "error-frequency":
+        return signals.errors == 0 or signals.lint_resolved > 0 or signals.tests_newly_passing > 0
+    return True
+
+
+# Alerts about the loop's own work (the rate window's calls are the provider's doing).
+_QUALITY = frozenset(
+    {
+        "loop-count",
+        "no-tasks",
+        "no-files",
+        "pass-rate",
+        "error-frequency",
+        "output-volume",
+        "negative-score",
+    }
+)
+_RISKS = ("low", "medium", "high")
+
+
+def risk_with_alerts(risk: str | None, holding: Iterable[str]) -> str | None:
+    """The stagnation risk, raised by the quality alerts that hold.
+
+    One such alert makes the risk at least medium, two or more make it high:
+    a loop whose tests keep failing more is at risk even while it edits files.
+    """
+    raised = sum(1 for name in holding if name in _QUALITY)
+    floor = "high" if raised >= 2 else "medium" if raised == 1 else None
+    if floor is None or risk is None:
+        return risk if floor is None else floor
+    return max(risk, floor, key=lambda r: _RISKS.index(r) if r in _RISKS else 0)

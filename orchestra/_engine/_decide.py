@@ -54,7 +54,7 @@ from .._state import (
 )
 from .._verify import NEW, PASS, VerifyAttempts, record_verdict, reset
 from . import _recovery as recovery
-from ._alerts import promoted
+from ._alerts import clears, promoted
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,
@@ -227,7 +227,7 @@ def admit(
         # An open verify breaker stops ordinary iterations; in a supervised loop
         # it is a trip: cool down, then probe past it.
         found = _verify_trip(state.verify)
-        state = attrs.evolve(state, circuit=_open(circuit, found, policy, now), history=())
+        state = attrs.evolve(state, circuit=_open(circuit, found, policy, now, ()), history=())
         if state.circuit.escalated:
             return state, Admission(ending=_escalation(state.circuit, policy), opened=found)
         return state, Admission(wait=_cooldown(state.circuit, now), opened=found)
@@ -357,15 +357,23 @@ def _decide_supervised(
             and record.verify_passed
             and (record.done or (assessment is not None and assessment.score > 0))
         )
+        # After a promoted alert, progress must also clear what the alert measured.
+        held = circuit.recovery_alert
+        if held is not None and (record.done or clears(held, record.signals)):
+            held = None
+        uncleared = progressed and held is not None
+        progressed = progressed and held is None
         if progressed:
             circuit, closed = close(circuit), True
         else:
             reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
+            if uncleared:
+                reason = f"probe failed: the {held} alert still holds"
             curable = found.curable if found else True
             failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
-            circuit, opened = _recover(circuit, failed, found, policy), True
+            circuit, opened = _recover(circuit, failed, found, policy, history), True
     elif found is not None:
-        circuit, opened = _open(circuit, found, policy, now), True
+        circuit, opened = _open(circuit, found, policy, now, history), True
     else:
         circuit = recovery.on_quiet(circuit)
     if closed:
@@ -489,21 +497,62 @@ def _gate_ending(stop: GateReading) -> Ending:
     return Ending(GATE_ERROR if stop.error else GATE_OPEN, gate=stop.gate, detail=stop.detail)
 
 
-def _open(circuit: CircuitState, found: Trip, policy: Policy, now: float) -> CircuitState:
+def _open(
+    circuit: CircuitState,
+    found: Trip,
+    policy: Policy,
+    now: float,
+    history: tuple[Signals, ...],
+) -> CircuitState:
     opened = trip(circuit, found.reason, now=now, policy=policy.breaker, curable=found.curable)
-    return _recover(circuit, opened, found, policy)
+    return _recover(circuit, opened, found, policy, history)
 
 
 def _recover(
-    before: CircuitState, opened: CircuitState, found: Trip | None, policy: Policy
+    before: CircuitState,
+    opened: CircuitState,
+    found: Trip | None,
+    policy: Policy,
+    history: tuple[Signals, ...],
 ) -> CircuitState:
     """The watch and the next recovery strategy, for a circuit that just opened."""
+    last_error = history[-1].error_fingerprint if history else None
+    detector = found.evidence.get("detector") if found is not None else None
+    alert = detector if found is not None and found.condition == "alert" else None
+    opened = attrs.evolve(
+        opened,
+        recovery_error=last_error,
+        # A failed probe keeps the alert it had to clear; any other opening names its own.
+        recovery_alert=alert
+        if isinstance(alert, str)
+        else (before.recovery_alert if found is None else None),
+    )
     if found is None:  # a probe that made no progress: the strategy in force did not work
-        return recovery.on_open(before, opened, None, policy, stagnation=False)
-    detector = found.evidence.get("detector")
+        # ... unless it failed on the very error the loop stalled on: that is the kind.
+        kind = None
+        if last_error is not None and last_error == before.recovery_error:
+            kind = recovery.IDENTICAL_ERRORS
+        return recovery.on_open(before, opened, kind, policy, stagnation=False)
     kind = recovery.trip_kind(found.condition, detector if isinstance(detector, str) else None)
+    if kind == recovery.NO_PROGRESS and _repeated_error(history, found) is not None:
+        kind = recovery.IDENTICAL_ERRORS  # the stall is the error's, not the plan's
     stagnation = found.condition in ("stagnation", "alert")
     return recovery.on_open(before, opened, kind, policy, stagnation=stagnation)
+
+
+def _repeated_error(history: tuple[Signals, ...], found: Trip) -> str | None:
+    """The error fingerprint every iteration of the trip's window ended with, if one did.
+
+    The window is the streak the detector counted (``iterations`` in its
+    evidence), else every iteration since the circuit last opened; it takes
+    two iterations to repeat.
+    """
+    counted = found.evidence.get("iterations")
+    window = history[-counted:] if isinstance(counted, int) and counted > 0 else history
+    prints = {signals.error_fingerprint for signals in window}
+    if len(window) < 2 or len(prints) != 1:
+        return None
+    return prints.pop()
 
 
 def _cooldown(circuit: CircuitState, now: float) -> float:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import attrs
 
-from .._state import STATE_DIR, atomic_write, exclusive_lock
+from .._git import git_output
+from .._state import FORGE_WRITES, STATE_DIR, atomic_write, exclusive_lock
 
 _HEADING = (
     "# Lessons from stalled loops\n\n"
@@ -63,5 +64,36 @@ def append_lesson(root: Path, tree: Path, relative: str, lesson: Lesson) -> Path
         except FileNotFoundError:
             text = _HEADING
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, (text + lesson.render()).encode("utf-8"), journal=True)
+        atomic_write(path, (text + lesson.render()).encode("utf-8"), journal=True, ordinary=True)
+    exclude_journal(tree)
     return path
+
+
+def exclude_journal(tree: Path) -> None:
+    """Keep the forge-writes journal beside the lessons file out of the agent's commits.
+
+    It is listed in the repository's ``info/exclude`` (shared by its
+    worktrees, never committed), so ``git add -A`` passes it by; the
+    integrity check still reads it where it lies.
+    """
+    found = git_output(tree, "rev-parse", "--git-common-dir")
+    if found is None:
+        return  # not a git tree: nothing commits it
+    common = Path(found.decode("utf-8", errors="replace").strip())
+    exclude = (common if common.is_absolute() else tree / common) / "info" / "exclude"
+    try:
+        text = exclude.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError:
+        return
+    if FORGE_WRITES in text.splitlines():
+        return
+    try:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as handle:
+            prefix = "" if not text or text.endswith("\n") else "\n"
+            handle.write(f"{prefix}# Forge's journal of its own writes (the lessons file)\n")
+            handle.write(f"{FORGE_WRITES}\n")
+    except OSError:
+        return  # a convenience: without it the journal shows as untracked

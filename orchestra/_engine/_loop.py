@@ -39,6 +39,7 @@ from .._state import (
     BreakerOpened,
     ChangePaths,
     Event,
+    IterationFinished,
     IterationStarted,
     ProtectViolation,
     RunStarted,
@@ -225,7 +226,12 @@ class _Loop:
 
     def __attrs_post_init__(self) -> None:
         self.watch = IterationWatch(
-            self.plan.paths, self.plan.workdir, self.settings, self.plan.run_id, self.progress
+            self.plan.paths,
+            self.plan.workdir,
+            self.settings,
+            self.plan.run_id,
+            self.progress,
+            redact=self.plan.redact,
         )
 
     @property
@@ -467,6 +473,7 @@ class _Loop:
                 circuit=after.circuit.state if self.rules.supervised else None,
             )
         )
+        finished_at = len(events) - 1
         calls = self.watch.calls
         if calls is not None:
             # The rate window's calls left after this iteration's permit, beside its record.
@@ -482,6 +489,10 @@ class _Loop:
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
         events.extend(self.watch.judged(record, state, after, verdict, now_iso))
+        scored = events[finished_at]
+        if self.watch.risk is not None and isinstance(scored, IterationFinished):
+            # The risk, raised by the alerts holding.
+            events[finished_at] = attrs.evolve(scored, risk=self.watch.risk)
         return after, verdict, events
 
     async def _pause(self, until: float) -> None:
@@ -612,7 +623,7 @@ class _Loop:
             progress.verify = verify_cell(record.verify, streak, threshold)
         if verdict.assessment is not None:
             progress.score = verdict.assessment.score
-            progress.risk = verdict.assessment.risk
+            progress.risk = self.watch.risk or verdict.assessment.risk
         if self.on_iteration is not None:
             self.on_iteration(outcome, record)
         if not verdict.judged:

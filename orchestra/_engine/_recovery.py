@@ -199,3 +199,52 @@ def with_strategy(prompt: str, strategy: Strategy | None) -> str:
     if not text:
         return prompt
     return f"{prompt}\n\n{text}" if prompt else text
+
+
+# The kinds a strategy list exists for, in the order the plan names them.
+KINDS = (NO_PROGRESS, IDENTICAL_ERRORS, TEST_FIX_LOOP, CIRCULAR, PERMISSION_DENIALS, VERIFY)
+
+
+def openings_before_escalation(policy: Policy) -> dict[str, int]:
+    """Per kind of trip: how many openings cool down before the next one escalates.
+
+    The first of two limits: ``[breaker] max_opens`` (all openings count) and
+    the kind's strategy list, whose last step escalates (openings of that kind
+    count). A budget opening escalates at once and is not listed.
+    """
+    if policy.breaker.on_open == "escalate":
+        return dict.fromkeys(KINDS, 0)
+    limit = policy.breaker.max_opens
+    if not policy.recovery.enabled:
+        return dict.fromkeys(KINDS, limit)
+    return {kind: min(limit, len(strategies(kind, policy.recovery)) - 1) for kind in KINDS}
+
+
+def escalation_text(policy: Policy) -> str:
+    """The plan's words for when a cooling-down circuit escalates."""
+    counts = openings_before_escalation(policy)
+    most = max(counts.values())
+    sooner = [f"{kind}: {count}" for kind, count in counts.items() if count < most]
+    text = f"after {most} opening(s), escalate"
+    return f"{text} ({', '.join(sooner)})" if sooner else text
+
+
+def recovery_text(policy: Policy) -> str:
+    """The plan's ``recovery:`` line: the strategies, the watch, the alerts."""
+    recovery_policy = policy.recovery
+    if recovery_policy.enabled:
+        counts = ", ".join(f"{kind} {len(strategies(kind, recovery_policy))}" for kind in KINDS)
+        parts = [
+            f"strategies per kind: {counts}",
+            f"watch {recovery_policy.watch} iteration(s) after a probe closes the circuit",
+        ]
+    else:
+        parts = ["off (a probe runs as the iterations before it)"]
+    alerts = policy.alerts
+    if not alerts.enabled:
+        parts.append("alerts off")
+    elif alerts.trip_on:
+        parts.append(f"alerts on (trip on: {', '.join(alerts.trip_on)})")
+    else:
+        parts.append("alerts on")
+    return "; ".join(parts)

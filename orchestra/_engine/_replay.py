@@ -26,7 +26,7 @@ from .._state import (
     IterationStarted,
     RunStarted,
 )
-from ._alerts import evaluate
+from ._alerts import evaluate, risk_with_alerts
 from ._decide import (
     LoopRules,
     LoopState,
@@ -157,7 +157,10 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         if strategy is not None:
             recovery = "escalate" if state.circuit.escalated else strategy.describe()
         alerts = tuple(sorted(evaluate(measured, policy))) if rules.supervised else ()
-        steps.append(attrs.evolve(step, judged=verdict.judged, recovery=recovery, alerts=alerts))
+        risk = risk_with_alerts(step.risk, alerts) if verdict.judged else step.risk
+        steps.append(
+            attrs.evolve(step, judged=verdict.judged, recovery=recovery, alerts=alerts, risk=risk)
+        )
         ended = verdict.ending is not None
     return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)
 

@@ -11,16 +11,13 @@ reader never sees half of it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from pathlib import Path
 
 import attrs
 
 from .._stagnation import Signals
-
-_SECTION = re.compile(r"^## Iteration (\d+) ", re.MULTILINE)
-STATUS_FILE = "status.md"
+from .._state import STATUS_FILE as STATUS_FILE
+from .._state import read_sections as read_sections
 
 
 @attrs.frozen
@@ -38,6 +35,8 @@ class StatusEntry:
     recovery: str = ""
     alerts: tuple[str, ...] = ()
     review: str | None = None
+    # The errors themselves (failing tests, error lines), when they were read.
+    errors: tuple[str, ...] = ()
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -47,7 +46,8 @@ def _listed(items: Sequence[str]) -> str:
 def render_section(entry: StatusEntry) -> str:
     """One iteration's section, in Markdown."""
     signals = entry.signals
-    tasks = str(signals.tasks_completed) if signals else "not measured"
+    measured = signals is not None and signals.tasks_measured
+    tasks = str(signals.tasks_completed) if signals and measured else "not measured"
     if signals is None:
         files = "not measured"
     else:
@@ -61,10 +61,10 @@ def render_section(entry: StatusEntry) -> str:
             f"{signals.tests_passed} passed, {signals.tests_failed} failed, "
             f"{signals.tests_skipped} skipped"
         )
-    errors = []
-    if entry.error:
+    errors = list(entry.errors)
+    if not errors and entry.error:
         errors.append(entry.error.strip().splitlines()[0][:200])
-    if signals is not None and signals.tests_failed:
+    if signals is not None and signals.tests_failed and not any("::" in e for e in errors):
         errors.append(f"{signals.tests_failed} failing test(s)")
     if signals is not None and signals.lint_errors:
         errors.append(f"{signals.lint_errors} lint error(s)")
@@ -76,7 +76,7 @@ def render_section(entry: StatusEntry) -> str:
         f"- Tasks completed: {tasks}",
         f"- Files modified: {files}",
         f"- Tests: {tests}",
-        f"- Errors encountered: {_listed(errors)}",
+        f"- Errors encountered: {'; '.join(errors) if errors else 'none'}",
         f"- Progress score: {score}",
         f"- API calls remaining: {calls}",
         f"- Stagnation risk: {(entry.risk or 'not measured').upper()}",
@@ -90,14 +90,6 @@ def render_section(entry: StatusEntry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def split_sections(text: str) -> list[str]:
-    """The sections of an existing status log, oldest first (the heading dropped)."""
-    starts = [match.start() for match in _SECTION.finditer(text)]
-    return [
-        text[a:b].rstrip("\n") + "\n" for a, b in zip(starts, [*starts[1:], len(text)], strict=True)
-    ]
-
-
 def render_log(change: str, sections: Sequence[str], keep: int) -> str:
     """The whole file: a heading, then the last ``keep`` sections."""
     kept = list(sections)[-keep:] if keep else []
@@ -106,11 +98,3 @@ def render_log(change: str, sections: Sequence[str], keep: int) -> str:
         f"One section per iteration, the latest last; the last {keep} are kept.\n"
     )
     return head + "".join(f"\n{section}" for section in kept)
-
-
-def read_sections(path: Path) -> list[str]:
-    """The sections already in the file (none when it is missing or unreadable)."""
-    try:
-        return split_sections(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return []

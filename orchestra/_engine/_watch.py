@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._circuit import CircuitState
+from .._redact import Redact
 from .._stagnation import Signals
 from .._state import (
     LOOP_CIRCUIT,
@@ -27,8 +28,9 @@ from .._state import (
     atomic_write,
     read_timeline,
 )
-from ._alerts import CallsLeft, evaluate
+from ._alerts import CallsLeft, evaluate, risk_with_alerts
 from ._decide import LoopState, Verdict
+from ._errorlines import error_lines
 from ._lessons import Lesson, append_lesson
 from ._progress import LoopProgress
 from ._record import IterationRecord
@@ -54,8 +56,10 @@ class IterationWatch:
         settings: LoopSettings,
         run_id: str,
         progress: LoopProgress,
+        redact: Redact | None = None,
     ) -> None:
         self._paths = paths
+        self._redact = redact
         # The lessons file lives in the loop's working tree: its agent reads it there.
         self._workdir = workdir
         self._policy = settings.policy
@@ -65,6 +69,8 @@ class IterationWatch:
         self._history: list[Signals] | None = None
         self._raised: dict[str, str] = {}
         self._sections: list[str] = []
+        # The last judged iteration's stagnation risk, raised by the alerts holding.
+        self.risk: str | None = None
         # The rate window's calls, read on the event loop just before the commit.
         self.calls: CallsLeft | None = None
 
@@ -96,6 +102,7 @@ class IterationWatch:
     ) -> list[Event]:
         """An iteration was judged: alerts, a status section, maybe a lesson."""
         self._progress.raised = []
+        self.risk = None
         if not self._active or not verdict.judged:
             return []
         history = self._seeded()
@@ -125,6 +132,8 @@ class IterationWatch:
         ]
         self._raised = {name: alert.detail for name, alert in holding.items()}
         self._progress.alerts = sorted(holding)
+        assessment = verdict.assessment
+        self.risk = risk_with_alerts(assessment.risk if assessment else None, holding)
         self._write_status(record, before, after, verdict, now_iso)
         if verdict.opened and _stalled(verdict):
             self._lesson(record, before, after, verdict, now_iso)
@@ -180,17 +189,48 @@ class IterationWatch:
             error=record.failure or record.error,
             score=assessment.score if assessment else None,
             calls_remaining=self.calls.remaining if self.calls is not None else None,
-            risk=None
-            if verdict.ending is not None and record.done
-            else (assessment.risk if assessment else None),
+            risk=None if verdict.ending is not None and record.done else self.risk,
             recovery=strategy.describe() if strategy is not None else "",
             alerts=tuple(f"{name} ({detail})" for name, detail in sorted(self._raised.items())),
             review=review,
+            errors=tuple(self._errors(record)),
         )
         self._sections.append(render_section(entry))
         del self._sections[:-keep]
         text = render_log(self._paths.name, self._sections, keep)
-        atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"))
+        atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"), ordinary=True)
+
+    def _errors(self, record: IterationRecord) -> list[str]:
+        signals = record.signals
+        report = None
+        if signals is not None and signals.tests_failed:
+            report = self._workdir / self._policy.stagnation.junit_xml
+        return error_lines(
+            reported=record.error,
+            log=self._paths.folder / record.log if record.log else None,
+            failed=record.failed,
+            report=report,
+            redact=self._redact,
+        )
+
+    def _probe_evidence(self, record: IterationRecord, verdict: Verdict) -> dict[str, object]:
+        """What a failed probe measured: its score, files, tasks, tests and error."""
+        evidence: dict[str, object] = {}
+        if verdict.assessment is not None:
+            evidence["score"] = verdict.assessment.score
+        signals = record.signals
+        if signals is not None:
+            evidence["files_modified"] = signals.files_modified
+            if signals.tasks_measured:
+                evidence["tasks_completed"] = signals.tasks_completed
+            if signals.tests_passed or signals.tests_failed:
+                evidence["tests_failed"] = signals.tests_failed
+        if record.failure:
+            evidence["ended"] = record.failure
+        errors = self._errors(record)
+        if errors:
+            evidence["error"] = errors[0]
+        return evidence
 
     def _lesson(
         self,
@@ -222,7 +262,7 @@ class IterationWatch:
             iteration=record.iteration,
             kind=kind,
             reason=circuit.reason or "",
-            evidence=dict(found.evidence) if found else {},
+            evidence=dict(found.evidence) if found else self._probe_evidence(record, verdict),
             tried=tried.describe() if tried is not None else "none (the loop's own approach)",
             outcome=outcome,
         )

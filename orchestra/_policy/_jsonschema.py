@@ -35,7 +35,15 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_FILE = "forge.schema.json"
 
 # The tables a [[loop]] may override: the rate limiter and the supervisor are shared.
-LOOP_POLICY_TABLES = ("verify", "run", "budget", "breaker", "stagnation")
+LOOP_POLICY_TABLES = (
+    "verify",
+    "run",
+    "budget",
+    "breaker",
+    "stagnation",
+    "recovery",
+    "alerts",
+)
 
 # A [[loop]] table's own keys. The class that reads them belongs to the
 # supervisor; a test holds these to its fields and defaults.

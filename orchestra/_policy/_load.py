@@ -188,6 +188,11 @@ def _extends_chain(
 
 
 def _resolve_extended(item: str, referrer: Path, source: str) -> Path:
+    if "\x00" in item:  # no file system takes one: say so rather than crash on it
+        raise ConfigError(
+            "the policy is invalid",
+            problems=[f"{source}: extends: {item!r} is not a path (it holds a NUL byte)"],
+        )
     if _SHIPPED_NAME.fullmatch(item):
         candidate = shipped_dir("policies") / f"{item}.toml"
         if candidate.is_file():

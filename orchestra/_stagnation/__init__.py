@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._probe import count_checked as count_checked
     from ._signals import Signals as Signals
     from ._signals import error_fingerprint as error_fingerprint
+    from ._signals import error_lines_of as error_lines_of
 
 # Hidden from type checkers, which read the imports above and must not take
 # every misspelt name for a lazy one.
@@ -39,6 +40,7 @@ if not TYPE_CHECKING:
             "._signals": (
                 "Signals",
                 "error_fingerprint",
+                "error_lines_of",
             ),
         },
     )

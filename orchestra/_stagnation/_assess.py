@@ -174,12 +174,14 @@ def _circular(history: Sequence[Signals], _s: list[int], _p: StagnationPolicy) -
     return None
 
 
+# The more specific a detector, the earlier it is asked: a loop repeating one
+# error also makes no progress, and its stall is the error's, not a plan's.
 _DETECTORS = (
     ("identical-errors", _identical_errors),
-    ("no-progress", _no_progress_streak),
-    ("permission-denials", _denials),
     ("circular", _circular),
     ("test-fix-loop", _test_fix_loop),
+    ("permission-denials", _denials),
+    ("no-progress", _no_progress_streak),
     ("output-decline", _output_decline),
     ("score", _score_window),
 )

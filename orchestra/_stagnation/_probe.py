@@ -26,7 +26,7 @@ from .._policy import StagnationPolicy
 from .._state import STATE_DIR
 from .._treestatus import TreeStatus, committed_changes, read_status, work_tree_prefix
 from .._verify import VerifyReport
-from ._signals import Signals, error_fingerprint
+from ._signals import Signals, error_fingerprint, error_lines_of
 
 _DELETED = "<deleted>"
 _CHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[xX]\]\s", re.MULTILINE)
@@ -156,7 +156,8 @@ class WorkspaceProbe:
         process = outcome.process
         error_text = outcome.observation.error
         if error_text is None and outcome.failed:
-            error_text = "\n".join(process.output.last_lines(15)) or outcome.failure
+            lines = error_lines_of(list(process.output.last_lines(15)))
+            error_text = "\n".join(lines) or outcome.failure
         return Signals(
             files_modified=len(changed),
             meaningful_files=meaningful,
@@ -177,6 +178,9 @@ class WorkspaceProbe:
             tests_failed=sum(1 for s in self._tests.values() if s == "fail"),
             tests_skipped=sum(1 for s in self._tests.values() if s == "skip"),
             files=tuple(sorted(changed)[:_MAX_LISTED]),
+            tasks_measured=any(
+                (self._workdir / name).is_file() for name in self._policy.tasks_files
+            ),
         )
 
     def _changed(self, before: Snapshot, after: Snapshot) -> dict[str, tuple[FileState, FileState]]:

@@ -28,6 +28,23 @@ _ERROR_NOISE = [
 ]
 
 
+# A line that reads as an error, among a failed process's last lines.
+_ERROR_LINE = re.compile(
+    r"(error|exception|traceback|fatal|failed|panic|denied|not found|no such)", re.IGNORECASE
+)
+
+
+def error_lines_of(lines: list[str]) -> list[str]:
+    """Of a failed process's last output lines, those that read as errors (else all of them).
+
+    The output interleaves stdout and stderr in whatever order the pipes were
+    read; the error lines alone are the same from one failing iteration to the
+    next, and they are what a person wants to see.
+    """
+    errors = [line for line in lines if _ERROR_LINE.search(line)]
+    return errors or [line for line in lines if line.strip()]
+
+
 def error_fingerprint(text: str | None) -> str | None:
     """A short hash of an error with numbers, ids, timestamps, paths and line numbers stripped.
 
@@ -65,6 +82,8 @@ class Signals:
         tests_passed, tests_failed, tests_skipped: The JUnit report's totals
             after the iteration (all 0: no report).
         files: The modified files' paths (the first 50, sorted).
+        tasks_measured: Whether a tasks file exists to count completed tasks in
+            (without one, ``tasks_completed`` is 0 for want of a measure).
     """
 
     files_modified: int = 0
@@ -86,6 +105,7 @@ class Signals:
     tests_failed: int = 0
     tests_skipped: int = 0
     files: tuple[str, ...] = ()
+    tasks_measured: bool = True
 
     @property
     def errors(self) -> int:
@@ -123,7 +143,7 @@ class Signals:
                 ):
                     raise ValueError(f"files: {value!r}")
                 value = tuple(value)
-            elif field.name == "done":
+            elif field.name in ("done", "tasks_measured"):
                 if not isinstance(value, bool):
                     raise ValueError(f"done: {value!r}")
             elif field.name == "lint_errors" and value is None:

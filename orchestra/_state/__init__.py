@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from ._guarded import load_or_block as load_or_block
     from ._known import has_state as has_state
     from ._known import require_change as require_change
+    from ._statusfile import STATUS_FILE as STATUS_FILE
+    from ._statusfile import last_alert_details as last_alert_details
+    from ._statusfile import read_sections as read_sections
     from ._timeline import TimelineRead as TimelineRead
     from ._timeline import append_event as append_event
     from ._timeline import append_events as append_events
@@ -119,6 +122,7 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._statusfile": ("STATUS_FILE", "last_alert_details", "read_sections"),
             "._known": ("has_state", "require_change"),
             "._timeline": (
                 "TimelineRead",

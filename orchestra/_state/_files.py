@@ -21,11 +21,14 @@ from .._errors import StateError
 STATE_DIR = ".forge"
 
 
-def atomic_write(path: Path, data: bytes, *, journal: bool = False) -> None:
+def atomic_write(path: Path, data: bytes, *, journal: bool = False, ordinary: bool = False) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never half.
 
     ``journal`` lists the write in the folder's forge-writes journal first (a
     loop's own state update, not a human's reset: see :func:`note_forge_write`).
+    ``ordinary`` gives the file the mode a newly created file gets under the
+    process's umask (a file a person or an agent reads), not the temporary
+    file's private 0600.
 
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
@@ -42,6 +45,8 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False) -> None:
             tmp.write(data)
             tmp.flush()
             os.fsync(tmp.fileno())
+            if ordinary:
+                os.fchmod(tmp.fileno(), 0o666 & ~current_umask())
         if journal:
             # Before the rename: a check landing in between must already know it.
             note_forge_write(path, data)
@@ -117,6 +122,20 @@ def run_by_a_person() -> bool:
     is caught only by the reviews that follow an escalation.
     """
     return "FORGE_ITERATION" not in os.environ
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it where the platform allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: read by setting it, and set it back at once
+    os.umask(mask)
+    return mask
 
 
 def note_forge_write(path: Path, data: bytes) -> None:

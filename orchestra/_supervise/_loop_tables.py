@@ -22,7 +22,7 @@ from .._policy import (
 )
 
 # Tables a loop may override; the limiter and the supervisor itself are shared.
-PER_LOOP_TABLES = ("verify", "run", "budget", "breaker", "stagnation")
+PER_LOOP_TABLES = ("verify", "run", "budget", "breaker", "stagnation", "recovery", "alerts")
 _TABLE_CLASSES: dict[str, type] = {
     field.name: field.type
     for field in attrs.fields(Policy)
@@ -60,6 +60,8 @@ class LoopTable:
     budget: dict[str, Any] = attrs.field(factory=dict)
     breaker: dict[str, Any] = attrs.field(factory=dict)
     stagnation: dict[str, Any] = attrs.field(factory=dict)
+    recovery: dict[str, Any] = attrs.field(factory=dict)
+    alerts: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen
