@@ -20,12 +20,12 @@ trip_on`` names it, in which case it opens the circuit like a stagnation trip.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
 from .._policy import Policy
-from .._stagnation import Signals, score
+from .._stagnation import Signals, score, trailing_streak
 
 CALLS_REMAINING = "calls-remaining"
 
@@ -46,15 +46,6 @@ class CallsLeft:
 
     remaining: int
     calls: int
-
-
-def _streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int:
-    count = 0
-    for signals in reversed(history):
-        if not holds(signals):
-            break
-        count += 1
-    return count
 
 
 def _rising_streak(values: Sequence[float]) -> int:
@@ -82,7 +73,9 @@ def evaluate(
     if history:
         # Without a tasks file there is no task to complete: those two stay quiet.
         since_task = (
-            _streak(history, lambda s: s.tasks_completed == 0) if history[-1].tasks_measured else 0
+            trailing_streak(history, lambda s: s.tasks_completed == 0)
+            if history[-1].tasks_measured
+            else 0
         )
         if since_task > p.loop_count:
             add(
@@ -95,7 +88,7 @@ def evaluate(
             add(
                 "no-tasks", f"no task completed for {since_task} iterations", since_task, p.no_tasks
             )
-        no_files = _streak(history, lambda s: s.files_modified == 0)
+        no_files = trailing_streak(history, lambda s: s.files_modified == 0)
         if no_files >= p.no_files:
             add("no-files", f"no file modified for {no_files} iterations", no_files, p.no_files)
         rates = [rate for s in history if (rate := s.pass_rate) is not None]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._signals import Signals as Signals
     from ._signals import error_fingerprint as error_fingerprint
     from ._signals import error_lines_of as error_lines_of
+    from ._signals import trailing_streak as trailing_streak
 
 # Hidden from type checkers, which read the imports above and must not take
 # every misspelt name for a lazy one.
@@ -41,6 +42,7 @@ if not TYPE_CHECKING:
                 "Signals",
                 "error_fingerprint",
                 "error_lines_of",
+                "trailing_streak",
             ),
         },
     )

@@ -8,12 +8,12 @@ simulate``) and trips exactly where a live loop under that policy would.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 
 from .._policy import StagnationPolicy, StagnationWeights
-from ._signals import Signals
+from ._signals import Signals, trailing_streak
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
 
@@ -88,16 +88,6 @@ def assess(history: Sequence[Signals], policy: StagnationPolicy) -> Assessment:
     )
 
 
-def _streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int:
-    """How many iterations at the end of ``history`` in a row ``holds`` is true of."""
-    count = 0
-    for signals in reversed(history):
-        if not holds(signals):
-            break
-        count += 1
-    return count
-
-
 def _no_progress(signals: Signals) -> bool:
     """No meaningful change and no task completed: whitespace edits are not progress."""
     return signals.meaningful_files == 0 and signals.tasks_completed == 0
@@ -116,7 +106,7 @@ def _score_window(history: Sequence[Signals], scores: list[int], p: StagnationPo
 
 
 def _no_progress_streak(history: Sequence[Signals], _s: list[int], p: StagnationPolicy) -> _Found:
-    streak = _streak(history, _no_progress)
+    streak = trailing_streak(history, _no_progress)
     return (str(streak), {"iterations": streak}) if streak >= p.no_progress else None
 
 
@@ -124,7 +114,7 @@ def _identical_errors(history: Sequence[Signals], _s: list[int], p: StagnationPo
     last = history[-1].error_fingerprint
     if last is None:
         return None
-    streak = _streak(history, lambda s: s.error_fingerprint == last)
+    streak = trailing_streak(history, lambda s: s.error_fingerprint == last)
     if streak >= p.identical_errors:
         return str(streak), {"fingerprint": last, "iterations": streak}
     return None
@@ -145,7 +135,7 @@ def _output_decline(history: Sequence[Signals], _s: list[int], p: StagnationPoli
 
 
 def _denials(history: Sequence[Signals], _s: list[int], p: StagnationPolicy) -> _Found:
-    streak = _streak(history, lambda s: s.permission_denials > 0)
+    streak = trailing_streak(history, lambda s: s.permission_denials > 0)
     return (str(streak), {"iterations": streak}) if streak >= p.permission_denials else None
 
 
@@ -195,12 +185,15 @@ def _risk(history: Sequence[Signals], scores: list[int], p: StagnationPolicy) ->
 
     last_error = history[-1].error_fingerprint
     near = (
-        close_to(_streak(history, _no_progress), p.no_progress)
-        or close_to(_streak(history, lambda s: s.permission_denials > 0), p.permission_denials)
+        close_to(trailing_streak(history, _no_progress), p.no_progress)
+        or close_to(
+            trailing_streak(history, lambda s: s.permission_denials > 0), p.permission_denials
+        )
         or (
             last_error is not None
             and close_to(
-                _streak(history, lambda s: s.error_fingerprint == last_error), p.identical_errors
+                trailing_streak(history, lambda s: s.error_fingerprint == last_error),
+                p.identical_errors,
             )
         )
     )

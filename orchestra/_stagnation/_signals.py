@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -152,3 +152,13 @@ class Signals:
                 raise ValueError(f"{field.name}: {value!r}")
             values[field.name] = value
         return cls(**values)
+
+
+def trailing_streak(history: Sequence[Signals], holds: Callable[[Signals], bool]) -> int:
+    """How many iterations at the end of ``history`` in a row ``holds`` is true of."""
+    count = 0
+    for signals in reversed(history):
+        if not holds(signals):
+            break
+        count += 1
+    return count
