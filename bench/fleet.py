@@ -134,7 +134,10 @@ def batch_text(dirs: list[Path]) -> str:
 def run_fleet(folder: Path, url: str, dirs: list[Path], workers: int) -> float:
     host = folder / "host"
     host.mkdir()
-    (host / "forge.toml").write_text('[fleet]\nname = "bench"\nlease = "10s"\nheartbeat = "1s"\n')
+    (host / "forge.toml").write_text(
+        # The lease must outlast two heartbeats and the executor's grace.
+        '[fleet]\nname = "bench"\nlease = "10s"\nheartbeat = "1s"\n[run]\ngrace = "2s"\n'
+    )
     (host / "nightly.toml").write_text(batch_text(dirs))
     env = {**os.environ, "FORGE_REDIS_URL": url}
     subprocess.run(
