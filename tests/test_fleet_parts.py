@@ -210,6 +210,43 @@ def test_a_person_runs_forge_timeline_follow_and_sees_every_host(
     assert "Traceback" not in err
 
 
+def test_following_a_submitted_change_before_its_first_event_follows_the_server(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    (tmp_path / "forge.toml").write_text('[fleet]\nname = "nightly"\n')
+    (tmp_path / "nightly.toml").write_text('[[loop]]\nchange = "d"\ncmd = "true"\n')
+    env = {"FORGE_REDIS_URL": redis_server.url}
+    submitted = run_forge(["fleet", "submit", "--batch", "nightly.toml"], cwd=tmp_path, env=env)
+    assert submitted.code == 0, submitted
+    follow = subprocess.Popen(
+        [str(FORGE), "timeline", "d", "--follow", "--plain"],
+        cwd=tmp_path,
+        env=forge_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    connection = connect(redis_server, "nightly")
+    try:
+        store = RedisChangeStore(
+            connection,
+            connection.config.keys,
+            "d",
+            _claim(connection, "d"),
+            lambda: "2026-12-01T00:00:05.000Z",
+        )
+        store.load()
+        time.sleep(0.5)  # the follower is reading by now; the first event comes live
+        store.append(started_on("first-on-the-server"))
+        time.sleep(1.0)
+    finally:
+        follow.send_signal(signal.SIGINT)
+        out, err = follow.communicate(timeout=15)
+        connection.close()
+    assert "run_id=first-on-the-server" in out, err
+
+
 def test_commands_name_what_is_missing_or_wrong(tmp_path: Path, redis_server: RedisServer) -> None:
     batch = tmp_path / "nightly.toml"
     batch.write_text('[[loop]]\nchange = "a"\ncmd = "true"\n')

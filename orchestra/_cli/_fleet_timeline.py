@@ -35,12 +35,16 @@ def fleet_timeline(
     try:
         try:
             lines = connection.once(lambda client: timeline_lines(client, keys, args.change))
+            # A change submitted to the fleet is the server's even before its first event.
+            submitted = bool(
+                lines or connection.once(lambda client: client.hexists(keys.status, args.change))
+            )
         except FleetUnavailable as exc:
             if args.fleet:
                 raise
             out.note(f"{exc.message}; showing this host's files")
             return None
-        if not lines and not args.fleet:
+        if not submitted and not args.fleet:
             return None  # not a fleet change: its files are the timeline
         records = [event_record(decode_event(json.loads(line))) for _id, line in lines]
         if out.json_mode and not args.follow:
