@@ -96,6 +96,23 @@ def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> Non
     assert "forge secscan waive FINGERPRINT --reason WHY" in gate
 
 
+def test_a_fleet_hosts_summary_is_not_taken_for_a_batch_it_can_report(repo: Repo) -> None:
+    write_run(repo.root, EARLIER, 2)
+    fleet_run = "20261201T040000Z-f1ee"
+    folder = repo.root / ".forge" / "runs" / fleet_run
+    folder.mkdir(parents=True)
+    summary = {"fleet": "nightly", "host": "w1", "loops": {"a": {"state": "done"}}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    latest = repo.forge("report", "--json")
+    assert latest.code == 0, latest
+    assert json.loads(latest.out)["run_id"] == EARLIER  # the fleet host's summary is passed by
+    named = repo.forge("report", "--run", fleet_run)
+    assert named.code == 2, named
+    assert "a fleet host's summary" in named.err
+    assert "forge fleet status" in named.err
+    assert "Traceback" not in named.err
+
+
 def test_an_earlier_run_and_a_killed_run_have_their_reports(repo: Repo) -> None:
     write_run(repo.root, EARLIER, 3)
     write_run(repo.root, RUN, 6, summary=False)  # killed: no summary.json

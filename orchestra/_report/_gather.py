@@ -56,14 +56,46 @@ def resolve_run(roots: list[Path], wanted: str | None) -> str:
             "no runs yet: nothing under .forge/runs/ or .forge/changes/*/runs/",
             hint="run forge supervise (or forge run --yes) first",
         )
+    # A fleet host's summary is not a run this host can report: its loops'
+    # events are on the fleet's server, spread over every host's runs.
+    fleet = {run_id for run_id in runs if _is_fleet(roots, run_id)}
     if wanted in (None, "latest"):
+        runs = [run_id for run_id in runs if run_id not in fleet]
+        if not runs:
+            raise UsageError(
+                "no run to report: the runs here are fleet hosts' summaries",
+                hint=_FLEET_HINT,
+            )
         # The latest batch: a person's forge run this morning is not last night's batch.
         batches = (run_id for run_id in reversed(runs) if _is_batch(roots, run_id))
         return next(batches, runs[-1])
     if wanted not in runs:
         recent = ", ".join(runs[-5:])
         raise UsageError(f"--run {wanted}: no such run", hint=f"the most recent: {recent}")
+    if wanted in fleet:
+        raise UsageError(
+            f"--run {wanted}: a fleet host's summary, not a batch this host ran alone",
+            hint=_FLEET_HINT,
+        )
     return wanted
+
+
+_FLEET_HINT = (
+    "a fleet batch's events are on its Redis server: forge fleet status shows the "
+    "batch, forge timeline --fleet C a loop's events, forge fleet export its state"
+)
+
+
+def _is_fleet(roots: list[Path], run_id: str) -> bool:
+    """Whether ``run_id``'s summary was written by ``forge fleet work``."""
+    for root in roots:
+        try:
+            summary = json.loads((run_folder(root, run_id) / "summary.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and "fleet" in summary:
+            return True
+    return False
 
 
 def _is_batch(roots: list[Path], run_id: str) -> bool:
