@@ -165,6 +165,7 @@ def test_the_latest_batch_is_not_a_persons_forge_run(repo: Repo) -> None:
         == "A forge run, not a supervised batch — 1 of 1 loop(s) done, 0 escalated"
     )
     assert [(loop["change"], loop["ending"]) for loop in document["loops"]] == [("solo", "done")]
+    assert "summary" not in asked.err  # a forge run never has one: nothing is missing
     _, markdown = report_files(repo, solo_run.name)
     assert "_Built from the timeline: a forge run keeps no summary._" in markdown
 

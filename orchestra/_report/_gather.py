@@ -131,7 +131,7 @@ def read_summary(root: Path, run_id: str) -> tuple[dict[str, Any] | None, list[s
     try:
         data = json.loads(path.read_bytes())
     except FileNotFoundError:
-        return None, [f"{path}: no summary (the supervisor did not finish); built from timelines"]
+        return None, []
     except (OSError, ValueError) as exc:
         return None, [f"{path}: unreadable ({exc}); built from the timelines alone"]
     if not isinstance(data, dict):
@@ -154,6 +154,9 @@ def gather_report(
     """
     own = tuple(f for f in forge_files if f)
     summary, notes = read_summary(root, run_id)
+    if summary is None and not notes and _is_batch([root, *other_roots], run_id):
+        # A batch without its summary was cut short; a forge run never has one.
+        notes.append("no summary.json (the supervisor did not finish): built from the timelines")
     roots = {root.resolve(), *(Path(r).resolve() for r in other_roots)}
     for entry in (summary or {}).get("loops") or []:
         if isinstance(entry, dict) and isinstance(entry.get("dir"), str):
