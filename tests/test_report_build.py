@@ -381,3 +381,26 @@ def test_words_in_time_order_a_cost_not_reported_and_how_to_go_on() -> None:
     assert "focus" not in page.split('id="timelines"')[1].split("</p>")[0]
     assert "⏸" not in page
     check_page(page)
+
+
+def test_a_strategy_handed_out_as_the_loop_escalated_is_not_called_tried() -> None:
+    def step(number: int, escalated: bool) -> Event:
+        return at(
+            number,
+            RecoveryStep(
+                run_id=RUN,
+                iteration=number,
+                trip_kind="verify",
+                step=number,
+                steps=4,
+                strategy=f"strategy {number}.",
+                escalated=escalated,
+            ),
+        )
+
+    cut_short = one_loop(at(0, RunStarted(run_id=RUN, supervised=True)), step(3, True))
+    assert [n.text for n in cut_short.recovery] == [
+        "verify 3/4: strategy 3. (not tried: the loop escalated first)"
+    ]
+    reached = one_loop(at(0, RunStarted(run_id=RUN, supervised=True)), step(4, True))
+    assert [n.text for n in reached.recovery] == ["verify 4/4: strategy 4. (reached: escalated)"]

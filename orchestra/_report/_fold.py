@@ -198,8 +198,11 @@ class Fold:
             self.notice(ALERT, event.kind, text, event, now, GOOD, event.alert, event.iteration)
         elif isinstance(event, RecoveryStep):
             text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
-            if event.escalated:
-                text += " (escalated)"
+            if event.escalated and event.step >= event.steps:
+                text += " (reached: escalated)"
+            elif event.escalated:
+                # Handed out at the moment the loop escalated (its openings used up).
+                text += " (not tried: the loop escalated first)"
             self.notice(RECOVERY, event.kind, text, event, now, WARN)
         elif isinstance(event, ContractEvent | OtherEvent):
             self.named(event, now)
