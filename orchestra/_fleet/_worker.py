@@ -440,12 +440,10 @@ class Worker:
         keys = [self.keys.fence(change), self.keys.lease(change), self.keys.loops, self.keys.status]
         idle = int(self.config.lease * 1000) + 1
         args = [token, GROUP, entry_id, self.host, idle, change, status]
-        with trio.move_on_after(self.config.command_timeout):
-            try:
-                if int(await self._call(lambda _client: self._release(keys=keys, args=args))):
-                    self.on_event("fleet", change, f"given back by {self.host}")
-            except FleetUnavailable:
-                pass  # its lease lapses instead
+        # A server that cannot be reached: the lease lapses instead.
+        with trio.move_on_after(self.config.command_timeout), contextlib.suppress(FleetUnavailable):
+            if int(await self._call(lambda _client: self._release(keys=keys, args=args))):
+                self.on_event("fleet", change, f"given back by {self.host}")
 
     async def _finish_loop(
         self, entry_id: str, change: str, token: int, summary: RunSummary
