@@ -92,3 +92,15 @@ def human_seconds(seconds: float) -> str:
         return f"{seconds:.1f}s"
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes}m{secs:02d}s"
+
+
+def brief_seconds(seconds: float) -> str:
+    """A span at a glance, for a page that spans a night: ``4.2s``, ``12m05s``, ``3h10m``."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{rest:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -229,3 +229,15 @@ def test_human_seconds_spellings(seconds: float, text: str) -> None:
 )
 def test_human_seconds_at_band_edges(seconds: float, text: str) -> None:
     assert human_seconds(seconds) == text
+
+
+def test_brief_seconds_reads_a_night_at_a_glance() -> None:
+    from orchestra._durations import brief_seconds
+
+    assert [brief_seconds(s) for s in (-1, 4.24, 12.4, 125, 3600 * 3 + 600)] == [
+        "0.0s",
+        "4.2s",
+        "12s",
+        "2m05s",
+        "3h10m",
+    ]

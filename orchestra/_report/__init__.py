@@ -8,7 +8,6 @@ if TYPE_CHECKING:
     from ._build import LoopFacts as LoopFacts
     from ._build import build_report as build_report
     from ._build import resume_commands as resume_commands
-    from ._fold import format_seconds as format_seconds
     from ._gather import gather_report as gather_report
     from ._gather import known_runs as known_runs
     from ._gather import resolve_run as resolve_run
@@ -29,7 +28,6 @@ if not TYPE_CHECKING:
         __name__,
         {
             "._build": ("LoopFacts", "build_report", "resume_commands"),
-            "._fold": ("format_seconds",),
             "._gather": ("gather_report", "known_runs", "resolve_run", "run_folder"),
             "._html": ("render_html",),
             "._markdown": ("render_markdown",),

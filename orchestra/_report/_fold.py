@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from .._durations import brief_seconds
 from .._state import (
     AlertCleared,
     AlertRaised,
@@ -134,11 +135,11 @@ class Fold:
             until = min(start + planned, max(self.last, start))
             stopped = until < start + planned
         end = max(start, until)
-        label = f"cooldown {_secs(end - start)} after: {reason}"
+        label = f"cooldown {brief_seconds(end - start)} after: {reason}"
         if stopped and end - start < planned:
             label = (
-                f"cooldown {_secs(end - start)} of a planned {_secs(planned)} (the loop stopped)"
-                f" after: {reason}"
+                f"cooldown {brief_seconds(end - start)} of a planned "
+                f"{brief_seconds(planned)} (the loop stopped) after: {reason}"
             )
         self.mark(COOLDOWN, start, end - start, label, WARN)
         self.cooldown += end - start
@@ -233,13 +234,15 @@ class Fold:
                 PROVIDER_PAUSE,
                 self.ready,
                 waited,
-                f"waited {_secs(waited)} for the provider's reset",
+                f"waited {brief_seconds(waited)} for the provider's reset",
                 WARN,
                 number,
             )
             self.paused += waited
         else:
-            label = f"waited {_secs(waited)} for a rate-limit permit before iteration {number}"
+            label = (
+                f"waited {brief_seconds(waited)} for a rate-limit permit before iteration {number}"
+            )
             self.mark(LIMITER_WAIT, self.ready, waited, label, NEUTRAL, number)
             self.limiter_wait += waited
 
@@ -257,7 +260,7 @@ class Fold:
             which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
             note = f"the provider refused: {which}"
             if event.pause:
-                note += f"; every loop paused {_secs(event.pause)}"
+                note += f"; every loop paused {brief_seconds(event.pause)}"
             self.refused = True
         verify = event.verify
         parts = [f"iteration {event.iteration}", _exit_words(event)]
@@ -461,19 +464,3 @@ def _fields_text(fields: Mapping[str, Any], limit: int = 160) -> str:
         parts.append(f"{key}={value}")
     text = ", ".join(parts)
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _secs(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def format_seconds(seconds: float) -> str:
-    """Seconds as a person reads them: ``4.2s``, ``12m05s``, ``3h10m``."""
-    return _secs(seconds)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 
+from .._durations import brief_seconds
 from ._build import DONE, INTERRUPTED, UNFINISHED
 from ._fold import (
     alert_lines,
     evidence_lines,
-    format_seconds,
     in_time_order,
     trip_words,
     verify_evidence,
@@ -149,7 +149,7 @@ def _header(report: BatchReport) -> str:
     paused = sum(loop.paused for loop in report.loops)
     limiter = report.limiter or {}
     window = (
-        f" · limit {limiter.get('calls')} call(s) per {format_seconds(float(limiter['window']))}"
+        f" · limit {limiter.get('calls')} call(s) per {brief_seconds(float(limiter['window']))}"
         if isinstance(limiter.get("window"), int | float) and limiter.get("calls")
         else ""
     )
@@ -157,7 +157,7 @@ def _header(report: BatchReport) -> str:
         ("Run", f"<code>{escape(report.run_id)}</code>"),
         ("Repository", f"<code>{escape(report.root)}</code>"),
         ("Started", when(report.started_at)),
-        ("Wall time", format_seconds(wall) if wall is not None else "unknown"),
+        ("Wall time", brief_seconds(wall) if wall is not None else "unknown"),
         (
             "Exit code",
             str(report.exit_code) if report.exit_code is not None else "none (no summary)",
@@ -172,9 +172,9 @@ def _header(report: BatchReport) -> str:
         ),
         (
             "Limiter waits",
-            f"{waits}; about {format_seconds(waited)} spent waiting across loops{window}",
+            f"{waits}; about {brief_seconds(waited)} spent waiting across loops{window}",
         ),
-        ("Provider pauses", format_seconds(paused) if paused else "none"),
+        ("Provider pauses", brief_seconds(paused) if paused else "none"),
     ]
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     tones = {ending: ending_tone(ending) for ending in counts}
@@ -323,7 +323,7 @@ def _timelines(report: BatchReport) -> str:
     return (
         '<section id="timelines" aria-labelledby="timelines-h">\n'
         '<h2 id="timelines-h">Timelines</h2>\n'
-        f'<p class="muted">Each strip spans the whole batch ({format_seconds(report.span)}), '
+        f'<p class="muted">Each strip spans the whole batch ({brief_seconds(report.span)}), '
         "so the loops line up. Hover a shape for its detail; under each strip, the events "
         "in words (in time order) say the same.</p>\n"
         f'<ul class="legend" aria-label="Legend">{legend}</ul>\n'
@@ -339,11 +339,11 @@ def _strip_words(loop: LoopReport) -> str:
         f"{trips} circuit opening(s)",
     ]
     if loop.cooldown:
-        words.append(f"{format_seconds(loop.cooldown)} in cooldown")
+        words.append(f"{brief_seconds(loop.cooldown)} in cooldown")
     if loop.limiter_wait:
-        words.append(f"{format_seconds(loop.limiter_wait)} waiting for permits")
+        words.append(f"{brief_seconds(loop.limiter_wait)} waiting for permits")
     if loop.paused:
-        words.append(f"{format_seconds(loop.paused)} paused for the provider")
+        words.append(f"{brief_seconds(loop.paused)} paused for the provider")
     restored = sum(1 for m in loop.marks if m.kind == "integrity")
     if restored:
         words.append(f"{restored} integrity restoration(s)")
@@ -363,8 +363,8 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
     )
     files += _files("Files now in the worktree", loop.files_changed, loop.files_more, False)
     events = "".join(
-        f"<li>{format_seconds(m.start)}: {escape(m.label)}"
-        + (f" ({format_seconds(m.duration)})" if m.duration else "")
+        f"<li>{brief_seconds(m.start)}: {escape(m.label)}"
+        + (f" ({brief_seconds(m.duration)})" if m.duration else "")
         + "</li>"
         for m in in_time_order(loop.marks)
     )
@@ -394,8 +394,8 @@ def _rows(loop: LoopReport) -> str:
     if not loop.rows:
         return ""
     rows = "".join(
-        f'<tr><td class="num">{r.number}</td><td class="num">{format_seconds(r.start)}</td>'
-        f'<td class="num">{format_seconds(r.duration)}</td>'
+        f'<tr><td class="num">{r.number}</td><td class="num">{brief_seconds(r.start)}</td>'
+        f'<td class="num">{brief_seconds(r.duration)}</td>'
         f"<td>{'' if r.exit is None else r.exit}</td><td>{escape(r.verify or '')}</td>"
         f'<td class="num">{"" if r.score is None else f"{r.score:+d}"}</td>'
         f"<td>{escape(r.trip or '')}</td>"

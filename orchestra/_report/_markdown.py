@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._fold import alert_lines, evidence_lines, format_seconds, in_time_order, trip_words
+from .._durations import brief_seconds
+from ._fold import alert_lines, evidence_lines, in_time_order, trip_words
 from ._html import money, not_finished, source_note, verify_failed, when
 from ._model import BatchReport, LoopReport
 
@@ -119,11 +120,11 @@ def _head(report: BatchReport) -> list[str]:
     waited = sum(loop.limiter_wait for loop in report.loops)
     lines += [
         f"- Started: {when(report.started_at)}; wall time "
-        f"{format_seconds(wall) if wall is not None else 'unknown'}",
+        f"{brief_seconds(wall) if wall is not None else 'unknown'}",
         f"- Exit code: {report.exit_code if report.exit_code is not None else 'none'}",
         f"- Loops: {len(report.loops)} — {counts}",
         f"- Spend: {spend.tokens:,} tokens, {spend.tool_calls:,} tool calls, {money(spend)}",
-        f"- Limiter waits: {waits}; about {format_seconds(waited)} spent waiting",
+        f"- Limiter waits: {waits}; about {brief_seconds(waited)} spent waiting",
         "",
     ]
     return lines
@@ -257,8 +258,8 @@ def _timeline(loop: LoopReport, max_events: int) -> list[str]:
             lines += [f"{title}: {', '.join(_code(f) for f in files)}{tail}", ""]
     shown = in_time_order(loop.marks)[:max_events]
     for mark in shown:
-        took = f" ({format_seconds(mark.duration)})" if mark.duration else ""
-        lines.append(f"- {format_seconds(mark.start)}: {mark.label}{took}")
+        took = f" ({brief_seconds(mark.duration)})" if mark.duration else ""
+        lines.append(f"- {brief_seconds(mark.start)}: {mark.label}{took}")
     if len(loop.marks) > len(shown):
         lines.append(f"- … and {len(loop.marks) - len(shown)} more event(s)")
     lines.append("")
