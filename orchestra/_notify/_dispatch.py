@@ -104,10 +104,8 @@ def notify_batch(
         say: Where a failed delivery is reported (the terminal).
         live: What was sent while the batch ran, not to be sent again.
     """
-    commands = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
-    if not any(commands.values()) and not policy.webhook:
+    if not (policy.on_escalate or policy.on_alert or policy.on_finish or policy.webhook):
         return []
-    timeout = policy.timeout.seconds
     deliveries: list[Delivery] = []
     base_env = {
         "FORGE_RUN_ID": str(summary.get("run_id", report.run_id)),
@@ -120,16 +118,32 @@ def notify_batch(
     for event, payload, own_env in batch_notices(summary, report, live=live):
         payload = {**payload, "report": dict(files)}
         env = {**base_env, "FORGE_EVENT": event, "FORGE_CHANGE": "", **own_env}
-        if commands[event]:
-            deliveries.append(
-                run_command(commands[event], event, payload, env, timeout=timeout, cwd=root)
-            )
-        if policy.webhook:
-            deliveries.append(post_webhook(policy.webhook, event, payload, timeout=timeout))
+        deliveries += deliver(policy, event, payload, env, root=root)
     log_deliveries(run_folder / LOG_NAME, deliveries)
     for delivery in deliveries:
         if not delivery.ok:
             say(delivery.line())
+    return deliveries
+
+
+def deliver(
+    policy: NotifyPolicy,
+    event: str,
+    payload: Mapping[str, Any],
+    env: Mapping[str, str],
+    *,
+    root: Path,
+) -> list[Delivery]:
+    """Send one notice to its ``[notify]`` command and to the webhook (each when set)."""
+    command = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
+    timeout = policy.timeout.seconds
+    deliveries: list[Delivery] = []
+    if command[event]:
+        deliveries.append(
+            run_command(command[event], event, payload, env, timeout=timeout, cwd=root)
+        )
+    if policy.webhook:
+        deliveries.append(post_webhook(policy.webhook, event, payload, timeout=timeout))
     return deliveries
 
 

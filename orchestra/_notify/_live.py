@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._dispatch import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, log_deliveries
-from ._send import Delivery, post_webhook, run_command
+from ._dispatch import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, deliver, log_deliveries
+from ._send import Delivery
 
 if TYPE_CHECKING:
     from .._policy import NotifyPolicy
@@ -94,7 +94,6 @@ class LiveNotices:
         return self._send(ALERT, {"alert": part}, change)
 
     def _send(self, event: str, own: dict[str, Any], change: str) -> list[Delivery]:
-        command = {ESCALATE: self._policy.on_escalate, ALERT: self._policy.on_alert}[event]
         # No ``report`` and no file variables: the summary and the report are
         # written when the batch ends, and never if it is killed or writes none.
         # The ``finish`` notice names them once they exist.
@@ -109,13 +108,6 @@ class LiveNotices:
             "FORGE_REPORT_MARKDOWN": "",
             "FORGE_EXIT_CODE": "",
         }
-        timeout = self._policy.timeout.seconds
-        deliveries: list[Delivery] = []
-        if command:
-            deliveries.append(
-                run_command(command, event, payload, env, timeout=timeout, cwd=self._root)
-            )
-        if self._policy.webhook:
-            deliveries.append(post_webhook(self._policy.webhook, event, payload, timeout=timeout))
+        deliveries = deliver(self._policy, event, payload, env, root=self._root)
         log_deliveries(self._run_folder / LOG_NAME, deliveries)
         return deliveries
