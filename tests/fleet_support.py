@@ -205,9 +205,8 @@ class Fleet:
                     worker.wait()
 
 
-def children_of(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (read from /proc)."""
-    found = []
+def _process_stats() -> Iterator[tuple[int, list[str]]]:
+    """Every live process's pid and the fields of its /proc stat after the name."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -215,9 +214,12 @@ def children_of(pid: int) -> list[int]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
+        yield int(entry.name), fields
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc)."""
+    return [child for child, fields in _process_stats() if int(fields[1]) == pid]
 
 
 def kill_worker(worker: subprocess.Popen[str]) -> list[int]:
@@ -239,17 +241,11 @@ def kill_worker(worker: subprocess.Popen[str]) -> list[int]:
 
 def group_members(group: int) -> list[int]:
     """The live processes of process group ``group`` (read from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, fields in _process_stats()
+        if int(fields[2]) == group and fields[0] not in ("Z", "X")
+    ]
 
 
 def _kill_tree(pid: int, sig: signal.Signals) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from .._policy import Policy
+from .._policy import ALERTS, Policy
 from .._stagnation import Signals, score, trailing_streak
 
 CALLS_REMAINING = "calls-remaining"
@@ -173,17 +173,7 @@ def clears(name: str, signals: Signals | None) -> bool:
 
 
 # Alerts about the loop's own work (the rate window's calls are the provider's doing).
-_QUALITY = frozenset(
-    {
-        "loop-count",
-        "no-tasks",
-        "no-files",
-        "pass-rate",
-        "error-frequency",
-        "output-volume",
-        "negative-score",
-    }
-)
+_QUALITY = frozenset(ALERTS) - {"calls-remaining"}
 _RISKS = ("low", "medium", "high")
 
 
