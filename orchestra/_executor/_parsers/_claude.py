@@ -1,0 +1,181 @@
+"""Claude Code's ``-p --output-format json|stream-json``, read into one Observation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .._limits import detect_limit, is_limit_answer, limit_from_status
+from .._observation import ModelTokens, Observation, RateLimitEvent
+from ._common import (
+    MAX_DOCUMENT,
+    EventParser,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    clip,
+    document_events,
+    finite_amount,
+    has_marker_line,
+)
+
+
+class ClaudeParser(EventParser):
+    """Claude Code ``--output-format json`` and ``stream-json``.
+
+    ``json`` is one result object, or (with verbose settings) a JSON array of
+    every message; ``stream-json`` is one event a line. Tokens are the sum over
+    ``modelUsage`` when it is there (it counts every model the run used, a
+    subagent's included), else the result's ``usage``.
+    """
+
+    def __init__(self, output_format: str, done_marker: str) -> None:
+        super().__init__(output_format, done_marker)
+        self._result: dict[str, Any] | None = None
+        # stream-json repeats a message as it grows: count each message's tool_use
+        # blocks once, holding only the message being streamed, not every id ever seen.
+        self._message_id: str | None = None
+        self._message_tools: set[str] = set()
+        self._tools_before = 0
+        self._rate_limit: RateLimitEvent | None = None
+        self._session_id: str | None = None
+        # A JSON array (or a pretty-printed object) spans lines: kept whole, bounded.
+        self._document = bytearray()
+        self._too_big = False
+
+    def feed(self, chunk: bytes) -> None:
+        super().feed(chunk)
+        if not self._too_big:
+            self._document += chunk
+            if len(self._document) > MAX_DOCUMENT:
+                self._document.clear()
+                self._too_big = True
+
+    def finish(self) -> Observation:
+        text_view = self._drain()
+        if self._result is None and not self._too_big:
+            for event in document_events(bytes(self._document)):
+                self._take(event)
+        result = self._result
+        tools = self._tools_before + len(self._message_tools)
+        stderr_limit = detect_limit(self._stderr.text())
+        if result is None:
+            return Observation(
+                format=self._format,
+                done=text_view.done,
+                tool_calls=tools,
+                rate_limit=self._rate_limit or stderr_limit,
+                session_id=self._session_id,
+                note='no {"type": "result"} object in the output; read as plain text',
+            )
+        subtype = as_str(result.get("subtype")) or "unknown"
+        is_error = result.get("is_error") is True or subtype != "success"
+        final = as_str(result.get("result")) or ""
+        tokens_in, tokens_out, cached, models = _claude_tokens(result)
+        denials = result.get("permission_denials")
+        error = None
+        if is_error:
+            errors = result.get("errors")
+            listed = (
+                "; ".join(as_str(e) or json.dumps(e) for e in errors)
+                if isinstance(errors, list)
+                else ""
+            )
+            error = clip(final or listed or f"claude ended with subtype {subtype}")
+        rate_limit = self._rate_limit
+        if rate_limit is None and (is_error or is_limit_answer(final)):
+            # Some releases end a refused run with subtype success and the limit
+            # as the whole answer: that answer is read for it too.
+            rate_limit = detect_limit(error or final)
+        if rate_limit is None and is_error:
+            # The API's status for the error (429: a limit, 529: overloaded).
+            rate_limit = limit_from_status(result.get("api_error_status"), error or final)
+        if rate_limit is None and is_error:
+            # stderr speaks only for a run that failed: a success stands.
+            rate_limit = stderr_limit
+        if rate_limit is not None and error is None:
+            error = clip(final)
+            is_error = True
+        return Observation(
+            format=self._format,
+            done=not is_error and has_marker_line(final, self._marker),
+            is_error=is_error,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            tokens_cached=cached,
+            cost_usd=as_float(result.get("total_cost_usd")),
+            cost_reported="total_cost_usd" in result,
+            tool_calls=tools,
+            permission_denials=len(denials) if isinstance(denials, list) else 0,
+            turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
+            error=error,
+            rate_limit=rate_limit,
+            summary=clip(final) if final else None,
+            models=models,
+            session_id=as_str(result.get("session_id")) or self._session_id,
+        )
+
+    def _take(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if self._session_id is None and (session := as_str(event.get("session_id"))):
+            self._session_id = session
+        if kind == "result":
+            self._result = event
+        elif kind == "assistant":
+            message = event.get("message")
+            if not isinstance(message, dict):
+                return
+            message_id = as_str(message.get("id"))
+            if message_id is None or message_id != self._message_id:
+                self._tools_before += len(self._message_tools)
+                self._message_id, self._message_tools = message_id, set()
+            content = message.get("content")
+            for index, block in enumerate(content if isinstance(content, list) else []):
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self._message_tools.add(as_str(block.get("id")) or f"#{index}")
+        elif kind == "rate_limit_event":
+            info = event.get("rate_limit_info")
+            if isinstance(info, dict) and info.get("status") == "rejected":
+                self._rate_limit = RateLimitEvent(
+                    status="rejected",
+                    resets_at=finite_amount(info.get("resetsAt")),
+                    kind=as_str(info.get("rateLimitType")),
+                )
+
+
+def _claude_tokens(
+    result: dict[str, Any],
+) -> tuple[int, int, int, tuple[ModelTokens, ...]]:
+    """(input incl. cache, output, cache reads, per model) from a Claude result."""
+    model_usage = result.get("modelUsage")
+    models = []
+    if isinstance(model_usage, dict):
+        for name, usage in model_usage.items():
+            if not isinstance(usage, dict):
+                continue
+            read = as_int(usage.get("cacheReadInputTokens"))
+            fresh = as_int(usage.get("inputTokens")) + as_int(usage.get("cacheCreationInputTokens"))
+            models.append(
+                ModelTokens(
+                    model=str(name),
+                    input=fresh,
+                    cached=read,
+                    output=as_int(usage.get("outputTokens")),
+                )
+            )
+    if any(m.input or m.cached or m.output for m in models):
+        return (
+            sum(m.input + m.cached for m in models),
+            sum(m.output for m in models),
+            sum(m.cached for m in models),
+            tuple(models),
+        )
+    usage = as_dict(result.get("usage"))
+    cached = as_int(usage.get("cache_read_input_tokens"))
+    tokens_in = (
+        as_int(usage.get("input_tokens"))
+        + as_int(usage.get("cache_creation_input_tokens"))
+        + cached
+    )
+    return tokens_in, as_int(usage.get("output_tokens")), cached, tuple(models)
