@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The real agent CLIs the shipped executors are proven with (tests/test_real_*),
+# at the releases their executors/<name>.toml [cli] tables pin.
+AGENT_CLIS := $(VENV)/agent-clis
+AGENT_STAMP := $(AGENT_CLIS)/.installed
 
 .PHONY: demo screenshot test lint typecheck pytest bench reliability docs clean
 
@@ -42,6 +46,14 @@ screenshot: demo
 	  "file://$(CURDIR)/$$(ls -1d .forge/runs/*/ | tail -n 1)report.html" 2>/dev/null; \
 	code=$$?; rm -rf $$profile; test $$code -eq 0 && echo "wrote docs/report.png"
 
+# Node.js and npm for the agent CLIs, from Debian's packages when missing.
+$(AGENT_STAMP): $(STAMP) executors/claude.toml executors/codex.toml executors/gemini.toml
+	@command -v npm >/dev/null || { \
+	  test "$$(id -u)" -eq 0 || { echo "the agent CLIs need Node.js and npm (apt-get install -y nodejs npm)"; exit 2; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }
+	$(BIN)/python -m orchestra._scripted install $(AGENT_CLIS)
+	touch $(AGENT_STAMP)
+
 test: lint typecheck pytest
 
 lint: $(STAMP)
@@ -51,7 +63,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(AGENT_STAMP)
 	$(BIN)/pytest -q -n auto
 
 # Performance, measured against a baseline in the same run (not part of make test).

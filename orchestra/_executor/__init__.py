@@ -6,6 +6,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._definition import OUTPUT_FORMATS as OUTPUT_FORMATS
+    from ._definition import AgentCli as AgentCli
     from ._definition import SESSION_MODES as SESSION_MODES
     from ._definition import Executor as Executor
     from ._definition import ExecutorSpec as ExecutorSpec
@@ -34,6 +35,7 @@ if not TYPE_CHECKING:
         {
             "._definition": (
                 "OUTPUT_FORMATS",
+                "AgentCli",
                 "SESSION_MODES",
                 "Executor",
                 "ExecutorSpec",

@@ -79,6 +79,23 @@ class ModelPrice:
 
 
 @attrs.frozen
+class AgentCli:
+    """The agent CLI behind a definition, and the release Forge proved it with.
+
+    Attributes:
+        package: Its package on the npm registry.
+        proven: The release the definition was tested against (end to end,
+            with a scripted model server); ``forge executors check`` compares
+            the installed one with it.
+        version_argv: The command that prints the installed release.
+    """
+
+    package: str
+    proven: str
+    version_argv: tuple[str, ...] = attrs.field(validator=_check_argv)
+
+
+@attrs.frozen
 class ExecutorSpec:
     """What an ``executors/<name>.toml`` file says.
 
@@ -102,6 +119,7 @@ class ExecutorSpec:
         resume_permissions: Per permission level, the arguments appended to
             ``resume_argv`` instead of ``permissions`` (for a CLI whose resume
             command takes other flags); unset, ``permissions`` apply to both.
+        cli: The agent CLI's package and the release it was proven with.
     """
 
     argv: tuple[str, ...] = attrs.field(validator=_check_argv)
@@ -118,6 +136,7 @@ class ExecutorSpec:
     session: str = attrs.field(default="fresh", validator=_check_session)
     resume_argv: tuple[str, ...] = ()
     resume_permissions: dict[str, tuple[str, ...]] | None = None
+    cli: AgentCli | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.permission and self.permission not in self.permissions:
