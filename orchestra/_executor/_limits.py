@@ -280,15 +280,15 @@ def _clock_time(match: re.Match[str], now: float) -> float | None:
         except ValueError:
             return None
         return when.timestamp()
-    when = current.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
-    if when > now:
-        return when
-    if now - when < _MINUTE:
-        return when + _MINUTE  # the named minute is still running
-    if now - when < _RECENT_PAST:
+    today = current.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    at = today.timestamp()
+    if at > now:
+        return at
+    if now - at < _MINUTE:
+        return at + _MINUTE  # the named minute is still running
+    if now - at < _RECENT_PAST:
         return now
-    # A clock time long past today is tomorrow's.
-    return (datetime.fromtimestamp(when, current.tzinfo) + timedelta(days=1)).timestamp()
+    return (today + timedelta(days=1)).timestamp()  # long past today: tomorrow's
 
 
 def _zone(name: str | None, abbreviation: str | None) -> tzinfo | None:
