@@ -248,11 +248,18 @@ def _progress_printer(plan: LoopPlan, out: Output) -> Any:
 
 
 def _print_summary(summary: RunSummary, out: Output) -> None:
+    # The ending counts the iterations used, as the progress lines do
+    # ("2 (1/5 counted)"): a call a provider refused used none.
+    if summary.refused:
+        out.line(
+            f"refused: {summary.refused} call(s) refused by a provider limit, not counted",
+            style="dim",
+        )
     if summary.reason == DONE:
-        out.line(f"run: DONE after {summary.iterations} iteration(s)", style="bold green")
+        out.line(f"run: DONE after {summary.counted} iteration(s)", style="bold green")
         return
     out.line(
-        f"run: STOPPED after {summary.iterations} iteration(s) — {summary.reason}",
+        f"run: STOPPED after {summary.counted} iteration(s) — {summary.reason}",
         style="bold red",
     )
     if summary.gate is not None:
@@ -294,7 +301,8 @@ def _summary_json(summary: RunSummary, plan: LoopPlan, code: int) -> dict[str, A
         "reason": summary.reason,
         "change": plan.paths.name,
         "run_id": plan.run_id,
-        "iterations": summary.iterations,
+        "iterations": summary.counted,
+        "refused_calls": summary.refused,
         "gate": summary.gate,
         "detail": summary.detail,
         "spend": attrs.asdict(summary.spend or read_spend(plan.paths).totals),
