@@ -122,7 +122,11 @@ def refusal_lines(refusals: list[Refusal]) -> list[str]:
 
 
 def pre_tool_use(payload: str) -> int:
-    """Claude Code's PreToolUse hook: refuse what ``forge guard`` refuses."""
+    """Claude Code's (or Codex's) PreToolUse hook: refuse what ``forge guard`` refuses.
+
+    Codex sends the same JSON: ``Bash`` for its shell tool, and
+    ``apply_patch`` with the patch as ``tool_input.command``.
+    """
     event = json.loads(payload) if payload.strip() else None
     if not isinstance(event, dict) or not isinstance(event.get("tool_name"), str):
         return _refuse(
@@ -139,12 +143,22 @@ def pre_tool_use(payload: str) -> int:
         if not isinstance(command, str):
             return _refuse("forge hook pre-tool-use: a Bash call without a command; refusing")
         return guard(command, cwd=cwd)
+    if tool == "apply_patch":
+        patch = tool_input.get("command")
+        if not isinstance(patch, str):
+            return _refuse("forge hook pre-tool-use: an apply_patch call without a patch; refusing")
+        return _patch(patch, cwd=cwd)
     key = _FILE_TOOLS.get(tool)
     if key is None:
         return EXIT_ALLOW
     target = tool_input.get(key)
     if not isinstance(target, str) or not target:
         return _refuse(f"forge hook pre-tool-use: a {tool} call without {key}; refusing")
+    return _file_write(tool, target, cwd=cwd)
+
+
+def _file_write(tool: str, target: str, *, cwd: str) -> int:
+    """Refuse a file tool's write of a frozen path."""
     from .._protect import check_file_write
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
@@ -152,6 +166,44 @@ def pre_tool_use(payload: str) -> int:
     if refusal is None:
         return EXIT_ALLOW
     return _refuse(f"forge hook pre-tool-use: refused {tool} — {refusal.reason}")
+
+
+def _patch(patch: str, *, cwd: str) -> int:
+    """Codex's ``apply_patch``: each file it adds or updates is a write, each it
+    deletes or moves away a removal (judged as ``rm`` of that file would be)."""
+    writes, removals = patch_targets(patch)
+    for target in writes:
+        if _file_write("apply_patch", target, cwd=cwd) != EXIT_ALLOW:
+            return EXIT_REFUSE
+    if removals:
+        import shlex
+
+        return guard(shlex.join(["rm", "--", *removals]), cwd=cwd)
+    return EXIT_ALLOW
+
+
+def patch_targets(patch: str) -> tuple[list[str], list[str]]:
+    """The files an ``apply_patch`` patch writes and those it removes, in its order.
+
+    The patch names each file on a header line: ``*** Add File: p``,
+    ``*** Update File: p`` (then ``*** Move to: q`` when it is renamed, which
+    removes ``p``), ``*** Delete File: p``.
+    """
+    writes: list[str] = []
+    removals: list[str] = []
+    for line in patch.splitlines():
+        header, _, path = line.partition(": ")
+        path = path.strip()
+        if not path:
+            continue
+        if header in ("*** Add File", "*** Update File"):
+            writes.append(path)
+        elif header == "*** Delete File":
+            removals.append(path)
+        elif header == "*** Move to" and writes:
+            removals.append(writes[-1])  # the file renamed away
+            writes.append(path)
+    return writes, removals
 
 
 def event_cwd(event: dict[str, object]) -> str:

@@ -110,6 +110,9 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
+        codex_hooks: Pass Forge's PreToolUse guard to Codex with every
+            invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
+            invocation only with ``--dangerously-bypass-hook-trust``).
         prices: Per model, what its tokens cost (to estimate a cost the CLI
             does not report); user-editable.
         price_model: The model whose price applies when the output names none.
@@ -131,6 +134,7 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
+    codex_hooks: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
     price_model: str = ""
     session: str = attrs.field(default="fresh", validator=_check_session)
@@ -191,15 +195,26 @@ class Executor:
                 argv.extend(spec.resume_permissions.get(spec.permission, ()))
             else:
                 argv.extend(spec.permissions[spec.permission])
-        if spec.claude_hooks:
-            argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
+        argv.extend(self._hook_args())
         return argv
+
+    def _hook_args(self) -> list[str]:
+        if self.spec.claude_hooks:
+            return ["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))]
+        if self.spec.codex_hooks:
+            return ["--dangerously-bypass-hook-trust", "-c", codex_hook_override()]
+        return []
+
+    @property
+    def passes_hooks(self) -> bool:
+        """Forge's hooks go with every invocation of this executor."""
+        return self.templated and (self.spec.claude_hooks or self.spec.codex_hooks)
 
     def environment(self) -> dict[str, str]:
         """The extra environment of the agent: the definition's ``env``, and for an
         executor that passes Forge's hooks, the mark that makes the project's
         copies of those hooks stand aside (so each runs once)."""
-        if self.templated and self.spec.claude_hooks:
+        if self.passes_hooks:
             return {**self.spec.env, HOOKS_PASSED: "1"}
         return dict(self.spec.env)
 
@@ -208,8 +223,8 @@ class Executor:
         if not self.templated:
             return f'sh -c "{self.spec.argv[2]}"'
         argv = self.argv(values)
-        if self.spec.claude_hooks:
-            argv = [*argv[:-1], "<forge hooks>"]
+        if self.passes_hooks:
+            argv = [*argv[: len(argv) - len(self._hook_args())], "<forge hooks>"]
         return f"{self.name}: {shlex.join(argv)}"
 
     def with_permission(self, level: str, source: str) -> Executor:
@@ -251,7 +266,11 @@ class Executor:
         if not self.templated or not spec.permission:
             return None
         args = shlex.join(spec.permissions[spec.permission])
-        hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        hooks = ""
+        if spec.claude_hooks:
+            hooks = "; Forge's guard and Stop hooks passed with --settings"
+        elif spec.codex_hooks:
+            hooks = "; Forge's guard passed as a PreToolUse hook (-c hooks.PreToolUse)"
         return f"{spec.permission} ({args}){hooks}"
 
 
@@ -286,6 +305,24 @@ def claude_hook_settings() -> dict[str, Any]:
             ],
         }
     }
+
+
+def codex_hook_override() -> str:
+    """A Codex ``-c`` override that runs Forge's guard before every shell command and patch.
+
+    Codex 0.171 names its shell tool ``Bash`` in a PreToolUse hook's input
+    (``tool_input.command``, as Claude Code does) and its file editor
+    ``apply_patch`` (the patch as ``tool_input.command``); a hook exiting 2
+    blocks the call and hands its stderr to the model. The value is TOML:
+    a JSON string is a valid TOML basic string.
+    """
+    command = json.dumps(
+        f"{shlex.quote(sys.executable)} -m orchestra hook pre-tool-use {FROM_EXECUTOR}"
+    )
+    return (
+        'hooks.PreToolUse=[{matcher="^(Bash|apply_patch)$", '
+        f'hooks=[{{type="command", command={command}}}]}}]'
+    )
 
 
 def shell_command(cmd: str) -> Executor:

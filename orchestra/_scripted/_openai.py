@@ -56,7 +56,7 @@ _CONTEXT_OPENINGS = ("<environment_context>", "<user_instructions>", "# AGENTS.m
 _CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call"}
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 # The variable holding the fake key, named by the provider table's env_key.
-KEY_VARIABLE = "FORGE_SCRIPTED_OPENAI_KEY"
+KEY_VARIABLE = "SCRIPTED_OPENAI_API_KEY"
 
 
 class OpenAIResponses:

@@ -1,0 +1,156 @@
+"""The shipped ``codex`` executor, end to end: the real Codex CLI against a scripted server.
+
+The release proven is the one ``executors/codex.toml`` pins (``[cli]
+proven``, 0.171.0): ``tests/agent_clis.py`` runs that binary, pointed by
+``orchestra/_scripted/_openai.py`` at a scripted OpenAI Responses server on
+127.0.0.1 (a scratch ``CODEX_HOME``, a fake key). Each test drives the real
+``forge run`` or ``forge supervise`` with ``--executor codex`` /
+``executor = "codex"``, so the definition's argv, permission levels, hooks
+and resume arguments, the parser and the engine all meet the real CLI, and
+asserts what a user sees: the exit code, the contract lines, the timeline,
+``spend.yaml`` — and that the server met no request its script did not expect.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestra._scripted import (
+    Conversation,
+    Failure,
+    Reply,
+    RunShell,
+    Script,
+    ScriptedServer,
+    ToolCall,
+    Usage,
+    WriteFile,
+)
+
+from .agent_clis import cli_environment, proven_version
+from .support import Completed, Repo
+
+PROMPT = "add hello.txt; print FORGE_DONE when none is left"
+DONE = Reply(text="Finished.\nFORGE_DONE")
+# The model pinned Codex 0.171.0 sends when its config names none.
+DEFAULT_MODEL = "gpt-6.2-sol"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "codex-home"
+
+
+def policy(repo: Repo, extra: str = "", *, verify: str = "true") -> None:
+    """A quick forge.toml: tiny verify, short timeouts, a generous rate limit."""
+    repo.write(
+        "forge.toml",
+        f'[verify]\ncommand = "{verify}"\nspecs = []\n\n'
+        '[run]\nmax_iterations = 2\ntimeout = "60s"\ngrace = "2s"\nmax_limit_wait = "1s"\n\n'
+        '[rate_limit]\ncalls = 1000\nwindow = "1h"\nbackend = "memory"\n' + extra,
+    )
+    repo.commit("policy")
+
+
+def forge_run(repo: Repo, env: dict[str, str], *args: str) -> Completed:
+    return repo.forge(
+        "run", "--change", "c", "--executor", "codex", "--prompt", PROMPT, "--yes", *args, env=env
+    )
+
+
+def events(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    timeline = repo.change_dir(change) / "timeline.jsonl"
+    return [json.loads(line) for line in timeline.read_text().splitlines()]
+
+
+def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    return [e for e in events(repo, change) if e["event"] == "iteration.finished"]
+
+
+def stopped(repo: Repo, change: str = "c") -> dict[str, Any]:
+    [event] = [e for e in events(repo, change) if e["event"] == "run.stopped"]
+    return event
+
+
+def served(server: ScriptedServer) -> list[tuple[str, int]]:
+    return [(r.served, r.status) for r in server.main_exchanges()]
+
+
+def test_codex_edits_and_is_done(repo: Repo, home: Path) -> None:
+    policy(repo)
+    script = Script.of(Reply(calls=(WriteFile("hello.txt", "hello\n"),)), DONE)
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    assert (repo.root / "hello.txt").read_text() == "hello\n"
+    [event] = finished(repo)
+    assert event["done"] is True
+    assert event["tool_calls"] == 1  # Codex's file_change item
+    assert event["session"]  # the thread id
+    assert served(server) == [("reply", 200), ("reply", 200)]
+    assert server.problems == []
+
+
+def test_a_shell_command_at_the_default_level_runs_the_tests(repo: Repo, home: Path) -> None:
+    policy(repo)
+    repo.write("run_tests.sh", 'test -f src.txt && echo "1 passed" > .tested && echo "1 passed"\n')
+    repo.write("src.txt", "code\n")
+    repo.commit("tests")
+    script = Script.of(Reply(calls=(RunShell("sh run_tests.sh"),)), DONE)
+    with cli_environment("codex", script, home) as (server, env):
+        plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
+        done = forge_run(repo, env)
+    assert "  permission: edit (--sandbox workspace-write); " in "\n".join(plan.lines)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    # The command ran in Codex's workspace-write sandbox and could write the tree.
+    assert (repo.root / ".tested").read_text() == "1 passed\n"
+    answered = server.main_exchanges()[1].exchange
+    assert answered is not None
+    [result] = answered.tool_results
+    assert "1 passed" in result and "exit code: 0" in result
+    metadata = json.loads(server.main_exchanges()[0].headers["x-codex-turn-metadata"])
+    assert metadata["sandbox_mode"] == "workspace-write"
+    assert finished(repo)[0]["tool_calls"] == 1  # the command_execution item
+    assert server.problems == []
+
+
+def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
+    repo: Repo, home: Path
+) -> None:
+    policy(repo)
+    repo.write("AGENTS.md", "# rules\n")
+    repo.commit("agents")
+    policy_text = (repo.root / "forge.toml").read_text()
+    script = Script.of(
+        Reply(calls=(WriteFile("forge.toml", "[run]\nmax_iterations = 50\n"),)),
+        Reply(calls=(RunShell("rm -f AGENTS.md"),)),
+        Reply(calls=(WriteFile("notes.txt", "allowed\n"),)),
+        DONE,
+    )
+    with cli_environment("codex", script, home) as (server, env):
+        plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
+        done = forge_run(repo, env)
+    assert (
+        "  permission: edit (--sandbox workspace-write); "
+        "Forge's guard passed as a PreToolUse hook (-c hooks.PreToolUse)" in plan.lines
+    )
+    assert done.code == 0, done
+    assert (repo.root / "forge.toml").read_text() == policy_text
+    assert (repo.root / "AGENTS.md").exists()
+    assert (repo.root / "notes.txt").read_text() == "allowed\n"
+    results = [r.exchange.tool_results for r in server.main_exchanges()[1:3] if r.exchange]
+    [[patch_refused], [rm_refused]] = results
+    assert "Command blocked by PreToolUse hook" in patch_refused
+    assert "forge hook pre-tool-use: refused apply_patch" in patch_refused
+    assert "forge.toml" in patch_refused
+    assert "forge guard: refused" in rm_refused and "AGENTS.md" in rm_refused
+    assert server.problems == []
