@@ -14,27 +14,21 @@ asserts what a user sees: the exit code, the contract lines, the timeline,
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from orchestra._scripted import (
-    Conversation,
-    Failure,
     Reply,
     RunShell,
     Script,
     ScriptedServer,
-    ToolCall,
-    Usage,
     WriteFile,
 )
 
-from .agent_clis import cli_environment, proven_version
+from .agent_clis import cli_environment
 from .support import Completed, Repo
 
 PROMPT = "add hello.txt; print FORGE_DONE when none is left"
@@ -108,7 +102,7 @@ def test_a_shell_command_at_the_default_level_runs_the_tests(repo: Repo, home: P
     with cli_environment("codex", script, home) as (server, env):
         plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
         done = forge_run(repo, env)
-    assert "  permission: edit (--sandbox workspace-write); " in "\n".join(plan.lines)
+    assert "  permission: edit (--sandbox workspace-write)" in plan.lines
     assert done.code == 0, done
     assert done.lines[-1] == "run: DONE after 1 iteration(s)"
     # The command ran in Codex's workspace-write sandbox and could write the tree.
@@ -116,7 +110,8 @@ def test_a_shell_command_at_the_default_level_runs_the_tests(repo: Repo, home: P
     answered = server.main_exchanges()[1].exchange
     assert answered is not None
     [result] = answered.tool_results
-    assert "1 passed" in result and "exit code: 0" in result
+    assert "1 passed" in result
+    assert "exit code: 0" in result
     metadata = json.loads(server.main_exchanges()[0].headers["x-codex-turn-metadata"])
     assert metadata["sandbox_mode"] == "workspace-write"
     assert finished(repo)[0]["tool_calls"] == 1  # the command_execution item
@@ -137,11 +132,13 @@ def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
         DONE,
     )
     with cli_environment("codex", script, home) as (server, env):
-        plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
+        plan = repo.forge(
+            "run", "--change", "c", "--executor", "codex", "--prompt", PROMPT, env=env
+        )
         done = forge_run(repo, env)
     assert (
-        "  permission: edit (--sandbox workspace-write); "
-        "Forge's guard passed as a PreToolUse hook (-c hooks.PreToolUse)" in plan.lines
+        f"  executor: codex: codex exec --json {shlex.quote(PROMPT)} '<forge hooks>' "
+        "--sandbox workspace-write" in plan.lines
     )
     assert done.code == 0, done
     assert (repo.root / "forge.toml").read_text() == policy_text
@@ -152,5 +149,6 @@ def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
     assert "Command blocked by PreToolUse hook" in patch_refused
     assert "forge hook pre-tool-use: refused apply_patch" in patch_refused
     assert "forge.toml" in patch_refused
-    assert "forge guard: refused" in rm_refused and "AGENTS.md" in rm_refused
+    assert "forge guard: refused" in rm_refused
+    assert "AGENTS.md" in rm_refused
     assert server.problems == []

@@ -175,10 +175,14 @@ class Executor:
         """The argv for one iteration, placeholders filled.
 
         With ``session`` (and a definition that continues sessions), the
-        resume argv continues it. The permission level's arguments follow
-        (``resume_permissions``' for a resumed session, when defined),
-        then, for Claude Code with ``claude_hooks``, Forge's hooks.
+        resume argv continues it. For Codex with ``codex_hooks``, Forge's
+        guard follows; then the permission level's arguments
+        (``resume_permissions``' for a resumed session, when defined); then,
+        for Claude Code with ``claude_hooks``, Forge's hooks.
         """
+        return self._argv(values, session, self._hook_args())
+
+    def _argv(self, values: Mapping[str, str], session: str | None, hooks: list[str]) -> list[str]:
         spec = self.spec
         if not self.templated:
             return list(spec.argv)
@@ -188,6 +192,8 @@ class Executor:
             template = spec.resume_argv
         filled = {**values, "session": session or ""}
         argv = [part.format_map(filled) for part in template]
+        if spec.codex_hooks:
+            argv.extend(hooks)
         if spec.permission:
             if resuming and spec.resume_permissions is not None:
                 # A resume command may refuse the first call's flags (codex exec
@@ -195,7 +201,8 @@ class Executor:
                 argv.extend(spec.resume_permissions.get(spec.permission, ()))
             else:
                 argv.extend(spec.permissions[spec.permission])
-        argv.extend(self._hook_args())
+        if spec.claude_hooks:
+            argv.extend(hooks)
         return argv
 
     def _hook_args(self) -> list[str]:
@@ -222,9 +229,7 @@ class Executor:
         """How the plan names it: ``sh -c "<cmd>"``, or ``claude: claude -p '…' …``."""
         if not self.templated:
             return f'sh -c "{self.spec.argv[2]}"'
-        argv = self.argv(values)
-        if self.passes_hooks:
-            argv = [*argv[: len(argv) - len(self._hook_args())], "<forge hooks>"]
+        argv = self._argv(values, None, ["<forge hooks>"])
         return f"{self.name}: {shlex.join(argv)}"
 
     def with_permission(self, level: str, source: str) -> Executor:
@@ -266,11 +271,7 @@ class Executor:
         if not self.templated or not spec.permission:
             return None
         args = shlex.join(spec.permissions[spec.permission])
-        hooks = ""
-        if spec.claude_hooks:
-            hooks = "; Forge's guard and Stop hooks passed with --settings"
-        elif spec.codex_hooks:
-            hooks = "; Forge's guard passed as a PreToolUse hook (-c hooks.PreToolUse)"
+        hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
         return f"{spec.permission} ({args}){hooks}"
 
 
