@@ -40,7 +40,7 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import cost_warning
+from ._run_cmd import cost_warning, cost_warning_line, refuse_unpriced
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
@@ -98,6 +98,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if out.json_mode:
             out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs], "notes": notes})
         return EXIT_OK
+    for loop in runs:
+        warning = cost_warning(loop.plan.executor, loop.setup.policy)
+        refuse_unpriced(
+            [f"loop {loop.setup.change}: {warning}"] if warning else [], loop.setup.policy
+        )
 
     policy = loaded.policy
     waits: list[LimiterStatistics] = []  # one entry per time a loop had to wait
@@ -200,7 +205,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
         out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(loop.plan.executor, policy):
-        out.line(f"  warning:  {warning}")
+        out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     where = str(loop.setup.root)
     if loop.setup.worktree:
         where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"
