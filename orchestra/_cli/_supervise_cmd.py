@@ -24,6 +24,7 @@ from .._engine import (
     recovery_text,
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._executor import Executor
 from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
 from .._state import STATE_DIR, atomic_write
@@ -90,6 +91,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line(f"note: {note}")
     run_id = new_run_id()
     runs = prepare(setups, run_id)
+    if args.check_executors and not _executors_pass(runs, project.root, out):
+        out.line("supervise: not started — an executor check failed", style="bold red")
+        return EXIT_ESCALATE
     if args.dry_run:
         for loop in runs:
             _print_loop_plan(loop, out)
@@ -193,6 +197,24 @@ async def _main(
     finally:
         if limiter is not None:
             final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
+
+
+def _executors_pass(runs: list[LoopRun], root: Path, out: Output) -> bool:
+    """``--check-executors``: each named executor the loops use, checked once per level."""
+    from .._scripted import profiled_executors
+    from ._executors_cmd import check_all
+
+    wanted: dict[tuple[str, str], Executor] = {}
+    for loop in runs:
+        executor = loop.plan.executor
+        if executor.templated and executor.name in profiled_executors():
+            wanted.setdefault((executor.name, executor.spec.permission), executor)
+    if not wanted:
+        out.line("executors check: no loop runs a named agent CLI Forge can check")
+        return True
+    results = check_all(((e, e.spec.permission) for e in wanted.values()), root, out)
+    out.line()
+    return all(result.passed for result in results)
 
 
 def _print_loop_plan(loop: LoopRun, out: Output) -> None:
