@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orchestra._scripted import (
+    Failure,
     Reply,
     RunShell,
     Script,
@@ -151,4 +153,101 @@ def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
     assert "forge.toml" in patch_refused
     assert "forge guard: refused" in rm_refused
     assert "AGENTS.md" in rm_refused
+    assert server.problems == []
+
+
+def test_a_429_with_rate_limit_headers_is_retried_by_codex_and_recovered(
+    repo: Repo, home: Path
+) -> None:
+    policy(repo)
+    refused = Failure(
+        429,
+        "Rate limit reached for requests",
+        headers={
+            "retry-after": "1",
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "1s",
+        },
+    )
+    script = Script.of(Reply(text="Finished.\nFORGE_DONE", failures=(refused,)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    [event] = finished(repo)
+    # Codex said "Reconnecting... 1/2 (… 429 Too Many Requests)", then the turn completed.
+    assert event["error"] is None
+    assert event["rate_limit"] is None
+    assert event["judged"] is True
+    assert served(server) == [("failure", 429), ("reply", 200)]
+    assert server.problems == []
+
+
+def test_a_persistent_429_stops_forge_run_with_provider_limit(repo: Repo, home: Path) -> None:
+    policy(repo)
+    refused = Failure(429, "Rate limit reached for requests", headers={"retry-after": "1"}, times=3)
+    script = Script.of(Reply(text="never served", failures=(refused,)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 1, done
+    assert stopped(repo)["reason"] == "provider-limit"
+    [event] = finished(repo)
+    assert event["judged"] is False  # no iteration used, no breaker counted
+    assert event["rate_limit"]["status"] == "rejected"
+    assert "429 Too Many Requests" in event["error"]
+    # Codex tried three times (request_max_retries = 2), no more.
+    assert served(server) == [("failure", 429)] * 3
+    assert server.problems == []
+
+
+def usage_limit(resets_at: float) -> Failure:
+    """The body of ChatGPT's usage-limit 429, which Codex formats into "try again at …"."""
+    error = {
+        "type": "usage_limit_reached",
+        "message": "The usage limit has been reached",
+        "plan_type": "plus",
+        "resets_at": int(resets_at),
+        "resets_in_seconds": max(0, int(resets_at - time.time())),
+    }
+    return Failure(429, body={"error": error})
+
+
+def test_a_usage_limit_resetting_within_the_current_minute_is_not_read_as_tomorrow(
+    repo: Repo, home: Path
+) -> None:
+    # Codex words a reset later today as a clock time without seconds
+    # ("… or try again at 1:22 AM."): one inside the current minute is due by
+    # the minute's end, not at that time tomorrow.
+    policy(repo)
+    now = time.time()
+    last_second_of_this_minute = now - now % 60 + 59
+    limit = usage_limit(max(now, last_second_of_this_minute))
+    script = Script.of(Reply(text="never served", failures=(limit,)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env, "--set", "run.max_limit_wait=0s")
+    assert done.code == 1, done
+    assert stopped(repo)["reason"] == "provider-limit"
+    [event] = finished(repo)
+    assert "try again at" in event["error"]
+    assert event["rate_limit"]["status"] == "rejected"
+    assert event["judged"] is False
+    assert 0 <= event["rate_limit"]["resets_at"] - now <= 61  # not about 24 hours away
+    assert served(server) == [("failure", 429)]  # Codex does not retry a usage limit
+    assert server.problems == []
+
+
+def test_a_usage_limit_resetting_tomorrow_stops_forge_run_naming_the_reset(
+    repo: Repo, home: Path
+) -> None:
+    policy(repo)
+    resets_at = time.time() + 26 * 3600
+    script = Script.of(Reply(text="never served", failures=(usage_limit(resets_at),)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 1, done
+    assert stopped(repo)["reason"] == "provider-limit"
+    [event] = finished(repo)
+    # "Try again at Dec 3rd, 2026 3:10 AM.": to the minute.
+    assert 0 <= resets_at - event["rate_limit"]["resets_at"] < 60
     assert server.problems == []
