@@ -91,12 +91,13 @@ CASES = [
     Case("claude", "max-budget.json", exit=1, cost=0.42),
     Case("claude", "usage-limit.json", exit=1, limit="rejected", resets_at=1753441200.0),
     Case("claude", "session-limit.json", exit=1, limit="rejected"),
-    # Codex: cached input apart, cost estimated from the definition's prices.
+    # Codex: cached input apart, cost estimated from the definition's prices
+    # (its price_model, gpt-6.2-sol: the output names no model).
     Case(
         "codex",
         "simple.jsonl",
         tokens=2946 + 7,
-        cost=round((2946 * 1.25 + 7 * 10.0) / 1e6, 6),
+        cost=round((2946 * 2.0 + 7 * 10.0) / 1e6, 6),
         estimated=True,
         session="019a2d7a-41c4-78b1-b7cc-a45d62a89cd5",
     ),
@@ -105,7 +106,7 @@ CASES = [
         "reconnect-then-done.jsonl",
         tokens=232452 + 5988,
         cached=211968,
-        cost=round(((232452 - 211968) * 1.25 + 211968 * 0.125 + 5988 * 10.0) / 1e6, 6),
+        cost=round(((232452 - 211968) * 2.0 + 211968 * 0.10 + 5988 * 10.0) / 1e6, 6),
         estimated=True,
         tool_calls=2,
         done=True,

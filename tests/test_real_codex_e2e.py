@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from orchestra._scripted import (
     Failure,
@@ -27,6 +28,7 @@ from orchestra._scripted import (
     RunShell,
     Script,
     ScriptedServer,
+    Usage,
     WriteFile,
 )
 
@@ -250,4 +252,30 @@ def test_a_usage_limit_resetting_tomorrow_stops_forge_run_naming_the_reset(
     [event] = finished(repo)
     # "Try again at Dec 3rd, 2026 3:10 AM.": to the minute.
     assert 0 <= resets_at - event["rate_limit"]["resets_at"] < 60
+    assert server.problems == []
+
+
+def test_tokens_cached_apart_and_the_default_models_estimated_cost(repo: Repo, home: Path) -> None:
+    policy(repo)
+    script = Script.of(
+        Reply(calls=(RunShell("true"),), usage=Usage(input=1000, output=200, cached=3000)),
+        Reply(text="Finished.\nFORGE_DONE", usage=Usage(input=500, output=100, cached=4000)),
+    )
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 0, done
+    # With no model in its config Codex asks for its default, which the definition prices.
+    assert {r.exchange.model for r in server.main_exchanges() if r.exchange} == {DEFAULT_MODEL}
+    [event] = finished(repo)
+    assert event["tokens"] == (1000 + 3000 + 200) + (500 + 4000 + 100)
+    assert event["tokens_cached"] == 3000 + 4000
+    # gpt-6.2-sol: $2 input, $0.10 cached input, $10 output per million tokens.
+    cost = ((1000 + 500) * 2.0 + (3000 + 4000) * 0.10 + (200 + 100) * 10.0) / 1e6
+    assert event["cost_usd"] == pytest.approx(cost, abs=1e-6)
+    assert event["cost_estimated"] is True
+    assert event["cost_note"] is None
+    spend = yaml.safe_load((repo.change_dir("c") / "spend.yaml").read_text())
+    assert spend["tokens"] == event["tokens"]
+    assert spend["cost_usd"] == pytest.approx(cost, abs=1e-6)
+    assert spend["cost_estimated"] is True
     assert server.problems == []
