@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from orchestra._scripted import (
+    Conversation,
     Failure,
     Reply,
     RunShell,
@@ -46,12 +47,13 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "codex-home"
 
 
-def policy(repo: Repo, extra: str = "", *, verify: str = "true") -> None:
+def policy(repo: Repo, extra: str = "", *, run: str = "", verify: str = "true") -> None:
     """A quick forge.toml: tiny verify, short timeouts, a generous rate limit."""
     repo.write(
         "forge.toml",
         f'[verify]\ncommand = "{verify}"\nspecs = []\n\n'
-        '[run]\nmax_iterations = 2\ntimeout = "60s"\ngrace = "2s"\nmax_limit_wait = "1s"\n\n'
+        '[run]\nmax_iterations = 2\ntimeout = "60s"\ngrace = "2s"\nmax_limit_wait = "1s"\n'
+        f"{run}\n"
         '[rate_limit]\ncalls = 1000\nwindow = "1h"\nbackend = "memory"\n' + extra,
     )
     repo.commit("policy")
@@ -278,4 +280,67 @@ def test_tokens_cached_apart_and_the_default_models_estimated_cost(repo: Repo, h
     assert spend["tokens"] == event["tokens"]
     assert spend["cost_usd"] == pytest.approx(cost, abs=1e-6)
     assert spend["cost_estimated"] is True
+    assert server.problems == []
+
+
+def test_5xx_that_codex_recovers_from_is_no_error(repo: Repo, home: Path) -> None:
+    policy(repo)
+    broken = Failure(500, "The server had an error while processing your request", times=2)
+    script = Script.of(Reply(text="Finished.\nFORGE_DONE", failures=(broken,)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    [event] = finished(repo)
+    assert event["error"] is None
+    assert served(server) == [("failure", 500), ("failure", 500), ("reply", 200)]
+    assert server.problems == []
+
+
+def test_persistent_5xx_fails_the_iteration_with_codexs_error(repo: Repo, home: Path) -> None:
+    policy(repo)
+    broken = Failure(503, "upstream unavailable", times=9)
+    script = Script.of(Reply(text="never served", failures=(broken,)))
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 1, done
+    assert stopped(repo)["reason"] == "executor-failed"
+    [event] = finished(repo)
+    # Codex retried (Reconnecting... 1/2, 2/2), then gave up with the turn.
+    assert event["exit"] == 1
+    assert event["error"].startswith(
+        "unexpected status 503 Service Unavailable: upstream unavailable"
+    )
+    assert event["rate_limit"] is None
+    # Three streams of three requests each (stream_max_retries, request_max_retries = 2).
+    assert served(server) == [("failure", 503)] * 9
+    assert server.problems == []
+
+
+def test_a_continued_session_resumes_the_codex_thread_with_its_history(
+    repo: Repo, home: Path
+) -> None:
+    policy(repo, run='session = "continue"\n')
+    script = Script(
+        (
+            Conversation((Reply(text="Halfway there."),)),
+            # The resumed thread: the same conversation, a new prompt after it.
+            Conversation((Reply(calls=(WriteFile("second.txt", "resumed\n"),)), DONE)),
+        )
+    )
+    with cli_environment("codex", script, home) as (server, env):
+        done = forge_run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 2 iteration(s)"
+    first, second = finished(repo)
+    assert first["session"] == second["session"]
+    resumed = server.main_exchanges()[1]
+    assert resumed.exchange is not None
+    texts = [(m.role, m.texts) for m in resumed.exchange.messages]
+    assert texts == [("user", (PROMPT,)), ("assistant", ("Halfway there.",)), ("user", (PROMPT,))]
+    metadata = json.loads(resumed.headers["x-codex-turn-metadata"])
+    assert metadata["thread_id"] == first["session"]
+    # The resumed thread keeps the sandbox level (-c sandbox_mode=…): it may write.
+    assert metadata["sandbox_mode"] == "workspace-write"
+    assert (repo.root / "second.txt").read_text() == "resumed\n"
     assert server.problems == []
