@@ -344,3 +344,46 @@ def test_a_continued_session_resumes_the_codex_thread_with_its_history(
     assert metadata["sandbox_mode"] == "workspace-write"
     assert (repo.root / "second.txt").read_text() == "resumed\n"
     assert server.problems == []
+
+
+def test_two_supervised_codex_loops_in_worktrees_verify_once_per_iteration(
+    repo: Repo, home: Path
+) -> None:
+    loops = "".join(
+        f'\n[[loop]]\nchange = "{name}"\nexecutor = "codex"\nworktree = true\n'
+        f'prompt = "task {name}: add work.txt; print FORGE_DONE"\n'
+        for name in ("a", "b")
+    )
+    policy(
+        repo,
+        loops + '\n[breaker]\ncooldown = "1s"\ncooldown_max = "2s"\n',
+        verify="test -f work.txt",
+    )
+    # Each loop: an iteration that writes work.txt, then one that is done.
+    script = Script(
+        tuple(
+            conversation
+            for name in ("a", "b")
+            for conversation in (
+                Conversation(
+                    (Reply(calls=(WriteFile("work.txt", f"{name}\n"),)), Reply(text="Written.")),
+                    match=f"task {name}:",
+                ),
+                Conversation((DONE,), match=f"task {name}:"),
+            )
+        )
+    )
+    with cli_environment("codex", script, home) as (server, env):
+        done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    assert not (repo.root / "work.txt").exists()
+    for name in ("a", "b"):
+        tree = repo.root / ".forge" / "worktrees" / name
+        assert (tree / "work.txt").read_text() == f"{name}\n"
+        first, second = finished(repo, name)
+        assert (first["done"], second["done"]) == (False, True)
+        assert (first["verify"], second["verify"]) == ("PASS", "PASS")
+        verdicts = [e for e in events(repo, name) if e["event"].startswith("verify")]
+        assert [e["iteration"] for e in verdicts] == [1, 2]
+        assert stopped(repo, name)["reason"] == "done"
+    assert server.problems == []
