@@ -114,6 +114,38 @@ def test_pre_tool_use_file_tools(
         assert f"refused {tool}" in done.err
 
 
+def patch(*headers: str) -> str:
+    body = "\n".join(f"{header}\n+line" if "Add" in header else header for header in headers)
+    return f"*** Begin Patch\n{body}\n*** End Patch"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "refused"),
+    [
+        # Codex's apply_patch: the patch is tool_input.command.
+        ({"command": patch("*** Add File: forge.toml")}, "forge.toml"),
+        (
+            {"command": patch("*** Add File: src/new.py", "*** Update File: forge.toml")},
+            "forge.toml",
+        ),
+        ({"command": patch("*** Delete File: AGENTS.md")}, "AGENTS.md"),
+        ({"command": patch("*** Update File: specs/cart.md", "*** Move to: src/cart.md")}, "specs"),
+        ({"command": patch("*** Update File: AGENTS.md", "@@\n-be careful\n+be careful!")}, None),
+        ({"command": patch("*** Add File: src/new.py", "*** Delete File: src/app.py")}, None),
+        ({}, "without a patch"),
+    ],
+)
+def test_pre_tool_use_codex_apply_patch(
+    project: Repo, tool_input: dict[str, Any], refused: str | None
+) -> None:
+    done = pre_tool_use(project, "apply_patch", tool_input)
+    assert done.code == (0 if refused is None else 2), done.err
+    if refused is not None:
+        assert refused in done.err
+    else:
+        assert done.err == ""
+
+
 @pytest.mark.parametrize("payload", ["", "not json", "[]", '{"tool_input": {}}'])
 def test_pre_tool_use_fails_closed_on_input_it_cannot_read(project: Repo, payload: str) -> None:
     done = hook(project, "pre-tool-use", payload)
