@@ -229,7 +229,9 @@ class Executor:
         """How the plan names it: ``sh -c "<cmd>"``, or ``claude: claude -p '…' …``."""
         if not self.templated:
             return f'sh -c "{self.spec.argv[2]}"'
-        argv = self._argv(values, None, ["<forge hooks>"])
+        # The hooks' long JSON or TOML shown as a word (Claude's --settings kept).
+        shown = ["--settings", "<forge hooks>"] if self.spec.claude_hooks else ["<forge hooks>"]
+        argv = self._argv(values, None, shown)
         return f"{self.name}: {shlex.join(argv)}"
 
     def with_permission(self, level: str, source: str) -> Executor:

@@ -26,10 +26,17 @@ What this adapter relies on, each seen by running ``codex exec --json``
   ``exec_command`` as a plain function tool. The adapter uses whichever the
   request offers.
 - An HTTP error's body is ``{"error": {"type", "code", "message", …}}``.
-  A 429 whose error type is ``usage_limit_reached`` (with ``resets_at``, an
-  epoch, or ``resets_in_seconds``) is the account's usage limit, which
-  Codex does not retry; other 429s and 5xx are retried
-  (``request_max_retries``), with ``Reconnecting... n/N`` error events.
+  A 429 whose error type is ``usage_limit_reached`` is the account's usage
+  limit, which Codex does not retry; it words ``resets_at`` (an epoch) as
+  "… or try again at 1:07 AM." (with a ``plan_type``) or "Try again at Dec
+  3rd, 2026 2:10 AM.", and without it (``resets_in_seconds`` alone is not
+  read) "Try again later.". Other 429s and 5xx are retried: each stream
+  attempt (``stream_max_retries``) makes up to ``request_max_retries`` + 1
+  requests, with a ``Reconnecting... n/N (…)`` error event per new stream;
+  at the end, "exceeded retry limit, last status: 429 Too Many Requests",
+  "We’re currently experiencing high demand, …" (500) or "unexpected status
+  503 Service Unavailable: <message>, url: …".
+- No side requests (titles, model lists, token counts) in ``codex exec``.
 
 :data:`PROFILE` points the CLI at the server through a ``config.toml`` in a
 scratch ``CODEX_HOME``: a model provider of its own (``base_url`` on
