@@ -223,9 +223,15 @@ def _first_line(text: str) -> str:
 
 
 def _last_line(seen: RunSeen) -> str:
+    """What the CLI said last: its reported error, its last output line, or forge's."""
     for event in reversed(seen.finished):
         if event.get("error"):
             return _first_line(str(event["error"]))
+    last = (seen.summary or {}).get("last_iteration") or {}
+    said = [str(line) for line in last.get("last_lines") or () if str(line).strip()]
+    if said:
+        failure = f"{last['failure']}: " if last.get("failure") else ""
+        return f"{failure}{said[-1].strip()[:300]}"
     lines = [line for line in seen.stderr.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
 
