@@ -1,0 +1,159 @@
+"""The shipped ``gemini`` executor, end to end: the real Gemini CLI against a scripted server.
+
+Proven with Gemini CLI 0.61.0 (``@google/gemini-cli``, the release
+``executors/gemini.toml`` pins in ``[cli] proven``): each test runs the real
+``forge run`` or ``forge supervise`` with ``--executor gemini`` /
+``executor = "gemini"`` in a fresh git repository, the real ``gemini`` binary
+on ``PATH``, pointed at a :class:`ScriptedServer` speaking the Gemini API on
+127.0.0.1 (a fake key, a scratch home; see ``orchestra/_scripted/_gemini.py``).
+Every test checks what a user sees (the exit code, the contract lines, the
+timeline, ``spend.yaml``) and that the server met no request it had no
+scripted answer for.
+
+The CLI waits 5 s before each retry of a 429 or a 5xx (the settings allow one
+retry): those tests take that long, the others about as long as the CLI
+starts (2-4 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestra._scripted import Reply, RunShell, Script, ScriptedServer, Usage, WriteFile
+from orchestra._scripted._gemini import quota_error
+
+from .agent_clis import cli_environment, proven_version
+from .support import Completed, Repo
+
+FLASH = "gemini-3.8-flash"  # where the release's router sends a simple task
+DONE = "FORGE_DONE"
+POLICY = """\
+[verify]
+command = "true"
+specs = []
+tests = []
+
+[run]
+max_iterations = {iterations}
+timeout = "2m"
+grace = "2s"
+max_limit_wait = "1s"
+
+[rate_limit]
+calls = 1000
+window = "1m"
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def policy(repo: Repo, *, iterations: int = 1, extra: str = "") -> None:
+    repo.write("forge.toml", POLICY.format(iterations=iterations) + extra)
+    repo.commit("policy")
+
+
+def run(repo: Repo, env: dict[str, str], *args: str) -> Completed:
+    return repo.forge(
+        "run", "--change", "c", "--executor", "gemini", "--prompt", "work", "--yes", *args, env=env
+    )
+
+
+def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    timeline = repo.change_dir(change) / "timeline.jsonl"
+    events = [json.loads(line) for line in timeline.read_text().splitlines()]
+    return [event for event in events if event["event"] == "iteration.finished"]
+
+
+def events_of(repo: Repo, kind: str, change: str = "c") -> list[dict[str, Any]]:
+    timeline = repo.change_dir(change) / "timeline.jsonl"
+    events = [json.loads(line) for line in timeline.read_text().splitlines()]
+    return [event for event in events if event["event"] == kind]
+
+
+def spend(repo: Repo, change: str = "c") -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((repo.change_dir(change) / "spend.yaml").read_text())
+    return data
+
+
+Start = Callable[[Script], tuple[ScriptedServer, dict[str, str]]]
+
+
+@pytest.fixture
+def gemini(home: Path) -> Iterator[Start]:
+    """``gemini(script)``: a server playing ``script``, and the environment for forge."""
+    with contextlib.ExitStack() as stack:
+
+        def start(script: Script) -> tuple[ScriptedServer, dict[str, str]]:
+            return stack.enter_context(cli_environment("gemini", script, home))
+
+        yield start
+
+
+def test_the_proven_release_is_the_one_installed(gemini: Start) -> None:
+    assert proven_version("gemini") == "0.61.0"
+
+
+def test_edit_and_done_in_a_fresh_repository(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    server, env = gemini(
+        Script.of(
+            Reply("I add the total.", calls=(WriteFile("total.txt", "42\n"),), model=FLASH),
+            Reply(f"The total is in.\n{DONE}", model=FLASH),
+        )
+    )
+    done = run(repo, env)
+    assert done.code == 0, done
+    assert "run: DONE after 1 iteration(s)" in done.lines, done
+    assert (repo.root / "total.txt").read_text() == "42\n"
+    [event] = finished(repo)
+    assert event["done"] is True
+    assert event["tool_calls"] == 1
+    assert server.problems == []
+    # The CLI's write_file tool answered the model.
+    assert "Successfully created" in server.main_exchanges()[1].exchange.tool_results[0]
+
+
+def test_a_shell_command_runs_at_the_default_level(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    repo.write("check.sh", "echo checked > checked.txt\necho the-tests-ran\n")
+    repo.commit("a test script")
+    server, env = gemini(
+        Script.of(
+            Reply("Running the tests.", calls=(RunShell("sh check.sh"),), model=FLASH),
+            Reply(f"Tests pass.\n{DONE}", model=FLASH),
+        )
+    )
+    done = run(repo, env)
+    assert done.code == 0, done
+    assert "run: DONE after 1 iteration(s)" in done.lines, done
+    assert (repo.root / "checked.txt").read_text() == "checked\n"
+    [result] = server.main_exchanges()[1].exchange.tool_results
+    assert "the-tests-ran" in result
+    assert server.problems == []
+
+
+def test_the_guard_refuses_deleting_a_protected_file(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    server, env = gemini(
+        Script.of(
+            Reply("Cleaning up.", calls=(RunShell("rm forge.toml"),), model=FLASH),
+            Reply(f"Left it alone.\n{DONE}", model=FLASH),
+        )
+    )
+    done = run(repo, env)
+    assert (repo.root / "forge.toml").is_file()
+    [result] = server.main_exchanges()[1].exchange.tool_results
+    assert "forge guard: refused" in result
+    assert "forge.toml" in result
+    assert done.code == 0, done
+    assert server.problems == []
