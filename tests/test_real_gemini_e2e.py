@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestra._scripted import Reply, RunShell, Script, ScriptedServer, Usage, WriteFile
+from orchestra._scripted import Failure, Reply, RunShell, Script, ScriptedServer, WriteFile
 from orchestra._scripted._gemini import quota_error
 
 from .agent_clis import cli_environment, proven_version
@@ -80,6 +80,13 @@ def events_of(repo: Repo, kind: str, change: str = "c") -> list[dict[str, Any]]:
     return [event for event in events if event["event"] == kind]
 
 
+def tool_results(server: ScriptedServer, request: int) -> tuple[str, ...]:
+    """What the CLI's tools answered, as the ``request``-th request of its loop carried it."""
+    exchange = server.main_exchanges()[request].exchange
+    assert exchange is not None
+    return exchange.tool_results
+
+
 def spend(repo: Repo, change: str = "c") -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((repo.change_dir(change) / "spend.yaml").read_text())
     return data
@@ -120,7 +127,7 @@ def test_edit_and_done_in_a_fresh_repository(repo: Repo, gemini: Start) -> None:
     assert event["tool_calls"] == 1
     assert server.problems == []
     # The CLI's write_file tool answered the model.
-    assert "Successfully created" in server.main_exchanges()[1].exchange.tool_results[0]
+    assert "Successfully created" in tool_results(server, 1)[0]
 
 
 def test_a_shell_command_runs_at_the_default_level(repo: Repo, gemini: Start) -> None:
@@ -137,7 +144,7 @@ def test_a_shell_command_runs_at_the_default_level(repo: Repo, gemini: Start) ->
     assert done.code == 0, done
     assert "run: DONE after 1 iteration(s)" in done.lines, done
     assert (repo.root / "checked.txt").read_text() == "checked\n"
-    [result] = server.main_exchanges()[1].exchange.tool_results
+    [result] = tool_results(server, 1)
     assert "the-tests-ran" in result
     assert server.problems == []
 
@@ -152,8 +159,75 @@ def test_the_guard_refuses_deleting_a_protected_file(repo: Repo, gemini: Start) 
     )
     done = run(repo, env)
     assert (repo.root / "forge.toml").is_file()
-    [result] = server.main_exchanges()[1].exchange.tool_results
+    [result] = tool_results(server, 1)
     assert "forge guard: refused" in result
     assert "forge.toml" in result
     assert done.code == 0, done
+    assert server.problems == []
+
+
+def test_a_503_the_cli_recovered_from_is_no_failure(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    overloaded = Failure(503, "The model is overloaded. Please try again later.")
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(overloaded,), model=FLASH)))
+    done = run(repo, env)
+    assert done.code == 0, done
+    assert "run: DONE after 1 iteration(s)" in done.lines, done
+    [event] = finished(repo)
+    assert event["error"] is None
+    assert event["rate_limit"] is None
+    assert [r.served for r in server.main_exchanges()] == ["failure", "reply"]
+    assert server.problems == []
+
+
+def test_a_persistent_503_is_an_overload_waited_out(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    overloaded = Failure(503, "The model is overloaded. Please try again later.", times=2)
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(overloaded,), model=FLASH)))
+    done = run(repo, env)
+    assert done.code == 1, done
+    assert "run: STOPPED after 1 iteration(s) — provider-limit" in done.lines, done
+    [event] = finished(repo)
+    # Once its retry is spent the CLI exits with the API's 503: an overload,
+    # not the agent's failure (no iteration used, no breaker counts it).
+    assert event["error"] == "The model is overloaded. Please try again later."
+    assert event["rate_limit"]["status"] == "overloaded"
+    assert event["judged"] is False
+    assert [r.served for r in server.main_exchanges()] == ["failure", "failure"]
+    assert server.problems == []
+
+
+def test_a_429_with_retry_info_then_recovered(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    slow_down = quota_error("Resource has been exhausted (e.g. check quota).", retry_delay="1s")
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(slow_down,), model=FLASH)))
+    done = run(repo, env)
+    assert done.code == 0, done
+    assert "run: DONE after 1 iteration(s)" in done.lines, done
+    [event] = finished(repo)
+    assert event["rate_limit"] is None
+    assert [(r.served, r.status) for r in server.main_exchanges()] == [
+        ("failure", 429),
+        ("reply", 200),
+    ]
+    assert server.problems == []
+
+
+def test_a_daily_quota_exhausted_stops_with_provider_limit(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    exhausted = quota_error(
+        "Quota exceeded for metric: generate_content_requests_per_day",
+        quota_id="GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+    )
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(exhausted,), model=FLASH)))
+    done = run(repo, env)
+    assert done.code == 1, done
+    assert "run: STOPPED after 1 iteration(s) — provider-limit" in done.lines, done
+    [event] = finished(repo)
+    # A per-day quota is terminal for the CLI: no retry, its own message.
+    assert event["error"] == "You have exhausted your daily quota on this model."
+    assert event["rate_limit"]["status"] == "rejected"
+    assert event["rate_limit"]["kind"] == "daily"
+    assert event["judged"] is False
+    assert [r.served for r in server.main_exchanges()] == ["failure"]
     assert server.problems == []

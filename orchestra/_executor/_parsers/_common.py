@@ -201,6 +201,27 @@ def first_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def json_objects(text: str, limit: int = 64) -> list[dict[str, Any]]:
+    """The JSON objects in ``text``, in order, whatever comes between them (at most ``limit``).
+
+    A ``{`` that starts no JSON value (a JavaScript object dump, a brace in a
+    message) is skipped; an object inside one that parsed is not listed apart.
+    """
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start != -1 and len(found) < limit:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
 def as_int(value: object) -> int:
     """A non-negative count from untrusted JSON (anything else, huge ones too, counts as 0)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53:
