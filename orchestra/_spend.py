@@ -37,6 +37,8 @@ class SpendTotals:
     updated_at: str | None = None
     # Some of the cost is Forge's estimate from tokens and a price table.
     cost_estimated: bool = False
+    # Iterations whose cost is unknown: their model has no price in the table.
+    unpriced: int = attrs.field(default=0, validator=attrs.validators.ge(0))
 
 
 NO_SPEND = SpendTotals()

@@ -107,3 +107,46 @@ def test_a_successful_answer_that_mentions_a_limit_is_no_limit() -> None:
     assert answer("The retry limit reached its maximum, so I stopped.") is None
     limit = answer("Claude AI usage limit reached|1753441200")
     assert limit is not None
+
+
+def test_a_clock_time_in_the_current_minute_is_due_by_its_end_not_tomorrow() -> None:
+    # Codex names the reset's minute: "try again at 10:00 AM" read at 10:00:05.
+    seconds_in = NOW + 5
+    limit = detect_limit("You've hit your usage limit. Try again at 10:00 AM UTC.", seconds_in)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 60)
+
+
+def test_a_clock_time_a_few_minutes_past_has_reset_and_one_long_past_is_tomorrow() -> None:
+    text = "You've hit your usage limit. Try again at 9:58 AM UTC."
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW)  # two minutes ago: clocks apart, not a day
+    limit = detect_limit("You've hit your usage limit. Try again at 9:00 AM UTC.", NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 23 * 3600)
+
+
+def test_a_suggested_retry_after_n_seconds_is_the_reset() -> None:
+    text = "You have exhausted your capacity on this model. Suggested retry after 400s."
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 400)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('{"session_id": "S-1", "error": {"message": "exhausted your capacity"}}', None),
+        ("You've hit your session limit · resets 12:50am (UTC)", "session"),
+        ("You have exhausted your daily quota on this model.", "daily"),
+        ('{"rateLimitType": "five_hour"} Claude AI usage limit reached|1753441200', "five_hour"),
+        ("You've hit your 5-hour limit", "five_hour"),
+    ],
+)
+def test_the_kind_of_limit_is_read_from_its_words_not_a_field_name(
+    text: str, kind: str | None
+) -> None:
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.kind == kind

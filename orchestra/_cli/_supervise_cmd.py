@@ -24,6 +24,7 @@ from .._engine import (
     recovery_text,
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._executor import Executor
 from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
 from .._state import STATE_DIR, atomic_write
@@ -40,7 +41,7 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import cost_warning
+from ._run_cmd import cost_warning, cost_warning_line, refuse_unpriced
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line(f"note: {note}")
     run_id = new_run_id()
     runs = prepare(setups, run_id)
+    if args.check_executors and not _executors_pass(runs, project.root, out):
+        out.line("supervise: not started — an executor check failed", style="bold red")
+        return EXIT_ESCALATE
     if args.dry_run:
         for loop in runs:
             _print_loop_plan(loop, out)
@@ -98,6 +102,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if out.json_mode:
             out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs], "notes": notes})
         return EXIT_OK
+    for loop in runs:
+        warning = cost_warning(loop.plan.executor, loop.setup.policy)
+        refuse_unpriced(
+            [f"loop {loop.setup.change}: {warning}"] if warning else [], loop.setup.policy
+        )
 
     policy = loaded.policy
     waits: list[LimiterStatistics] = []  # one entry per time a loop had to wait
@@ -190,6 +199,24 @@ async def _main(
             final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
 
 
+def _executors_pass(runs: list[LoopRun], root: Path, out: Output) -> bool:
+    """``--check-executors``: each named executor the loops use, checked once per level."""
+    from .._scripted import profiled_executors
+    from ._executors_cmd import check_all
+
+    wanted: dict[tuple[str, str], Executor] = {}
+    for loop in runs:
+        executor = loop.plan.executor
+        if executor.templated and executor.name in profiled_executors():
+            wanted.setdefault((executor.name, executor.spec.permission), executor)
+    if not wanted:
+        out.line("executors check: no loop runs a named agent CLI Forge can check")
+        return True
+    results = check_all(((e, e.spec.permission) for e in wanted.values()), root, out)
+    out.line()
+    return all(result.passed for result in results)
+
+
 def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     policy = loop.setup.policy
     breaker = policy.breaker
@@ -200,7 +227,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
         out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(loop.plan.executor, policy):
-        out.line(f"  warning:  {warning}")
+        out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     where = str(loop.setup.root)
     if loop.setup.worktree:
         where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"
