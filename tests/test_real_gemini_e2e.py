@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,16 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestra._scripted import Failure, Reply, RunShell, Script, ScriptedServer, WriteFile
+from orchestra._scripted import (
+    Conversation,
+    Failure,
+    Reply,
+    RunShell,
+    Script,
+    ScriptedServer,
+    Usage,
+    WriteFile,
+)
 from orchestra._scripted._gemini import quota_error
 
 from .agent_clis import cli_environment, proven_version
@@ -45,7 +55,7 @@ max_iterations = {iterations}
 timeout = "2m"
 grace = "2s"
 max_limit_wait = "1s"
-
+{run}
 [rate_limit]
 calls = 1000
 window = "1m"
@@ -57,8 +67,8 @@ def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
-def policy(repo: Repo, *, iterations: int = 1, extra: str = "") -> None:
-    repo.write("forge.toml", POLICY.format(iterations=iterations) + extra)
+def policy(repo: Repo, *, iterations: int = 1, run: str = "", extra: str = "") -> None:
+    repo.write("forge.toml", POLICY.format(iterations=iterations, run=run) + extra)
     repo.commit("policy")
 
 
@@ -186,7 +196,8 @@ def test_a_persistent_503_is_an_overload_waited_out(repo: Repo, gemini: Start) -
     server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(overloaded,), model=FLASH)))
     done = run(repo, env)
     assert done.code == 1, done
-    assert "run: STOPPED after 1 iteration(s) — provider-limit" in done.lines, done
+    assert "run: STOPPED after 0 iteration(s) — provider-limit" in done.lines, done
+    assert "refused: 1 call(s) refused by a provider limit, not counted" in done.lines
     [event] = finished(repo)
     # Once its retry is spent the CLI exits with the API's 503: an overload,
     # not the agent's failure (no iteration used, no breaker counts it).
@@ -222,7 +233,8 @@ def test_a_daily_quota_exhausted_stops_with_provider_limit(repo: Repo, gemini: S
     server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(exhausted,), model=FLASH)))
     done = run(repo, env)
     assert done.code == 1, done
-    assert "run: STOPPED after 1 iteration(s) — provider-limit" in done.lines, done
+    assert "run: STOPPED after 0 iteration(s) — provider-limit" in done.lines, done
+    assert "refused: 1 call(s) refused by a provider limit, not counted" in done.lines
     [event] = finished(repo)
     # A per-day quota is terminal for the CLI: no retry, its own message.
     assert event["error"] == "You have exhausted your daily quota on this model."
@@ -230,4 +242,143 @@ def test_a_daily_quota_exhausted_stops_with_provider_limit(repo: Repo, gemini: S
     assert event["rate_limit"]["kind"] == "daily"
     assert event["judged"] is False
     assert [r.served for r in server.main_exchanges()] == ["failure"]
+    assert server.problems == []
+
+
+def test_a_quota_to_retry_after_400s_names_the_reset(repo: Repo, gemini: Start) -> None:
+    policy(repo)
+    # A RetryInfo delay past the CLI's 300 s is terminal: "Suggested retry after 400s."
+    later = quota_error("You exceeded your current quota.", retry_delay="400s")
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", failures=(later,), model=FLASH)))
+    before = time.time()
+    done = run(repo, env)
+    assert done.code == 1, done
+    assert "run: STOPPED after 0 iteration(s) — provider-limit" in done.lines, done
+    assert "refused: 1 call(s) refused by a provider limit, not counted" in done.lines
+    [event] = finished(repo)
+    assert event["error"] == "You exceeded your current quota.\nSuggested retry after 400s."
+    limit = event["rate_limit"]
+    assert limit["status"] == "rejected"
+    assert before + 400 <= limit["resets_at"] <= time.time() + 400
+    assert [r.served for r in server.main_exchanges()] == ["failure"]
+    assert server.problems == []
+
+
+def test_tokens_cached_apart_and_an_estimated_cost(repo: Repo, gemini: Start) -> None:
+    policy(repo, extra="\n[budget]\nmax_cost_usd = 5.0\n")
+    usage = Usage(input=1000, output=200, cached=400)
+    server, env = gemini(Script.of(Reply(f"Done.\n{DONE}", usage=usage, model=FLASH)))
+    done = run(repo, env)
+    assert done.code == 0, done
+    [event] = finished(repo)
+    # Each model's total: the flash model's answer (1000 + 400 cached in, 200
+    # out) and the router's classification on the flash-lite one (10 in, 1 out).
+    assert event["tokens"] == 1400 + 200 + 11
+    assert event["tokens_cached"] == 400
+    flash = 1000 * 1.50 + 400 * 0.15 + 200 * 9.0
+    router = 10 * 0.10 + 1 * 0.40
+    assert event["cost_usd"] == pytest.approx(round((flash + router) / 1e6, 6))
+    assert event["cost_estimated"] is True
+    assert event["cost_note"] is None
+    recorded = spend(repo)
+    assert recorded["cost_usd"] > 0
+    assert recorded["cost_estimated"] is True
+    assert recorded["tokens"] == event["tokens"]
+    assert server.problems == []
+
+
+def test_session_continue_resumes_the_cli_session(repo: Repo, gemini: Start) -> None:
+    policy(repo, iterations=2, run='session = "continue"\n')
+    server, env = gemini(
+        Script(
+            (
+                Conversation((Reply("Half of it is done.", model=FLASH),)),
+                Conversation((Reply(f"The rest is done.\n{DONE}", model=FLASH),)),
+            )
+        )
+    )
+    done = run(repo, env)
+    assert done.code == 0, done
+    assert "run: DONE after 2 iteration(s)" in done.lines, done
+    first, second = finished(repo)
+    assert first["session"] and second["session"] == first["session"]
+    # The resumed call sent the first iteration's conversation, then the new prompt.
+    resumed = server.main_exchanges()[-1].exchange
+    assert resumed is not None
+    assert "Half of it is done." in resumed.messages[1].texts
+    assert resumed.answers == 1 and resumed.new_prompt
+    assert server.problems == []
+
+
+SUPERVISED = """\
+[verify]
+command = "echo verified >> {log}"
+specs = []
+tests = []
+
+[run]
+timeout = "2m"
+grace = "2s"
+
+[breaker]
+cooldown = "1s"
+cooldown_max = "2s"
+
+[rate_limit]
+calls = 1000
+window = "1m"
+"""
+
+
+def loop(change: str, *, worktree: bool = False, iterations: int = 2) -> str:
+    lines = ["[[loop]]", f'change = "{change}"', 'executor = "gemini"']
+    lines += [f"max_iterations = {iterations}", f"worktree = {str(worktree).lower()}"]
+    lines += ["[loop.run]", f'prompt = "work on {change}"']
+    return "\n".join(lines) + "\n"
+
+
+def test_supervise_verifies_once_per_iteration(repo: Repo, gemini: Start) -> None:
+    log = repo.root.parent / "verify.log"
+    repo.write("forge.toml", SUPERVISED.format(log=log) + loop("steps"))
+    repo.commit("policy")
+    first = (Reply("First step.", calls=(WriteFile("a.txt", "a\n"),)), Reply("Next."))
+    second = (Reply("Second step.", calls=(WriteFile("b.txt", "b\n"),)), Reply(f"Done.\n{DONE}"))
+    server, env = gemini(Script((Conversation(first), Conversation(second))))
+    done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    assert "steps: 1/2: exit 0, verify PASS" in done.lines, done
+    assert "steps: 2/2: done, verify PASS" in done.lines, done
+    assert [event["verify"] for event in finished(repo, "steps")] == ["PASS", "PASS"]
+    # Forge's verify ran once after each iteration; the CLI ran none of its own.
+    assert log.read_text().splitlines() == ["verified", "verified"]
+    assert server.problems == []
+
+
+def test_two_supervised_loops_in_worktrees(repo: Repo, gemini: Start) -> None:
+    log = repo.root.parent / "verify.log"
+    loops = loop("alpha", worktree=True, iterations=1) + loop("beta", worktree=True, iterations=1)
+    repo.write("forge.toml", SUPERVISED.format(log=log) + loops)
+    repo.commit("policy")
+    script = Script(
+        tuple(
+            Conversation(
+                (
+                    Reply(f"Writing {name}.", calls=(WriteFile(f"{name}.txt", f"{name}\n"),)),
+                    Reply(f"Done.\n{DONE}"),
+                ),
+                match=f"work on {name}",
+            )
+            for name in ("alpha", "beta")
+        )
+    )
+    server, env = gemini(script)
+    done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    for name in ("alpha", "beta"):
+        worktree = repo.root / ".forge" / "worktrees" / name
+        assert (worktree / f"{name}.txt").read_text() == f"{name}\n"
+        assert not (repo.root / f"{name}.txt").exists()
+        assert any(line.startswith(name) and " done " in line for line in done.lines), done
+        [event] = finished(repo, name)
+        assert event["done"] is True
     assert server.problems == []
