@@ -301,12 +301,14 @@ def test_session_continue_resumes_the_cli_session(repo: Repo, gemini: Start) -> 
     assert done.code == 0, done
     assert "run: DONE after 2 iteration(s)" in done.lines, done
     first, second = finished(repo)
-    assert first["session"] and second["session"] == first["session"]
+    assert first["session"]
+    assert second["session"] == first["session"]
     # The resumed call sent the first iteration's conversation, then the new prompt.
     resumed = server.main_exchanges()[-1].exchange
     assert resumed is not None
     assert "Half of it is done." in resumed.messages[1].texts
-    assert resumed.answers == 1 and resumed.new_prompt
+    assert resumed.answers == 1
+    assert resumed.new_prompt
     assert server.problems == []
 
 

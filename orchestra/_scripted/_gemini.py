@@ -261,8 +261,13 @@ def _environment(server_url: str, home: Path) -> dict[str, str]:
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps(SETTINGS, indent=2), encoding="utf-8")
+    # The CLI writes a report of each API error it gives up on to the temporary
+    # folder: the scratch home's, not the machine's.
+    temporary = home / "tmp"
+    temporary.mkdir(parents=True, exist_ok=True)
     env.update(
         {
+            "TMPDIR": str(temporary),
             "GEMINI_API_KEY": "scripted-fake-key",
             "GOOGLE_GEMINI_BASE_URL": server_url,
             "GEMINI_CLI_HOME": str(home),
