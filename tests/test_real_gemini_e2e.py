@@ -159,6 +159,26 @@ def test_a_shell_command_runs_at_the_default_level(repo: Repo, gemini: Start) ->
     assert server.problems == []
 
 
+def test_the_edit_level_offers_no_shell(repo: Repo, gemini: Start) -> None:
+    policy(repo, run='permission = "edit"\n')
+    server, env = gemini(
+        Script.of(
+            Reply("Running the tests.", calls=(RunShell("touch ran.txt"),), model=FLASH),
+            Reply(f"I could not.\n{DONE}", model=FLASH),
+        )
+    )
+    done = run(repo, env)
+    assert done.code == 0, done
+    first = server.main_exchanges()[0].exchange
+    assert first is not None
+    assert "write_file" in first.tools
+    assert "run_shell_command" not in first.tools
+    [result] = tool_results(server, 1)
+    assert 'Tool "run_shell_command" not found' in result
+    assert not (repo.root / "ran.txt").exists()
+    assert server.problems == []
+
+
 def test_the_guard_refuses_deleting_a_protected_file(repo: Repo, gemini: Start) -> None:
     policy(repo)
     server, env = gemini(

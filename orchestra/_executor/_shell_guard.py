@@ -48,9 +48,9 @@ def shell_guard_environment(state_dir: Path, environment: Mapping[str, str]) -> 
         The variables to add: ``PATH`` with the wrapper's folder first; nothing
         when no ``bash`` is on the path (then the agent has no shell to guard).
     """
-    path = environment.get("PATH", os.defpath)
     folder = state_dir / _FOLDER
-    bash = shutil.which("bash", path=_without(path, folder))
+    path = _without(environment.get("PATH", os.defpath), folder)
+    bash = shutil.which("bash", path=path)
     if bash is None:
         return {}
     folder.mkdir(parents=True, exist_ok=True)
