@@ -9,7 +9,9 @@ and writable by nobody else). So the executor puts a ``bash`` of Forge's
 first on the agent's ``PATH``: it asks ``forge guard`` about ``bash -c``'s
 command, refuses it with exit 2 and the guard's reasons on stderr (which the
 CLI hands back to the model as the command's output), and otherwise runs the
-real ``bash`` with the same arguments.
+real ``bash`` with the same arguments. (Gemini CLI 0.61.0 hands bash the
+agent's command inside a few lines of its own: ``shopt``, a subshell with a
+``trap`` that lists background jobs; the guard reads them all.)
 
 The wrapper lives in the change's state folder, which the guard protects: the
 agent cannot rewrite it.
