@@ -24,19 +24,25 @@ to a server on loopback and from the documentation shipped in its package
   ``complexity_score``); a low score routes the prompt to
   ``gemini-3.8-flash``, a high one (or an unreadable answer) to
   ``gemini-3.1-pro-preview``. Side requests are answered with JSON that fits
-  the schema they ask for, the lowest scores: the loop runs on the flash model.
+  the schema they ask for, the lowest scores: the loop runs on the flash model
+  (and the loop detector, which asks for an ``unproductive_state_confidence``
+  after many turns, hears 0).
 - The tools offered depend on ``--approval-mode``: ``default`` offers no
   tool that writes; ``auto_edit`` adds ``write_file {file_path, content}``
   and ``replace``; ``run_shell_command {command, description, dir_path}``
   is offered under ``yolo`` or when allowed (``--allowed-tools
-  run_shell_command``).
+  run_shell_command``). In every mode the CLI itself refuses a command with
+  command substitution (``$(…)``, ``$((…))``, backticks, ``<(…)``) before
+  running it: "Command injection detected".
 - Errors are Google API error bodies, ``{"error": {"code", "message",
   "status", "details"}}``. The CLI retries 429 and 5xx up to
   ``general.maxAttempts`` times (set to 2 here, so a persistent failure costs
   one retry), waiting at least 5 s, or the ``RetryInfo`` ``retryDelay`` of the
   details; a delay over 300 s, a ``QuotaFailure`` whose ``quotaId`` says
   ``PerDay``, or ``limit: 0`` in the message is terminal (``TerminalQuotaError``,
-  "Suggested retry after <delay>." appended to the message).
+  "Suggested retry after <delay>." appended to the message). It reads no
+  ``Retry-After`` header. Each error it gives up on is also reported to a file
+  in the temporary folder (``$TMPDIR``, the scratch home's here).
 """
 
 from __future__ import annotations
@@ -229,7 +235,11 @@ def _side_answer(exchange: Exchange) -> dict[str, Any]:
 
 
 def _fill(schema: Mapping[str, Any]) -> Any:
-    """The least value that fits a JSON schema: the first choice, 0 or the minimum, "", []."""
+    """The least value that fits a JSON schema: the first choice, the minimum, "", [].
+
+    The CLI's utility requests ask for scores and confidences: the least is
+    always the benign answer (a simple task, no loop).
+    """
     if schema.get("enum"):
         return schema["enum"][0]
     kind = str(schema.get("type", "object")).lower()
@@ -238,9 +248,12 @@ def _fill(schema: Mapping[str, Any]) -> Any:
         return {name: _fill(value) for name, value in properties.items() if isinstance(value, dict)}
     if kind == "array":
         return []
-    if kind in ("integer", "number"):
-        # The router reads a low complexity score as "the flash model will do".
+    if kind == "integer":
+        # The router's complexity_score runs from 1: the lowest says "the flash model will do".
         return schema.get("minimum", 1)
+    if kind == "number":
+        # The loop detector's unproductive_state_confidence: 0, the conversation progresses.
+        return schema.get("minimum", 0.0)
     if kind == "boolean":
         return False
     return "scripted"
