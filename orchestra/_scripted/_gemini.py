@@ -135,7 +135,7 @@ class GeminiProvider:
 
     def reply(self, exchange: Exchange, reply: Reply, number: int) -> Response:
         parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
-        parts.extend({"functionCall": _function_call(exchange, call)} for call in reply.calls)
+        parts.extend({"functionCall": _function_call(call)} for call in reply.calls)
         usage = reply.usage
         answer = {
             "candidates": [
@@ -208,7 +208,9 @@ def _result_text(response: Mapping[str, Any]) -> str:
     return json.dumps(inner)
 
 
-def _function_call(exchange: Exchange, call: WriteFile | RunShell | ToolCall) -> dict[str, Any]:
+def _function_call(call: WriteFile | RunShell | ToolCall) -> dict[str, Any]:
+    # The call is made whether the request offered the tool or not, as a model
+    # may: the CLI then answers 'Tool "…" not found' (what a level refuses).
     if isinstance(call, WriteFile):
         return {"name": "write_file", "args": {"file_path": call.path, "content": call.content}}
     if isinstance(call, RunShell):
