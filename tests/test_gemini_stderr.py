@@ -90,3 +90,10 @@ def test_json_objects_skips_what_is_not_json() -> None:
     text = 'x {not: json} {"a": {"b": 1}} { status: 503 } {"c": 2} {"d"'
     assert json_objects(text) == [{"a": {"b": 1}}, {"c": 2}]
     assert json_objects('{"n": 1} ' * 10, limit=3) == [{"n": 1}] * 3
+
+
+def test_json_objects_tries_a_bounded_number_of_braces() -> None:
+    # Each failed try may read to the end of the text: the tries are counted.
+    text = "{x} {y} " + '{"a": 1}'
+    assert json_objects(text) == [{"a": 1}]
+    assert json_objects(text, attempts=2) == []

@@ -201,16 +201,19 @@ def first_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def json_objects(text: str, limit: int = 64) -> list[dict[str, Any]]:
-    """The JSON objects in ``text``, in order, whatever comes between them (at most ``limit``).
+def json_objects(text: str, limit: int = 64, attempts: int = 256) -> list[dict[str, Any]]:
+    """The JSON objects in ``text``, in order, whatever comes between them.
 
     A ``{`` that starts no JSON value (a JavaScript object dump, a brace in a
     message) is skipped; an object inside one that parsed is not listed apart.
+    Bounded: at most ``limit`` objects, and ``attempts`` braces tried (each
+    failed try may read to the end of ``text``).
     """
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
     start = text.find("{")
-    while start != -1 and len(found) < limit:
+    while start != -1 and len(found) < limit and attempts > 0:
+        attempts -= 1
         try:
             value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
