@@ -196,6 +196,28 @@ def test_the_guard_refuses_deleting_a_protected_file(repo: Repo, gemini: Start) 
     assert server.problems == []
 
 
+def test_a_write_to_a_frozen_file_is_restored_after_the_iteration(
+    repo: Repo, gemini: Start
+) -> None:
+    # The guard sees shell commands only: the CLI's write_file is judged after
+    # the iteration, by Forge's integrity check, which restores the file.
+    policy(repo)
+    original = (repo.root / "forge.toml").read_text()
+    server, env = gemini(
+        Script.of(
+            Reply("Tuning the policy.", calls=(WriteFile("forge.toml", "broken\n"),), model=FLASH),
+            Reply(f"Done.\n{DONE}", model=FLASH),
+        )
+    )
+    done = run(repo, env)
+    assert done.code == 1, done
+    assert "run: STOPPED after 1 iteration(s) — gate-open" in done.lines, done
+    assert "  gate:   integrity" in done.lines, done
+    assert (repo.root / "forge.toml").read_text() == original
+    assert len(events_of(repo, "protect.violation")) == 1
+    assert server.problems == []
+
+
 def test_a_503_the_cli_recovered_from_is_no_failure(repo: Repo, gemini: Start) -> None:
     policy(repo)
     overloaded = Failure(503, "The model is overloaded. Please try again later.")
