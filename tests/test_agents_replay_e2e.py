@@ -388,7 +388,10 @@ def test_supervise_dry_run_prints_each_loops_permission(repo: Repo) -> None:
     plan = repo.forge("supervise", "--dry-run")
     assert plan.code == 0, plan
     assert "  permission: edit (--sandbox workspace-write)" in plan.lines
-    assert "  permission: full (--approval-mode yolo)" in plan.lines
+    assert (
+        "  permission: full (--approval-mode yolo); every bash -c checked by Forge's guard"
+        in plan.lines
+    )
 
 
 def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Repo) -> None:

@@ -110,6 +110,9 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
+        shell_guard: Put Forge's guard in front of the agent's ``bash`` (a
+            wrapper first on its ``PATH``), for a CLI that runs its shell
+            commands as ``bash -c`` and takes no hooks with an invocation.
         prices: Per model, what its tokens cost (to estimate a cost the CLI
             does not report); user-editable.
         price_model: The model whose price applies when the output names none.
@@ -131,6 +134,7 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
+    shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
     price_model: str = ""
     session: str = attrs.field(default="fresh", validator=_check_session)
@@ -252,6 +256,8 @@ class Executor:
             return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        if spec.shell_guard:
+            hooks = "; every bash -c checked by Forge's guard"
         return f"{spec.permission} ({args}){hooks}"
 
 
