@@ -200,7 +200,7 @@ def test_a_persistent_429_stops_forge_run_with_provider_limit(repo: Repo, home: 
     assert event["judged"] is False  # no iteration used, no breaker counted
     assert event["rate_limit"]["status"] == "rejected"
     assert "429 Too Many Requests" in event["error"]
-    # Codex tried three times (request_max_retries = 2), no more.
+    # Three streams (stream_max_retries = 2) of one request each, no more.
     assert served(server) == [("failure", 429)] * 3
     assert server.problems == []
 

@@ -76,8 +76,14 @@ def test_allow_unpriced_accepts_the_run(repo: Repo) -> None:
     )
     repo.write("executors/other.toml", OTHER_PRICE)
     repo.commit()
-    env = install(repo, [call(UNPRICED_GEMINI)] * 2)
+    env = install(repo, [call(UNPRICED_GEMINI)] * 4)
     done = repo.forge("run", "--change", "c", "--executor", "other", "--yes", "--json", env=env)
     summary = json.loads(done.out)
     assert summary["reason"] != "gate-error", summary
     assert summary["iterations"] == 2
+    shown = repo.forge("run", "--change", "d", "--executor", "other", "--yes", env=env)
+    note = (
+        "  note: no price for model gemini-3.1-pro-preview in the executor's price table: "
+        "no cost estimate"
+    )
+    assert shown.lines.count(note) == 1  # said once, whatever the number of iterations

@@ -113,6 +113,9 @@ class ExecutorSpec:
         codex_hooks: Pass Forge's PreToolUse guard to Codex with every
             invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
             invocation only with ``--dangerously-bypass-hook-trust``).
+        shell_guard: Put Forge's guard in front of the agent's ``bash`` (a
+            wrapper first on its ``PATH``), for a CLI that runs its shell
+            commands as ``bash -c`` and takes no hooks with an invocation.
         prices: Per model, what its tokens cost (to estimate a cost the CLI
             does not report); user-editable.
         price_model: The model whose price applies when the output names none.
@@ -135,6 +138,7 @@ class ExecutorSpec:
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
     codex_hooks: bool = False
+    shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
     price_model: str = ""
     session: str = attrs.field(default="fresh", validator=_check_session)
@@ -274,6 +278,8 @@ class Executor:
             return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        if spec.shell_guard:
+            hooks = "; every bash -c checked by Forge's guard"
         return f"{spec.permission} ({args}){hooks}"
 
 

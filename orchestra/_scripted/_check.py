@@ -48,8 +48,10 @@ SKIPPED = "skipped"  # does not apply to this executor (no hooks), or could not 
 CHANGE = "forge-check"
 EDIT_PATH = "forge-check.txt"
 EDIT_TEXT = "written by the agent for forge executors check\n"
-# Only a shell computes the answer, so seeing it proves the command ran.
-SHELL_COMMAND = "echo forge-check-$((6 * 7))"
+# Only a shell that ran it prints the answer (the command's text does not hold
+# it), so seeing it proves the command ran. No command substitution: Gemini CLI
+# refuses any.
+SHELL_COMMAND = "printf 'forge-check-%s%s\\n' 4 2"
 SHELL_ANSWER = "forge-check-42"
 GUARDED_COMMAND = "rm forge.toml"
 USAGE = Usage(input=100, output=20)
@@ -223,9 +225,15 @@ def _first_line(text: str) -> str:
 
 
 def _last_line(seen: RunSeen) -> str:
+    """What the CLI said last: its reported error, its last output line, or forge's."""
     for event in reversed(seen.finished):
         if event.get("error"):
             return _first_line(str(event["error"]))
+    last = (seen.summary or {}).get("last_iteration") or {}
+    said = [str(line) for line in last.get("last_lines") or () if str(line).strip()]
+    if said:
+        failure = f"{last['failure']}: " if last.get("failure") else ""
+        return f"{failure}{said[-1].strip()[:300]}"
     lines = [line for line in seen.stderr.splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
 
@@ -275,10 +283,10 @@ def check_executor(executor: Executor, project_root: Path, permission: str = "")
         run = _Runner(executor, profile, project_root, permission)
         seen = run(base / "edit", edit_script())
         checks.extend(judge_run(seen))
-        if executor.spec.claude_hooks and seen.requests:
+        if _guarded(executor) and seen.requests:
             guarded = run(base / "guard", guard_script())
             checks.append(judge_guard(guarded))
-        elif not executor.spec.claude_hooks:
+        elif not _guarded(executor):
             checks.append(
                 Check(
                     "hooks honoured",
@@ -288,6 +296,11 @@ def check_executor(executor: Executor, project_root: Path, permission: str = "")
                 )
             )
     return ExecutorCheck(executor.name, version, proven, tuple(checks))
+
+
+def _guarded(executor: Executor) -> bool:
+    """Whether the definition puts Forge's guard inside the CLI (its hooks, or its shell)."""
+    return executor.spec.claude_hooks or executor.spec.shell_guard
 
 
 def _version_check(version: str | None, proven: str | None) -> Check:

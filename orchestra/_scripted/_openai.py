@@ -30,9 +30,10 @@ What this adapter relies on, each seen by running ``codex exec --json``
   limit, which Codex does not retry; it words ``resets_at`` (an epoch) as
   "… or try again at 1:07 AM." (with a ``plan_type``) or "Try again at Dec
   3rd, 2026 2:10 AM.", and without it (``resets_in_seconds`` alone is not
-  read) "Try again later.". Other 429s and 5xx are retried: each stream
-  attempt (``stream_max_retries``) makes up to ``request_max_retries`` + 1
-  requests, with a ``Reconnecting... n/N (…)`` error event per new stream;
+  read) "Try again later.". Other 429s and 5xx are retried: each of
+  ``stream_max_retries`` + 1 stream attempts makes one request for a 429,
+  up to ``request_max_retries`` + 1 for a 5xx, with a
+  ``Reconnecting... n/N (…)`` error event per new stream;
   at the end, "exceeded retry limit, last status: 429 Too Many Requests",
   "We’re currently experiencing high demand, …" (500) or "unexpected status
   503 Service Unavailable: <message>, url: …".
