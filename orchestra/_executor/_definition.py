@@ -221,6 +221,11 @@ class Executor:
         """Forge's hooks go with every invocation of this executor."""
         return self.templated and (self.spec.claude_hooks or self.spec.codex_hooks)
 
+    @property
+    def guarded_inside(self) -> bool:
+        """Forge's guard refuses a command inside the CLI (its hooks, or its shell)."""
+        return self.passes_hooks or (self.templated and self.spec.shell_guard)
+
     def environment(self) -> dict[str, str]:
         """The extra environment of the agent: the definition's ``env``, and for an
         executor that passes Forge's hooks, the mark that makes the project's

@@ -283,10 +283,10 @@ def check_executor(executor: Executor, project_root: Path, permission: str = "")
         run = _Runner(executor, profile, project_root, permission)
         seen = run(base / "edit", edit_script())
         checks.extend(judge_run(seen))
-        if _guarded(executor) and seen.requests:
+        if executor.guarded_inside and seen.requests:
             guarded = run(base / "guard", guard_script())
             checks.append(judge_guard(guarded))
-        elif not _guarded(executor):
+        elif not executor.guarded_inside:
             checks.append(
                 Check(
                     "hooks honoured",
@@ -296,11 +296,6 @@ def check_executor(executor: Executor, project_root: Path, permission: str = "")
                 )
             )
     return ExecutorCheck(executor.name, version, proven, tuple(checks))
-
-
-def _guarded(executor: Executor) -> bool:
-    """Whether the definition puts Forge's guard inside the CLI (its hooks, or its shell)."""
-    return executor.spec.claude_hooks or executor.spec.shell_guard
 
 
 def _version_check(version: str | None, proven: str | None) -> Check:
