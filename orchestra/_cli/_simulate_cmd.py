@@ -7,14 +7,14 @@ policy the loop ran with it reaches the same trips at the same iterations.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from .._engine import ReplayStep, replay
 from .._errors import EXIT_OK, UsageError
-from .._policy import Layer, Policy, load_policy, merge_layers, policy_as_dict, structure_policy
+from .._policy import policy_as_dict
 from .._state import ChangePaths, read_timeline
 from .._supervise import resolve_loops
+from ._candidate import policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
@@ -37,10 +37,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if loop is not None:
         paths = ChangePaths(loop.root, paths.name)  # a loop in another repository keeps it there
     if args.policy:
-        file = Path(args.policy).resolve()
-        if not file.is_file():
-            raise UsageError(f"--policy {args.policy}: no such file")
-        policy = load_policy(file, root=project.root, flags=settings).policy
+        policy = policy_file(args.policy, root=project.root, settings=settings)
         described = str(args.policy)
     else:
         policy = with_settings(loop.policy if loop else loaded.policy, settings)
@@ -128,20 +125,6 @@ def _row(step: ReplayStep) -> dict[str, Any]:
         "live_trip": step.live_trip,
         "recovery": step.recovery,
         "alerts": list(step.alerts),
-    }
-
-
-def with_settings(policy: Policy, settings: list[Layer]) -> Policy:
-    if not settings:
-        return policy
-    base = _without_none(policy_as_dict(policy))
-    merged, _ = merge_layers([Layer("policy", base), *settings])
-    return structure_policy(merged, "--set")
-
-
-def _without_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None
     }
 
 

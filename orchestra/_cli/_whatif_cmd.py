@@ -18,10 +18,11 @@ import attrs
 
 from .._engine import WhatIf, what_if
 from .._errors import EXIT_OK, UsageError
-from .._policy import Layer, LoadedPolicy, Policy, load_policy
+from .._policy import Layer, LoadedPolicy, Policy
 from .._state import STATE_DIR, ChangePaths, list_changes, read_timeline
 from .._supervise import LoopSetup, resolve_loops
 from .._workspace import Project
+from ._candidate import policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
@@ -145,12 +146,7 @@ def _candidate(
     settings: list[Layer],
 ) -> Policy:
     if args.policy:
-        file = Path(args.policy).resolve()
-        if not file.is_file():
-            raise UsageError(f"--policy {args.policy}: no such file")
-        return load_policy(file, root=project.root, flags=settings).policy
-    from ._simulate_cmd import with_settings
-
+        return policy_file(args.policy, root=project.root, settings=settings)
     return with_settings(change.loop.policy if change.loop else loaded.policy, settings)
 
 
