@@ -211,33 +211,12 @@ def _sweep(
     settings: list[Layer],
     described: str,
 ) -> int:
-    key, _, values_text = args.sweep.partition("=")
-    values = [value.strip() for value in values_text.split(",") if value.strip()]
-    if not key or "." not in key or not values:
-        raise UsageError(
-            f"--sweep {args.sweep}: expected TABLE.KEY=V1,V2,...",
-            hint="e.g. --sweep stagnation.no_progress=2,3,5",
-        )
+    key, values = _sweep_values(args.sweep)
     results = []
     for value in values:
         layer = set_layer(f"{key}={value}")
         rows = _rows(args, project, loaded, changes, run_id, [*settings, layer], None)
-        trips = [row.trip_now.iteration for row in rows if row.trip_now is not None]
-        results.append(
-            {
-                "value": value,
-                "trips": len(trips),
-                "iterations_to_trip": round(sum(trips) / len(trips), 2) if trips else None,
-                "iterations": sum(row.iterations_now for row in rows),
-                "iterations_saved": sum(row.iterations_saved for row in rows),
-                "tokens_saved": sum(row.tokens_saved for row in rows),
-                "cost_saved": round(sum(row.cost_saved for row in rows), 6),
-                "stopped": sorted(
-                    row.change for row in rows if row.ending_now and row.ending_now.reason != "done"
-                ),
-                "false_trips": sorted(row.change for row in rows if row.false_trip),
-            }
-        )
+        results.append(_sweep_result(value, rows))
     if out.json_mode:
         out.document(
             {"run_id": run_id, "policy": described, "sweep": {"key": key, "values": results}}
@@ -245,6 +224,41 @@ def _sweep(
         return EXIT_OK
     scope = f"run {run_id}" if run_id else "every change's history"
     out.line(f"sweep: {key} over {scope}, {len(changes)} change(s), policy: {described}")
+    _render_sweep(key, results, out)
+    return EXIT_OK
+
+
+def _sweep_values(text: str) -> tuple[str, list[str]]:
+    """``TABLE.KEY=V1,V2,...``: the key and its values."""
+    key, _, values_text = text.partition("=")
+    values = [value.strip() for value in values_text.split(",") if value.strip()]
+    if not key or "." not in key or not values:
+        raise UsageError(
+            f"--sweep {text}: expected TABLE.KEY=V1,V2,...",
+            hint="e.g. --sweep stagnation.no_progress=2,3,5",
+        )
+    return key, values
+
+
+def _sweep_result(value: str, rows: list[WhatIf]) -> dict[str, Any]:
+    """What one value of the swept key does to the batch."""
+    trips = [row.trip_now.iteration for row in rows if row.trip_now is not None]
+    return {
+        "value": value,
+        "trips": len(trips),
+        "iterations_to_trip": round(sum(trips) / len(trips), 2) if trips else None,
+        "iterations": sum(row.iterations_now for row in rows),
+        "iterations_saved": sum(row.iterations_saved for row in rows),
+        "tokens_saved": sum(row.tokens_saved for row in rows),
+        "cost_saved": round(sum(row.cost_saved for row in rows), 6),
+        "stopped": sorted(
+            row.change for row in rows if row.ending_now and row.ending_now.reason != "done"
+        ),
+        "false_trips": sorted(row.change for row in rows if row.false_trip),
+    }
+
+
+def _render_sweep(key: str, results: list[dict[str, Any]], out: Output) -> None:
     out.line(
         f"{key.split('.')[-1]:>14}  {'trips':>5}  {'iter. to trip':>13}  {'iterations':>10}  "
         f"{'saved':>5}  {'cost saved':>10}  false trips",
@@ -264,7 +278,6 @@ def _sweep(
     for result in results:
         bar = "█" * int(result["iterations"]) + " ✗" * len(result["false_trips"])
         out.line(f"{result['value']:>14}  {bar}")
-    return EXIT_OK
 
 
 def _described(args: argparse.Namespace, loaded: LoadedPolicy) -> str:
