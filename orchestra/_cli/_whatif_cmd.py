@@ -33,16 +33,36 @@ class _Change:
     loop: LoopSetup | None
 
 
+@attrs.frozen
+class BatchSimulation:
+    """What ``forge policy simulate --run``/``--all``/``--sweep`` replays, and under what.
+
+    Attributes:
+        project: The project whose changes are replayed.
+        loaded: Its policy, with each loop's own.
+        changes: The changes to replay (each with its loop, when one declares it).
+        run_id: The run compared (None: every change's whole history).
+        policy_file: ``--policy FILE``: the candidate for every change (None:
+            each change's own policy).
+        settings: The ``--set`` layers on top of the candidate.
+        described: The candidate in words.
+    """
+
+    project: Project
+    loaded: LoadedPolicy
+    changes: tuple[_Change, ...]
+    run_id: str | None
+    policy_file: str | None
+    settings: tuple[Layer, ...]
+    described: str
+
+
 def run(args: argparse.Namespace, out: Output) -> int:
-    project = project_from(args)
-    loaded = policy_from(project)
-    loops = resolve_loops(loaded, project.root)
-    run_id, changes = _batch(project, loops, args)
-    settings = [set_layer(text) for text in args.set or []]
-    described = _described(args, loaded)
+    request = _request(args)
     if args.sweep:
-        return _sweep(args, out, project, loaded, changes, run_id, settings, described)
-    rows = _rows(args, project, loaded, changes, run_id, settings, out)
+        return _sweep(request, args.sweep, out)
+    run_id, described = request.run_id, request.described
+    rows = _rows(request, (), out)
     ordered = sorted(rows, key=lambda row: not row.moved)
     totals = _totals(ordered)
     if out.json_mode:
@@ -80,6 +100,23 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 f"  {row.change}: would trip at {row.trip_now.iteration} — {row.trip_now.reason}"
             )
     return EXIT_OK
+
+
+def _request(args: argparse.Namespace) -> BatchSimulation:
+    project = project_from(args)
+    loaded = policy_from(project)
+    loops = resolve_loops(loaded, project.root)
+    run_id, changes = _batch(project, loops, args)
+    settings = [set_layer(text) for text in args.set or []]
+    return BatchSimulation(
+        project=project,
+        loaded=loaded,
+        changes=tuple(changes),
+        run_id=run_id,
+        policy_file=args.policy or None,
+        settings=tuple(settings),
+        described=_described(args, loaded),
+    )
 
 
 def _batch(
@@ -138,35 +175,24 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _candidate(
-    args: argparse.Namespace,
-    project: Project,
-    loaded: LoadedPolicy,
-    change: _Change,
-    settings: list[Layer],
-) -> Policy:
-    if args.policy:
-        return policy_file(args.policy, root=project.root, settings=settings)
+def _candidate(request: BatchSimulation, change: _Change, settings: list[Layer]) -> Policy:
+    if request.policy_file:
+        return policy_file(request.policy_file, root=request.project.root, settings=settings)
+    loaded = request.loaded
     return with_settings(change.loop.policy if change.loop else loaded.policy, settings)
 
 
-def _rows(
-    args: argparse.Namespace,
-    project: Project,
-    loaded: LoadedPolicy,
-    changes: list[_Change],
-    run_id: str | None,
-    settings: list[Layer],
-    out: Output | None,
-) -> list[WhatIf]:
+def _rows(request: BatchSimulation, extra: tuple[Layer, ...], out: Output | None) -> list[WhatIf]:
+    """Each change replayed under the candidate, with ``extra`` settings on top."""
+    settings = [*request.settings, *extra]
     rows = []
-    for change in changes:
+    for change in request.changes:
         timeline = read_timeline(change.paths.timeline)
         if out is not None:
             for problem in timeline.problems(change.paths.timeline):
                 out.note(problem)
-        policy = _candidate(args, project, loaded, change, settings)
-        rows.append(what_if(change.paths.name, timeline.typed(), policy, run_id=run_id))
+        policy = _candidate(request, change, settings)
+        rows.append(what_if(change.paths.name, timeline.typed(), policy, run_id=request.run_id))
     return rows
 
 
@@ -201,22 +227,13 @@ def _row_text(row: WhatIf, width: int) -> str:
     ).rstrip()
 
 
-def _sweep(
-    args: argparse.Namespace,
-    out: Output,
-    project: Project,
-    loaded: LoadedPolicy,
-    changes: list[_Change],
-    run_id: str | None,
-    settings: list[Layer],
-    described: str,
-) -> int:
-    key, values = _sweep_values(args.sweep)
+def _sweep(request: BatchSimulation, sweep: str, out: Output) -> int:
+    key, values = _sweep_values(sweep)
     results = []
     for value in values:
-        layer = set_layer(f"{key}={value}")
-        rows = _rows(args, project, loaded, changes, run_id, [*settings, layer], None)
+        rows = _rows(request, (set_layer(f"{key}={value}"),), None)
         results.append(_sweep_result(value, rows))
+    run_id, described, changes = request.run_id, request.described, request.changes
     if out.json_mode:
         out.document(
             {"run_id": run_id, "policy": described, "sweep": {"key": key, "values": results}}
