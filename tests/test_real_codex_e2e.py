@@ -297,21 +297,25 @@ def test_5xx_that_codex_recovers_from_is_no_error(repo: Repo, home: Path) -> Non
     assert server.problems == []
 
 
-def test_persistent_5xx_fails_the_iteration_with_codexs_error(repo: Repo, home: Path) -> None:
+def test_a_persistent_5xx_is_the_providers_outage_waited_out(repo: Repo, home: Path) -> None:
     policy(repo)
     broken = Failure(503, "upstream unavailable", times=9)
     script = Script.of(Reply(text="never served", failures=(broken,)))
     with cli_environment("codex", script, home) as (server, env):
         done = forge_run(repo, env)
     assert done.code == 1, done
-    assert stopped(repo)["reason"] == "executor-failed"
+    # Codex retried (Reconnecting... 1/2, 2/2), then gave up with the turn: the
+    # provider's outage, waited out like an overload (no iteration used, no
+    # breaker counts it); forge run stops once the wait passes max_limit_wait.
+    assert stopped(repo)["reason"] == "provider-limit"
+    assert "refused: 1 call(s) refused by a provider limit, not counted" in done.lines
     [event] = finished(repo)
-    # Codex retried (Reconnecting... 1/2, 2/2), then gave up with the turn.
     assert event["exit"] == 1
     assert event["error"].startswith(
         "unexpected status 503 Service Unavailable: upstream unavailable"
     )
-    assert event["rate_limit"] is None
+    assert event["rate_limit"]["status"] == "overloaded"
+    assert event["judged"] is False
     # Three streams of three requests each (stream_max_retries, request_max_retries = 2).
     assert served(server) == [("failure", 503)] * 9
     assert server.problems == []

@@ -60,11 +60,15 @@ _LIMIT_PHRASES = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # Claude's API error object ({"type":"error","error":{"type":"overloaded_error"}})
-# and its message for it ("API Error: 529 …"); never a line that merely says
-# "overloaded".
+# and its message for it ("API Error: 529 …"); Codex's words once its retries of
+# a 503 or a 500 are spent ("unexpected status 503 Service Unavailable: …",
+# "We're currently experiencing high demand, …"): the provider's outage, not
+# the agent's failure. Never a line that merely says "overloaded".
 _OVERLOAD_PHRASES = re.compile(
-    r"\"type\"\s*:\s*\"overloaded_error\"|API Error: 529\b",
-    re.IGNORECASE,
+    r"\"type\"\s*:\s*\"overloaded_error\"|API Error: 529\b"
+    r"|^unexpected status 503 Service Unavailable\b"
+    r"|^We(?:'|’)re currently experiencing high demand\b",
+    re.IGNORECASE | re.MULTILINE,
 )
 _EPOCH_AFTER_BAR = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 _RESETS_AT_FIELD = re.compile(r"\"?resets_?at\"?\s*[:=]\s*(\d{9,11}(?:\.\d+)?)", re.IGNORECASE)
