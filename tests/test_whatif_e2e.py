@@ -187,3 +187,38 @@ def test_a_forge_run_history_replays_with_its_hook_verdicts(repo: Repo) -> None:
     tighter = by_change(simulate(repo, "--all", "--set", "verify.max_failures=1"))["c"]
     assert tighter["ending_now"] == {"iteration": 1, "reason": "gate-open"}
     assert tighter["iterations_saved"] == 1
+
+
+def test_the_batch_file_itself_moves_nothing_with_loop_overrides(repo: Repo) -> None:
+    # Two loops whose own [[loop]] tables override the batch's policy: the
+    # spinner trips at 2 (not the file's 4), the worker runs past the file's cap.
+    steps = {
+        "spins": [{"print": "thinking\n"}],
+        "works": [write(n, "w") for n in range(1, 5)] + [{"print": "FORGE_DONE\n"}],
+    }
+    for name in steps:
+        repo.write(f"{name}/README.md", f"{name}\n")
+    repo.commit("folders")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = ""\nspecs = []\n[run]\nmax_iterations = 3\n'
+        '[rate_limit]\nbackend = "memory"\n[breaker]\non_open = "escalate"\n'
+        "[stagnation]\nno_progress = 4\n[stagnation.weights]\nno_files_modified = 0\n"
+        f'[[loop]]\nchange = "spins"\ndir = "spins"\ncmd = {json.dumps(cmd(repo, "spins", steps["spins"]))}\n'
+        "[loop.stagnation]\nno_progress = 2\n"
+        f'[[loop]]\nchange = "works"\ndir = "works"\ncmd = {json.dumps(cmd(repo, "works", steps["works"]))}\n'
+        "max_iterations = 6\n",
+    )
+    live = repo.forge("supervise", "--json")
+    assert live.code == 1, live
+    ended = {loop["change"]: loop for loop in json.loads(live.out)["loops"]}
+    assert ended["spins"]["reason"] == "circuit-open"
+    assert ended["works"]["reason"] == "done"
+    for candidate in (("--policy", "forge.toml"), ()):
+        rows = by_change(simulate(repo, *candidate))
+        for name in ("spins", "works"):
+            assert rows[name]["moved"] is False, (candidate, rows[name])
+            assert rows[name]["iterations_now"] == ended[name]["iterations"], rows[name]
+    # A shipped policy by name is a candidate too (its own thresholds, no loop tables).
+    shipped = simulate(repo, "--policy", "default")
+    assert set(by_change(shipped)) == {"spins", "works"}

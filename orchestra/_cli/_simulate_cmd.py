@@ -79,7 +79,8 @@ def _request(args: argparse.Namespace) -> Simulation:
     if loop is not None:
         paths = ChangePaths(loop.root, paths.name)  # a loop in another repository keeps it there
     if args.policy:
-        policy = policy_file(args.policy, root=project.root, settings=settings)
+        candidate = policy_file(args.policy, root=project.root, settings=settings)
+        policy = candidate.for_change(paths.name)
         described = str(args.policy)
     else:
         policy = with_settings(loop.policy if loop else loaded.policy, settings)

@@ -22,7 +22,7 @@ from .._policy import Layer, LoadedPolicy, Policy
 from .._state import STATE_DIR, ChangePaths, list_changes, read_timeline
 from .._supervise import LoopSetup, resolve_loops
 from .._workspace import Project
-from ._candidate import policy_file, with_settings
+from ._candidate import Candidate, policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
@@ -175,9 +175,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _candidate(request: BatchSimulation, change: _Change, settings: list[Layer]) -> Policy:
-    if request.policy_file:
-        return policy_file(request.policy_file, root=request.project.root, settings=settings)
+def _candidate(
+    request: BatchSimulation, change: _Change, settings: list[Layer], file: Candidate | None
+) -> Policy:
+    if file is not None:
+        return file.for_change(change.paths.name)
     loaded = request.loaded
     return with_settings(change.loop.policy if change.loop else loaded.policy, settings)
 
@@ -185,13 +187,18 @@ def _candidate(request: BatchSimulation, change: _Change, settings: list[Layer])
 def _rows(request: BatchSimulation, extra: tuple[Layer, ...], out: Output | None) -> list[WhatIf]:
     """Each change replayed under the candidate, with ``extra`` settings on top."""
     settings = [*request.settings, *extra]
+    file = (
+        policy_file(request.policy_file, root=request.project.root, settings=settings)
+        if request.policy_file
+        else None
+    )
     rows = []
     for change in request.changes:
         timeline = read_timeline(change.paths.timeline)
         if out is not None:
             for problem in timeline.problems(change.paths.timeline):
                 out.note(problem)
-        policy = _candidate(request, change, settings)
+        policy = _candidate(request, change, settings, file)
         rows.append(what_if(change.paths.name, timeline.typed(), policy, run_id=request.run_id))
     return rows
 
