@@ -2,8 +2,10 @@
 
 Each is fed what Claude Code sends (the JSON on stdin, from the project's
 folder) through the installed ``forge`` command, and answers as Claude Code
-reads it: exit 0 allows, exit 2 refuses with the reason on stderr; a Stop
-hook's decision is JSON on stdout.
+reads it: ``forge guard`` exits 0 to allow and 2 to refuse, with the reason on
+stderr; ``forge hook pre-tool-use`` refuses with Claude Code's ``deny``
+decision (JSON on stdout, exit 0), and exits 2 only when it cannot decide; a
+Stop hook's decision is JSON on stdout.
 """
 
 from __future__ import annotations
@@ -57,6 +59,22 @@ def pre_tool_use(repo: Repo, tool: str, tool_input: dict[str, Any]) -> Completed
     return hook(repo, "pre-tool-use", payload)
 
 
+def denial(done: Completed) -> str | None:
+    """The reason of the hook's ``deny`` decision (None: it allowed the call)."""
+    assert done.code == 0, done.err
+    assert done.err == ""
+    if not done.out:
+        return None
+    decision = json.loads(done.out)["hookSpecificOutput"]
+    assert decision["hookEventName"] == "PreToolUse"
+    assert decision["permissionDecision"] == "deny"
+    reason: str = decision["permissionDecisionReason"]
+    assert reason.startswith("Refused by Forge's guard: ")
+    assert "python" not in reason
+    assert "orchestra" not in reason
+    return reason
+
+
 def stop_event(repo: Repo, *, active: bool = False) -> dict[str, Any]:
     return {
         "session_id": "abc123",
@@ -80,13 +98,11 @@ def stop_event(repo: Repo, *, active: bool = False) -> dict[str, Any]:
     ],
 )
 def test_pre_tool_use_bash(project: Repo, command: str, refused: bool) -> None:
-    done = pre_tool_use(project, "Bash", {"command": command, "description": "do it"})
-    assert done.code == (2 if refused else 0), done.err
-    assert done.out == ""
-    if refused:
-        assert done.err.startswith("forge guard: refused — ")
-    else:
-        assert done.err == ""
+    reason = denial(pre_tool_use(project, "Bash", {"command": command, "description": "do it"}))
+    assert (reason is not None) is refused
+    if reason is not None:
+        assert "\n- " in reason  # each protected path it would harm, on its own line
+        assert "(protected: " in reason
 
 
 @pytest.mark.parametrize(
@@ -108,10 +124,10 @@ def test_pre_tool_use_file_tools(
     filled = {
         k: v.format(root=project.root) if isinstance(v, str) else v for k, v in tool_input.items()
     }
-    done = pre_tool_use(project, tool, filled)
-    assert done.code == (2 if refused else 0), done.err
-    if refused:
-        assert f"refused {tool}" in done.err
+    reason = denial(pre_tool_use(project, tool, filled))
+    assert (reason is not None) is refused
+    if reason is not None:
+        assert f"- {tool} — " in reason
 
 
 @pytest.mark.parametrize("payload", ["", "not json", "[]", '{"tool_input": {}}'])
@@ -132,11 +148,11 @@ def test_a_broken_policy_refuses_rather_than_allowing(project: Repo) -> None:
 
 
 def test_the_cached_lists_follow_an_edited_policy(project: Repo) -> None:
-    assert pre_tool_use(project, "Bash", {"command": "rm src/app.py"}).code == 0
+    assert denial(pre_tool_use(project, "Bash", {"command": "rm src/app.py"})) is None
     project.write("forge.toml", '[protect]\nfrozen = ["src/"]\n')
-    done = pre_tool_use(project, "Bash", {"command": "rm src/app.py"})
-    assert done.code == 2, done.err
-    assert "src/app.py" in done.err
+    reason = denial(pre_tool_use(project, "Bash", {"command": "rm src/app.py"}))
+    assert reason is not None
+    assert "src/app.py" in reason
 
 
 def test_guard_command_forms(project: Repo) -> None:
@@ -260,9 +276,9 @@ def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Rep
         "tool_name": "Bash",
         "tool_input": {"command": "rm -rf specs"},
     }
-    for args, code in (
-        (["hook", "pre-tool-use"], 0),
-        (["hook", "pre-tool-use", "--from-executor"], 2),
+    for args, denied in (
+        (["hook", "pre-tool-use"], False),
+        (["hook", "pre-tool-use", "--from-executor"], True),
     ):
         done = subprocess.run(
             [str(FORGE), *args],
@@ -273,10 +289,11 @@ def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Rep
             text=True,
             timeout=120,
         )
-        assert done.returncode == code, (args, done.stderr)
-        assert (done.stderr == "") is (code == 0)
+        assert done.returncode == 0, (args, done.stderr)
+        assert done.stderr == ""
+        assert ('"permissionDecision": "deny"' in done.stdout) is denied
     # Outside such a loop (no FORGE_HOOKS_PASSED) the project's own hook guards.
-    assert pre_tool_use(project, "Bash", {"command": "rm -rf specs"}).code == 2
+    assert denial(pre_tool_use(project, "Bash", {"command": "rm -rf specs"})) is not None
     stop = hook(project, "stop", stop_event(project), FORGE_HOOKS_PASSED="1", FORGE_CHANGE="c")
     assert (stop.code, stop.out, stop.err) == (0, "", "")
     assert not (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()

@@ -56,6 +56,7 @@ class IterationRecord:
     tool_calls: int = 0
     cost_usd: float = 0.0
     permission_denials: int = 0
+    guard_refusals: int = 0
     done: bool = False
     failure: str | None = None
     cannot_start: bool = False
@@ -135,6 +136,7 @@ def iteration_record(
         tool_calls=outcome.tool_calls,
         cost_usd=outcome.cost_usd,
         permission_denials=observation.permission_denials,
+        guard_refusals=observation.guard_refusals,
         done=outcome.done,
         failure=failure,
         cannot_start=cannot_start,
@@ -167,6 +169,7 @@ _PLAIN_FIELDS = (
     "tool_calls",
     "cost_usd",
     "permission_denials",
+    "guard_refusals",
     "done",
     "failure",
     "cannot_start",

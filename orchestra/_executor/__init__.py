@@ -6,8 +6,8 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._definition import OUTPUT_FORMATS as OUTPUT_FORMATS
-    from ._definition import AgentCli as AgentCli
     from ._definition import SESSION_MODES as SESSION_MODES
+    from ._definition import AgentCli as AgentCli
     from ._definition import Executor as Executor
     from ._definition import ExecutorSpec as ExecutorSpec
     from ._definition import ModelPrice as ModelPrice

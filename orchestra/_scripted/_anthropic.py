@@ -112,7 +112,10 @@ class AnthropicMessages:
     def failure(self, exchange: Exchange, failure: Failure) -> Response:
         """The API's error body (``{"type": "error", "error": {type, message}}``)."""
         kind = failure.kind or _ERROR_TYPES.get(failure.status, "api_error")
-        body = failure.body or {"type": "error", "error": {"type": kind, "message": failure.message}}
+        body = failure.body or {
+            "type": "error",
+            "error": {"type": kind, "message": failure.message},
+        }
         headers = {"request-id": "req_scripted", **failure.headers}
         return Response.json(failure.status, body, headers)
 
@@ -186,7 +189,9 @@ def _tool_for(exchange: Exchange, call: Call) -> tuple[str, Mapping[str, Any]]:
 
 def _offered(exchange: Exchange, tool: str) -> None:
     if tool not in exchange.tools:
-        raise ValueError(f"the request offers no {tool} tool (offered: {', '.join(exchange.tools)})")
+        raise ValueError(
+            f"the request offers no {tool} tool (offered: {', '.join(exchange.tools)})"
+        )
 
 
 def _absolute(exchange: Exchange, path: str) -> str:
@@ -218,7 +223,10 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[tuple[str, o
     else:
         empty = {**block, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-    yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": empty}
+    yield (
+        "content_block_start",
+        {"type": "content_block_start", "index": index, "content_block": empty},
+    )
     yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 

@@ -131,6 +131,7 @@ class IterationFinished(Event):
     tokens_cached: int = 0
     session: str | None = None
     pause: float | None = None
+    guard_refusals: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..._hook_passing import GUARD_REFUSAL
 from .._limits import detect_limit, is_limit_answer, limit_from_status
 from .._observation import ModelTokens, Observation, RateLimitEvent
 from ._common import (
@@ -40,6 +41,9 @@ class ClaudeParser(EventParser):
         self._tools_before = 0
         self._rate_limit: RateLimitEvent | None = None
         self._session_id: str | None = None
+        # The tool uses Forge's guard denied (their results begin with its words):
+        # the result's permission_denials that are a protection signal instead.
+        self._guarded: set[str] = set()
         # A JSON array (or a pretty-printed object) spans lines: kept whole, bounded.
         self._document = bytearray()
         self._too_big = False
@@ -73,7 +77,7 @@ class ClaudeParser(EventParser):
         is_error = result.get("is_error") is True or subtype != "success"
         final = as_str(result.get("result")) or ""
         tokens_in, tokens_out, cached, models = _claude_tokens(result)
-        denials = result.get("permission_denials")
+        denials, guarded = _split_denials(result.get("permission_denials"), self._guarded)
         error = None
         if is_error:
             errors = result.get("errors")
@@ -107,7 +111,8 @@ class ClaudeParser(EventParser):
             cost_usd=as_float(result.get("total_cost_usd")),
             cost_reported="total_cost_usd" in result,
             tool_calls=tools,
-            permission_denials=len(denials) if isinstance(denials, list) else 0,
+            permission_denials=denials,
+            guard_refusals=guarded,
             turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
             error=error,
             rate_limit=rate_limit,
@@ -134,6 +139,8 @@ class ClaudeParser(EventParser):
             for index, block in enumerate(content if isinstance(content, list) else []):
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     self._message_tools.add(as_str(block.get("id")) or f"#{index}")
+        elif kind == "user":
+            self._guarded.update(_guard_refused(event.get("message")))
         elif kind == "rate_limit_event":
             info = event.get("rate_limit_info")
             if isinstance(info, dict) and info.get("status") == "rejected":
@@ -142,6 +149,30 @@ class ClaudeParser(EventParser):
                     resets_at=finite_amount(info.get("resetsAt")),
                     kind=as_str(info.get("rateLimitType")),
                 )
+
+
+def _guard_refused(message: Any) -> list[str]:
+    """The ids of the tool uses in a user message whose result is Forge's guard's deny."""
+    content = message.get("content") if isinstance(message, dict) else None
+    found = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        text = block.get("content")
+        if isinstance(text, list):  # a result may be a list of text blocks
+            text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
+        if isinstance(text, str) and text.startswith(GUARD_REFUSAL):
+            found.append(as_str(block.get("tool_use_id")) or "")
+    return found
+
+
+def _split_denials(denials: Any, guarded: set[str]) -> tuple[int, int]:
+    """(the CLI's own permission denials, those that were Forge's guard refusing)."""
+    if not isinstance(denials, list):
+        return 0, 0
+    ids = [as_str(d.get("tool_use_id")) if isinstance(d, dict) else None for d in denials]
+    by_guard = sum(1 for tool_id in ids if tool_id is not None and tool_id in guarded)
+    return len(denials) - by_guard, by_guard
 
 
 def _claude_tokens(

@@ -1,0 +1,118 @@
+"""The shipped ``claude`` executor with the real Claude Code against a scripted Anthropic API.
+
+The release proven here is the one ``executors/claude.toml`` pins (``[cli]
+proven``, Claude Code 2.1.197): the real binary runs under the real ``forge
+run`` and ``forge supervise``, with a scratch home and a fake key, and every
+model call goes to a :class:`ScriptedServer` on 127.0.0.1 speaking the
+Messages API (``orchestra._scripted._anthropic``). So the CLI's own tools
+write the files and run the commands, its own hook runner calls Forge's
+guard and Stop hook, its own retries meet the scripted 429s and 5xx, and its
+own ``stream-json`` is what Forge's parser reads.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestra._scripted import (
+    Reply,
+    RunShell,
+    Script,
+    ScriptedServer,
+    ToolCall,
+    WriteFile,
+)
+
+from .agent_clis import cli_environment, proven_version
+from .support import Completed, Repo
+
+FAST = '[rate_limit]\nbackend = "memory"\ncalls = 1000\nwindow = "1m"\n'
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def events(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    timeline = repo.change_dir(change) / "timeline.jsonl"
+    return [json.loads(line) for line in timeline.read_text().splitlines()]
+
+
+def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    return [e for e in events(repo, change) if e["event"] == "iteration.finished"]
+
+
+def run(repo: Repo, env: dict[str, str], *args: str) -> Completed:
+    return repo.forge(
+        "run",
+        "--change",
+        "c",
+        "--executor",
+        "claude",
+        "--prompt",
+        "do the task",
+        "--yes",
+        *args,
+        env=env,
+    )
+
+
+def policy(repo: Repo, text: str) -> None:
+    repo.write("forge.toml", FAST + text)
+    repo.commit("policy")
+
+
+def test_the_proven_release_is_the_one_installed() -> None:
+    assert proven_version("claude") == "2.1.197"
+
+
+def test_edit_and_done_at_the_default_level(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "test -f hello.txt"\n')
+    script = Script.of(
+        Reply("Writing it.", calls=(WriteFile("hello.txt", "hello\n"),)),
+        Reply("Written.\nFORGE_DONE"),
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    assert (repo.root / "hello.txt").read_text() == "hello\n"
+    [event] = finished(repo)
+    assert event["done"] is True
+    assert event["tool_calls"] == 1
+    assert server.problems == []
+
+
+def tool_results(server: ScriptedServer) -> list[str]:
+    """Everything the CLI's tools answered the model, in order."""
+    return [text for r in server.main_exchanges() for text in r.exchange.tool_results]  # type: ignore[union-attr]
+
+
+def test_the_guard_denies_a_protected_path_in_words_for_the_model(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_iterations = 1\n')
+    toml = str(repo.root / "forge.toml")
+    script = Script.of(
+        Reply("Reading.", calls=(ToolCall("Read", {"file_path": toml}),)),
+        Reply("Tidying.", calls=(RunShell("rm forge.toml"), WriteFile("forge.toml", "x = 1\n"))),
+        Reply("Left it alone.\nFORGE_DONE"),
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert (repo.root / "forge.toml").read_text().startswith("[rate_limit]")
+    *_, shell, write = tool_results(server)
+    for answer, words in ((shell, 'rm would delete "forge.toml"'), (write, "- Write — ")):
+        assert answer.startswith("Refused by Forge's guard: this call would harm a protected path")
+        assert words in answer
+        assert "hook error" not in answer
+        assert "orchestra" not in answer
+        assert "python" not in answer
+    [event] = finished(repo)
+    assert event["guard_refusals"] == 2  # a protection signal ...
+    assert event["permission_denials"] == 0  # ... not the agent short of a permission
+    assert server.problems == []
