@@ -17,13 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from orchestra._scripted import (
+    Conversation,
+    Failure,
     Reply,
     RunShell,
     Script,
     ScriptedServer,
     ToolCall,
+    Usage,
     WriteFile,
 )
 
@@ -115,4 +119,54 @@ def test_the_guard_denies_a_protected_path_in_words_for_the_model(repo: Repo, ho
     [event] = finished(repo)
     assert event["guard_refusals"] == 2  # a protection signal ...
     assert event["permission_denials"] == 0  # ... not the agent short of a permission
+    assert server.problems == []
+
+
+def counting_verify(repo: Repo) -> tuple[Path, str]:
+    """A verify command that appends a line to a file outside the tree at each run."""
+    counter = repo.root.parent / "verify-runs"
+    return counter, f'[verify]\ncommand = "echo run >> {counter}"\n'
+
+
+def runs_of(counter: Path) -> int:
+    return len(counter.read_text().splitlines()) if counter.exists() else 0
+
+
+def two_iterations() -> Script:
+    return Script(
+        (
+            Conversation((Reply("First.", calls=(WriteFile("one.txt", "1\n"),)), Reply("Next."))),
+            Conversation(
+                (Reply("Second.", calls=(WriteFile("two.txt", "2\n"),)), Reply("FORGE_DONE"))
+            ),
+        )
+    )
+
+
+def test_forge_run_verifies_once_per_iteration(repo: Repo, home: Path) -> None:
+    counter, verify = counting_verify(repo)
+    policy(repo, verify + "\n[run]\nmax_iterations = 2\n")
+    with cli_environment("claude", two_iterations(), home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 2 iteration(s)"
+    assert runs_of(counter) == 2  # the Stop hook's, at each iteration's end
+    assert server.problems == []
+
+
+def test_forge_supervise_verifies_once_per_iteration(repo: Repo, home: Path) -> None:
+    counter, verify = counting_verify(repo)
+    policy(
+        repo,
+        verify + '\n[run]\nmax_iterations = 2\nprompt = "do the task"\n\n'
+        '[[loop]]\nchange = "c"\nexecutor = "claude"\n',
+    )
+    with cli_environment("claude", two_iterations(), home) as (server, env):
+        done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    assert runs_of(counter) == 2  # the hook's verdict is the iteration's: no second verify
+    verdicts = [(e["verify"], e["verify_by_hook"]) for e in finished(repo)]
+    assert verdicts == [("PASS", True), ("PASS", True)]
+    recorded = [e for e in events(repo) if e["event"] == "verify"]
+    assert len(recorded) == 2
     assert server.problems == []

@@ -195,6 +195,11 @@ class Executor:
             argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
         return argv
 
+    @property
+    def verifies_at_stop(self) -> bool:
+        """Forge's Stop hook goes with every invocation: each stop of the agent runs verify."""
+        return self.templated and self.spec.claude_hooks
+
     def environment(self) -> dict[str, str]:
         """The extra environment of the agent: the definition's ``env``, and for an
         executor that passes Forge's hooks, the mark that makes the project's

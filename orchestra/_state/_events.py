@@ -132,6 +132,7 @@ class IterationFinished(Event):
     session: str | None = None
     pause: float | None = None
     guard_refusals: int = 0
+    verify_by_hook: bool = False
 
 
 @attrs.frozen(kw_only=True)
