@@ -13,6 +13,8 @@ own ``stream-json`` is what Forge's parser reads.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,37 @@ def test_forge_supervise_verifies_once_per_iteration(repo: Repo, home: Path) -> 
     recorded = [e for e in events(repo) if e["event"] == "verify"]
     assert len(recorded) == 2
     assert server.problems == []
+
+
+@pytest.mark.parametrize(
+    "command", [("run", "--change", "c", "--executor", "claude"), ("supervise", "--dry-run")]
+)
+def test_full_permission_is_refused_at_plan_time_for_root(
+    repo: Repo, home: Path, command: tuple[str, ...]
+) -> None:
+    loop = '[[loop]]\nchange = "c"\nexecutor = "claude"\n' if command[0] == "supervise" else ""
+    policy(repo, f'[run]\npermission = "full"\n\n{loop}')
+    with cli_environment("claude", Script(()), home) as (server, env):
+        env.pop("IS_SANDBOX", None)
+        done = repo.forge(*command, env=env)
+        # What the CLI itself does as root: exits 1 before any model call.
+        direct = subprocess.run(
+            ["claude", "-p", "hi", "--permission-mode", "bypassPermissions"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=repo.root,
+        )
+    assert server.exchanges == []  # neither Forge's plan nor the CLI called the model
+    if os.geteuid() != 0:  # the level is for a user other than root: planned as usual
+        assert done.code == 0, done
+        assert "permission: full (--permission-mode bypassPermissions)" in done.out
+        return
+    assert done.code == 2, done
+    assert "cannot run at level 'full' as root" in done.err
+    assert "run Forge as a user other than root" in done.err
+    assert "IS_SANDBOX=1" in done.err
+    assert "Traceback" not in done.err
+    assert direct.returncode == 1
+    assert "cannot be used with root/sudo privileges" in direct.stderr
