@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,124 @@ def test_full_permission_is_refused_at_plan_time_for_root(
     assert "Traceback" not in done.err
     assert direct.returncode == 1
     assert "cannot be used with root/sudo privileges" in direct.stderr
+
+
+def refused_then(failure: Failure) -> Script:
+    return Script.of(Reply("Done.\nFORGE_DONE", failures=(failure,)))
+
+
+def ending(done: Completed) -> str:
+    """The contract line of how ``forge run`` ended."""
+    [line] = [line for line in done.lines if line.startswith("run: ")]
+    return line
+
+
+def served(server: ScriptedServer) -> list[tuple[str, int]]:
+    return [(r.served, r.status) for r in server.main_exchanges()]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        Failure(429, "Rate limited", headers={"retry-after": "0"}),
+        Failure(529, "Overloaded"),
+    ],
+    ids=["429-retry-after", "529-overloaded"],
+)
+def test_a_refusal_the_cli_retried_past_is_no_limit(
+    repo: Repo, home: Path, failure: Failure
+) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n')
+    with cli_environment("claude", refused_then(failure), home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert done.lines[-1] == "run: DONE after 1 iteration(s)"
+    assert served(server) == [("failure", failure.status), ("reply", 200)]
+    [event] = finished(repo)
+    assert event["rate_limit"] is None
+    assert event["judged"] is True
+    assert server.problems == []
+
+
+def test_a_persistent_429_stops_with_the_reset_the_cli_waited_for(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_limit_wait = "1s"\n')
+    refusal = Failure(429, "Rate limited", headers={"retry-after": "3"}, times=2)
+    with cli_environment("claude", refused_then(refusal), home) as (server, env):
+        env["CLAUDE_CODE_MAX_RETRIES"] = "1"  # one retry, after the server's 3 s
+        started = time.time()
+        done = run(repo, env)
+        ended = time.time()
+    assert done.code == 1, done
+    assert ending(done) == "run: STOPPED after 1 iteration(s) — provider-limit", done
+    assert "  detail: the provider refused the call until " in done.out
+    assert served(server) == [("failure", 429), ("failure", 429)]
+    [event] = finished(repo)
+    assert event["judged"] is False
+    limit = event["rate_limit"]
+    assert limit["status"] == "rejected"
+    # The CLI's retry delay (the server's retry-after), counted from its last refusal.
+    assert started + 3 <= limit["resets_at"] <= ended + 3
+    assert server.problems == []
+
+
+def test_a_usage_limit_message_names_its_reset(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_limit_wait = "1s"\n')
+    resets = int(time.time()) + 3600
+    # A retry-after past a minute: the CLI does not retry at all.
+    refusal = Failure(
+        429, f"Claude AI usage limit reached|{resets}", headers={"retry-after": "3600"}
+    )
+    with cli_environment("claude", refused_then(refusal), home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 1, done
+    assert ending(done) == "run: STOPPED after 1 iteration(s) — provider-limit", done
+    [event] = finished(repo)
+    assert event["rate_limit"]["resets_at"] == resets
+    assert event["judged"] is False
+    assert served(server) == [("failure", 429)]
+    assert server.problems == []
+
+
+def test_persistent_529_and_500(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_limit_wait = "1s"\nmax_iterations = 1\n')
+    script = Script(
+        (
+            Conversation(
+                (Reply("x", failures=(Failure(529, "Overloaded", times=3),)),), match="busy"
+            ),
+            Conversation(
+                (Reply("x", failures=(Failure(500, "Internal", times=3),)),), match="broken"
+            ),
+        )
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        busy = repo.forge(
+            "run", "--change", "busy", "--executor", "claude", "--prompt", "busy", "--yes", env=env
+        )
+        broken = repo.forge(
+            "run",
+            "--change",
+            "broken",
+            "--executor",
+            "claude",
+            "--prompt",
+            "broken",
+            "--yes",
+            env=env,
+        )
+    # Overloaded past the CLI's retries: a provider limit, waited out, not a failure.
+    assert busy.code == 1, busy
+    assert ending(busy) == "run: STOPPED after 1 iteration(s) — provider-limit"
+    [refused] = finished(repo, "busy")
+    assert refused["rate_limit"]["status"] == "overloaded"
+    assert refused["judged"] is False
+    # A 500 past the CLI's retries: the iteration failed, and says why.
+    assert broken.code == 1, broken
+    assert ending(broken) == "run: STOPPED after 1 iteration(s) — executor-failed"
+    [failed] = finished(repo, "broken")
+    assert failed["error"].startswith("API Error: 500 Internal")
+    assert failed["rate_limit"] is None
+    assert failed["judged"] is True
+    # Each: the first call and the CLI's two retries (CLAUDE_CODE_MAX_RETRIES=2).
+    assert [r.status for r in server.main_exchanges()] == [529] * 3 + [500] * 3
+    assert server.problems == []

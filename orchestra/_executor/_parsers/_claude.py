@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from ..._hook_passing import GUARD_REFUSAL
-from .._limits import detect_limit, is_limit_answer, limit_from_status
+from .._limits import REJECTED, detect_limit, is_limit_answer, limit_from_status
 from .._observation import ModelTokens, Observation, RateLimitEvent
 from ._common import (
     MAX_DOCUMENT,
@@ -29,10 +33,22 @@ class ClaudeParser(EventParser):
     every message; ``stream-json`` is one event a line. Tokens are the sum over
     ``modelUsage`` when it is there (it counts every model the run used, a
     subagent's included), else the result's ``usage``.
+
+    A call the CLI retried after a 429 is announced by a ``system/api_retry``
+    event with the delay it waits (``retry_delay_ms``, the server's
+    ``retry-after`` when it sent one). The last refusal is not announced (no
+    retry follows it): when the run ends refused by a 429, the last announced
+    delay, counted from when the result was read on ``clock`` (wall-clock
+    epoch seconds), is the limit's reset.
     """
 
-    def __init__(self, output_format: str, done_marker: str) -> None:
+    def __init__(
+        self, output_format: str, done_marker: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
         super().__init__(output_format, done_marker)
+        self._clock = clock
+        self._retry_delay: float | None = None  # seconds, before the last 429 retried
+        self._result_at = 0.0
         self._result: dict[str, Any] | None = None
         # stream-json repeats a message as it grows: count each message's tool_use
         # blocks once, holding only the message being streamed, not every id ever seen.
@@ -95,6 +111,8 @@ class ClaudeParser(EventParser):
         if rate_limit is None and is_error:
             # The API's status for the error (429: a limit, 529: overloaded).
             rate_limit = limit_from_status(result.get("api_error_status"), error or final)
+            if rate_limit is not None and rate_limit.status == REJECTED:
+                rate_limit = _with_reset(rate_limit, self._retry_delay, self._result_at)
         if rate_limit is None and is_error:
             # stderr speaks only for a run that failed: a success stands.
             rate_limit = stderr_limit
@@ -127,6 +145,7 @@ class ClaudeParser(EventParser):
             self._session_id = session
         if kind == "result":
             self._result = event
+            self._result_at = self._clock()
         elif kind == "assistant":
             message = event.get("message")
             if not isinstance(message, dict):
@@ -139,6 +158,10 @@ class ClaudeParser(EventParser):
             for index, block in enumerate(content if isinstance(content, list) else []):
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     self._message_tools.add(as_str(block.get("id")) or f"#{index}")
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            delay = finite_amount(event.get("retry_delay_ms"))
+            if event.get("error_status") == 429 and delay is not None:
+                self._retry_delay = delay / 1000
         elif kind == "user":
             self._guarded.update(_guard_refused(event.get("message")))
         elif kind == "rate_limit_event":
@@ -149,6 +172,13 @@ class ClaudeParser(EventParser):
                     resets_at=finite_amount(info.get("resetsAt")),
                     kind=as_str(info.get("rateLimitType")),
                 )
+
+
+def _with_reset(limit: RateLimitEvent, delay: float | None, seen_at: float) -> RateLimitEvent:
+    """The limit, its reset the CLI's retry delay after ``seen_at`` when its message gave none."""
+    if limit.resets_at is not None or delay is None:
+        return limit
+    return attrs.evolve(limit, resets_at=round(seen_at + delay, 3))
 
 
 def _guard_refused(message: Any) -> list[str]:
