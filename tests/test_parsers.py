@@ -281,4 +281,5 @@ def test_claude_retry_delays_of_other_errors_are_no_reset() -> None:
     parser = ClaudeParser("claude-stream-json", MARKER, clock=lambda: 1000.0)
     parser.feed(_claude_stream(_retry(2000, status=500), _refused(500, "API Error: 500 boom")))
     seen = parser.finish()
-    assert seen.is_error and seen.rate_limit is None
+    assert seen.is_error
+    assert seen.rate_limit is None

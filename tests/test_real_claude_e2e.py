@@ -328,3 +328,124 @@ def test_persistent_529_and_500(repo: Repo, home: Path) -> None:
     # Each: the first call and the CLI's two retries (CLAUDE_CODE_MAX_RETRIES=2).
     assert [r.status for r in server.main_exchanges()] == [529] * 3 + [500] * 3
     assert server.problems == []
+
+
+def test_bash_runs_the_tests_at_the_default_level(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n')
+    tests = "python3 -c 'print(\"3 passed\")' && sh -c 'make --version >/dev/null; echo ran'"
+    script = Script.of(Reply("Testing.", calls=(RunShell(tests),)), Reply("Green.\nFORGE_DONE"))
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert tool_results(server) == ["3 passed\nran"]  # refused under "edit" (see edit below)
+    [event] = finished(repo)
+    assert event["permission_denials"] == 0
+    assert event["tool_calls"] == 1
+    assert server.problems == []
+
+
+def test_the_edit_level_refuses_programs_but_not_file_commands(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\npermission = "edit"\n')
+    commands = ("echo x > made.txt", "mkdir d && touch d/f", "python3 -c 'print(1)'", "make")
+    script = Script.of(
+        Reply("Trying.", calls=tuple(RunShell(c) for c in commands)), Reply("FORGE_DONE")
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert (repo.root / "made.txt").exists()
+    assert (repo.root / "d" / "f").exists()
+    answers = tool_results(server)
+    assert answers.count("This command requires approval") == 2
+    [event] = finished(repo)
+    assert event["permission_denials"] == 2
+    assert server.problems == []
+
+
+def test_the_stop_hooks_refusal_reaches_the_model(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "test -f fixed.txt"\nmax_failures = 3\n')
+    script = Script.of(
+        Reply("All done.\nFORGE_DONE"),
+        Reply("Fixing.", calls=(WriteFile("fixed.txt", "ok\n"),)),
+        Reply("Fixed.\nFORGE_DONE"),
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert ending(done) == "run: DONE after 1 iteration(s)"
+    [feedback, *_] = tool_results(server)
+    assert feedback.startswith("Stop hook feedback:\nforge verify: Verdict: FAIL.")
+    assert "test -f fixed.txt" in feedback
+    verdicts = [e["verdict"] for e in events(repo) if e["event"] == "verify"]
+    assert verdicts == ["FAIL", "PASS"]
+    assert server.problems == []
+
+
+def test_tokens_and_the_clis_own_cost_reach_the_timeline_and_spend(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n')
+    usage = Usage(input=1000, output=200, cached=500)
+    script = Script.of(
+        Reply("Writing.", calls=(WriteFile("a.txt", "a\n"),), usage=usage),
+        Reply("FORGE_DONE", usage=usage),
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    [event] = finished(repo)
+    assert event["tokens"] == 2 * (1000 + 500 + 200)  # modelUsage: input, cache reads, output
+    assert event["tokens_cached"] == 2 * 500
+    # claude-opus-4-8 at $5 input, $0.50 cache reads, $25 output per million tokens.
+    cost = 2 * (1000 * 5 + 500 * 0.5 + 200 * 25) / 1e6
+    assert event["cost_usd"] == pytest.approx(cost, abs=1e-9)
+    assert event["cost_estimated"] is False
+    spend = yaml.safe_load((repo.change_dir("c") / "spend.yaml").read_text())
+    assert spend["cost_usd"] == pytest.approx(cost, abs=1e-9)
+    assert spend["tokens"] == event["tokens"]
+    assert server.problems == []
+
+
+def test_a_continued_session_carries_the_first_iterations_history(repo: Repo, home: Path) -> None:
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nsession = "continue"\nmax_iterations = 2\n')
+    with cli_environment("claude", two_iterations(), home) as (server, env):
+        done = run(repo, env)
+    assert done.code == 0, done
+    assert ending(done) == "run: DONE after 2 iteration(s)"
+    first, second = finished(repo)
+    assert first["session"] == second["session"]
+    resumed = next(r.exchange for r in server.main_exchanges() if r.conversation == 1)
+    assert resumed is not None
+    assert resumed.answers == 2  # the first iteration's two answers, then the new prompt
+    assert resumed.new_prompt
+    assert "First." in resumed.messages[1].texts
+    assert server.problems == []
+
+
+def test_two_supervised_loops_in_worktrees(repo: Repo, home: Path) -> None:
+    loops = "".join(
+        f'\n[[loop]]\nchange = "{name}"\nexecutor = "claude"\nprompt = "task {name}"\nworktree = true\n'
+        for name in ("left", "right")
+    )
+    policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_iterations = 2\n' + loops)
+    script = Script(
+        tuple(
+            Conversation(
+                (
+                    Reply("On it.", calls=(WriteFile(f"{name}.txt", f"{name}\n"),)),
+                    Reply("FORGE_DONE"),
+                ),
+                match=f"task {name}",
+            )
+            for name in ("left", "right")
+        )
+    )
+    with cli_environment("claude", script, home) as (server, env):
+        done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    for name in ("left", "right"):
+        worktree = repo.root / ".forge" / "worktrees" / name
+        assert (worktree / f"{name}.txt").read_text() == f"{name}\n"
+        assert not (repo.root / f"{name}.txt").exists()
+        [event] = finished(repo, name)
+        assert event["done"] is True
+        assert event["verify_by_hook"] is True
+    assert server.problems == []

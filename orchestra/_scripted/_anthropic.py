@@ -18,6 +18,9 @@ public documentation of its environment variables:
   working directory (``Primary working directory: /path``), which the
   ``Write`` tool needs, since it takes only absolute paths and refuses to
   overwrite a file the conversation has not read.
+- A Stop hook that blocks comes back as a user message ``Stop hook
+  feedback:\n<reason>``; it is read here as the answer to the model's stop
+  (like a tool result), so the conversation goes on.
 - The agent's loop offers its tools (``Bash`` with ``command`` and
   ``description``, ``Write`` with ``file_path`` and ``content``, ``Edit``,
   ``Read`` …); a request with none is a side request (a title, a check) and
@@ -57,6 +60,7 @@ _ERROR_TYPES = {
 }
 _WORKDIR = re.compile(r"Primary working directory: (\S.*)")
 _REMINDER = "<system-reminder>"
+_STOP_FEEDBACK = "Stop hook feedback:"
 _SIDE_USAGE = Usage(input=10, output=3)
 
 
@@ -141,15 +145,15 @@ def _message(raw: Mapping[str, Any]) -> Message:
     blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else []
     if isinstance(content, list):
         blocks = content
-    texts = tuple(
-        str(block.get("text", ""))
-        for block in blocks
-        if block.get("type") == "text" and not str(block.get("text", "")).startswith(_REMINDER)
-    )
+    said = [str(block.get("text", "")) for block in blocks if block.get("type") == "text"]
+    texts = tuple(t for t in said if not t.startswith((_REMINDER, _STOP_FEEDBACK)))
     calls = tuple(str(block.get("name")) for block in blocks if block.get("type") == "tool_use")
     results = tuple(
         _result_text(block.get("content")) for block in blocks if block.get("type") == "tool_result"
     )
+    # A Stop hook's block comes back as a user text: it answers the model's
+    # stop, as a tool's result answers a call, and the conversation goes on.
+    results += tuple(t for t in said if t.startswith(_STOP_FEEDBACK))
     return Message(role=str(raw.get("role")), texts=texts, tool_calls=calls, tool_results=results)
 
 
