@@ -422,7 +422,8 @@ def test_a_continued_session_carries_the_first_iterations_history(repo: Repo, ho
 
 def test_two_supervised_loops_in_worktrees(repo: Repo, home: Path) -> None:
     loops = "".join(
-        f'\n[[loop]]\nchange = "{name}"\nexecutor = "claude"\nprompt = "task {name}"\nworktree = true\n'
+        f'\n[[loop]]\nchange = "{name}"\nexecutor = "claude"\nworktree = true\n'
+        f'prompt = "task {name}"\n'
         for name in ("left", "right")
     )
     policy(repo, '[verify]\ncommand = "true"\n\n[run]\nmax_iterations = 2\n' + loops)
