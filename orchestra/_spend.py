@@ -37,6 +37,8 @@ class SpendTotals:
     updated_at: str | None = None
     # Some of the cost is Forge's estimate from tokens and a price table.
     cost_estimated: bool = False
+    # Iterations whose cost is unknown: their model has no price in the table.
+    unpriced: int = attrs.field(default=0, validator=attrs.validators.ge(0))
 
 
 NO_SPEND = SpendTotals()
@@ -46,22 +48,6 @@ NO_SPEND = SpendTotals()
 class SpendReading:
     totals: SpendTotals
     corrupt: CorruptStateError | None = None
-
-
-def add_spend(paths: ChangePaths, *, tokens: int, tool_calls: int, cost_usd: float) -> SpendReading:
-    """Add one iteration's spend to the change's totals."""
-    with exclusive_lock(paths.lock):
-        totals, corrupt = load_or_block(paths, paths.spend, SpendTotals, NO_SPEND)
-        updated = attrs.evolve(
-            totals,
-            tokens=totals.tokens + tokens,
-            tool_calls=totals.tool_calls + tool_calls,
-            cost_usd=round(totals.cost_usd + cost_usd, 6),
-            iterations=totals.iterations + 1,
-            updated_at=utc_now_iso(),
-        )
-        save_state(paths.spend, updated)
-    return SpendReading(updated, corrupt)
 
 
 def read_spend(paths: ChangePaths) -> SpendReading:

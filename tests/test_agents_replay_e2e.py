@@ -91,12 +91,13 @@ CASES = [
     Case("claude", "max-budget.json", exit=1, cost=0.42),
     Case("claude", "usage-limit.json", exit=1, limit="rejected", resets_at=1753441200.0),
     Case("claude", "session-limit.json", exit=1, limit="rejected"),
-    # Codex: cached input apart, cost estimated from the definition's prices.
+    # Codex: cached input apart, cost estimated from the definition's prices
+    # (its price_model, gpt-6.2-sol: the output names no model).
     Case(
         "codex",
         "simple.jsonl",
         tokens=2946 + 7,
-        cost=round((2946 * 1.25 + 7 * 10.0) / 1e6, 6),
+        cost=round((2946 * 2.0 + 7 * 10.0) / 1e6, 6),
         estimated=True,
         session="019a2d7a-41c4-78b1-b7cc-a45d62a89cd5",
     ),
@@ -105,7 +106,7 @@ CASES = [
         "reconnect-then-done.jsonl",
         tokens=232452 + 5988,
         cached=211968,
-        cost=round(((232452 - 211968) * 1.25 + 211968 * 0.125 + 5988 * 10.0) / 1e6, 6),
+        cost=round(((232452 - 211968) * 2.0 + 211968 * 0.10 + 5988 * 10.0) / 1e6, 6),
         estimated=True,
         tool_calls=2,
         done=True,
@@ -127,12 +128,10 @@ CASES = [
         "consensus.json",
         stderr="consensus.stderr",
         tokens=20372,
-        # gemini-3.1-pro-preview has no price in the shipped table: no estimate, and a
-        # note says so (it is never priced as another model).
-        cost_note=(
-            "no price for model gemini-3.1-pro-preview in the executor's price table: "
-            "no cost estimate"
-        ),
+        # gemini-3.1-pro-preview, the router's model for a complex task, is priced on
+        # its own line (a model without one gets a cost_note: tests/test_unpriced_e2e.py).
+        cost=round((18983 * 2.0 + (20372 - 18983) * 12.0) / 1e6, 6),
+        estimated=True,
         session="fdbb7d96-b919-45c9-8586-b9ef75035dc3",
     ),
     Case(
@@ -388,7 +387,10 @@ def test_supervise_dry_run_prints_each_loops_permission(repo: Repo) -> None:
     plan = repo.forge("supervise", "--dry-run")
     assert plan.code == 0, plan
     assert "  permission: edit (--sandbox workspace-write)" in plan.lines
-    assert "  permission: full (--approval-mode yolo)" in plan.lines
+    assert (
+        "  permission: full (--approval-mode yolo); every bash -c checked by Forge's guard"
+        in plan.lines
+    )
 
 
 def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Repo) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -165,6 +165,51 @@ def test_a_write_sent_again_is_applied_once(connection: Connection) -> None:
     assert connection.client.xlen(keys.timeline("c")) == 1
 
 
+class Follower:
+    """``forge timeline CHANGE --follow`` in its own process, its output read as it comes."""
+
+    def __init__(self, cwd: Path, change: str, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [str(FORGE), "timeline", change, "--follow", "--plain"],
+            cwd=cwd,
+            env=forge_env(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def wait_for_line(self, text: str) -> None:
+        """Return once a line with ``text`` was printed; the timeout only fails the test."""
+        wait_for(lambda: any(text in line for line in self.lines), what=f"a line with {text!r}")
+
+    def stop(self) -> tuple[str, str]:
+        """Interrupt the follower; its whole stdout and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=15)
+        self._reader.join(timeout=15)
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        err = self.process.stderr.read()
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return "".join(self.lines), err
+
+
+def _calls(connection: Connection, command: str) -> int:
+    """How many times the server has run ``command`` (by any client)."""
+    stats = connection.client.info("commandstats")
+    return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
 def started_on(run_id: str) -> RunStarted:
     return RunStarted(run_id=run_id, supervised=True, plan={}, circuit="closed", gates={})
 
@@ -182,28 +227,20 @@ def test_a_person_runs_forge_timeline_follow_and_sees_every_host(
         RunStarted(run_id="on-host-one", supervised=True, plan={}, circuit="closed", gates={})
     )
     (tmp_path / "forge.toml").write_text('[fleet]\nname = "nightly"\n')
-    follow = subprocess.Popen(
-        [str(FORGE), "timeline", "c", "--follow", "--plain"],
-        cwd=tmp_path,
-        env=forge_env({"FORGE_REDIS_URL": redis_server.url}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    follow = Follower(tmp_path, "c", {"FORGE_REDIS_URL": redis_server.url})
     try:
         second = RedisChangeStore(
             connection, keys, "c", _claim(connection, "c"), lambda: "2026-12-01T00:00:05.000Z"
         )
         second.load()
-        time.sleep(0.5)  # the follower is reading by now; the next event comes live
+        # Host one's event printed: the follower has read the server and follows it now.
+        follow.wait_for_line("run_id=on-host-one")
         second.append(
             RunStarted(run_id="on-host-two", supervised=True, plan={}, circuit="closed", gates={})
         )
-        time.sleep(1.0)
+        follow.wait_for_line("run_id=on-host-two")
     finally:
-        follow.send_signal(signal.SIGINT)
-        out, err = follow.communicate(timeout=15)
+        out, err = follow.stop()
         connection.close()
     assert "run_id=on-host-one" in out, err
     assert "run_id=on-host-two" in out, err
@@ -218,16 +255,9 @@ def test_following_a_submitted_change_before_its_first_event_follows_the_server(
     env = {"FORGE_REDIS_URL": redis_server.url}
     submitted = run_forge(["fleet", "submit", "--batch", "nightly.toml"], cwd=tmp_path, env=env)
     assert submitted.code == 0, submitted
-    follow = subprocess.Popen(
-        [str(FORGE), "timeline", "d", "--follow", "--plain"],
-        cwd=tmp_path,
-        env=forge_env(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
     connection = connect(redis_server, "nightly")
+    asked = _calls(connection, "hexists")
+    follow = Follower(tmp_path, "d", env)
     try:
         store = RedisChangeStore(
             connection,
@@ -237,12 +267,13 @@ def test_following_a_submitted_change_before_its_first_event_follows_the_server(
             lambda: "2026-12-01T00:00:05.000Z",
         )
         store.load()
-        time.sleep(0.5)  # the follower is reading by now; the first event comes live
+        # With no event yet, the follower asks the server whether the change was
+        # submitted (the only HEXISTS there is); once asked, it follows the server.
+        wait_for(lambda: _calls(connection, "hexists") > asked, what="the follower to ask")
         store.append(started_on("first-on-the-server"))
-        time.sleep(1.0)
+        follow.wait_for_line("run_id=first-on-the-server")
     finally:
-        follow.send_signal(signal.SIGINT)
-        out, err = follow.communicate(timeout=15)
+        out, err = follow.stop()
         connection.close()
     assert "run_id=first-on-the-server" in out, err
 

@@ -2,10 +2,8 @@
 
 Each is fed what Claude Code sends (the JSON on stdin, from the project's
 folder) through the installed ``forge`` command, and answers as Claude Code
-reads it: ``forge guard`` exits 0 to allow and 2 to refuse, with the reason on
-stderr; ``forge hook pre-tool-use`` refuses with Claude Code's ``deny``
-decision (JSON on stdout, exit 0), and exits 2 only when it cannot decide; a
-Stop hook's decision is JSON on stdout.
+reads it: exit 0 allows, exit 2 refuses with the reason on stderr; a Stop
+hook's decision is JSON on stdout.
 """
 
 from __future__ import annotations
@@ -59,22 +57,6 @@ def pre_tool_use(repo: Repo, tool: str, tool_input: dict[str, Any]) -> Completed
     return hook(repo, "pre-tool-use", payload)
 
 
-def denial(done: Completed) -> str | None:
-    """The reason of the hook's ``deny`` decision (None: it allowed the call)."""
-    assert done.code == 0, done.err
-    assert done.err == ""
-    if not done.out:
-        return None
-    decision = json.loads(done.out)["hookSpecificOutput"]
-    assert decision["hookEventName"] == "PreToolUse"
-    assert decision["permissionDecision"] == "deny"
-    reason: str = decision["permissionDecisionReason"]
-    assert reason.startswith("Refused by Forge's guard: ")
-    assert "python" not in reason
-    assert "orchestra" not in reason
-    return reason
-
-
 def stop_event(repo: Repo, *, active: bool = False) -> dict[str, Any]:
     return {
         "session_id": "abc123",
@@ -98,11 +80,13 @@ def stop_event(repo: Repo, *, active: bool = False) -> dict[str, Any]:
     ],
 )
 def test_pre_tool_use_bash(project: Repo, command: str, refused: bool) -> None:
-    reason = denial(pre_tool_use(project, "Bash", {"command": command, "description": "do it"}))
-    assert (reason is not None) is refused
-    if reason is not None:
-        assert "\n- " in reason  # each protected path it would harm, on its own line
-        assert "(protected: " in reason
+    done = pre_tool_use(project, "Bash", {"command": command, "description": "do it"})
+    assert done.code == (2 if refused else 0), done.err
+    assert done.out == ""
+    if refused:
+        assert done.err.startswith("forge guard: refused — ")
+    else:
+        assert done.err == ""
 
 
 @pytest.mark.parametrize(
@@ -124,10 +108,42 @@ def test_pre_tool_use_file_tools(
     filled = {
         k: v.format(root=project.root) if isinstance(v, str) else v for k, v in tool_input.items()
     }
-    reason = denial(pre_tool_use(project, tool, filled))
-    assert (reason is not None) is refused
-    if reason is not None:
-        assert f"- {tool} — " in reason
+    done = pre_tool_use(project, tool, filled)
+    assert done.code == (2 if refused else 0), done.err
+    if refused:
+        assert f"refused {tool}" in done.err
+
+
+def patch(*headers: str) -> str:
+    body = "\n".join(f"{header}\n+line" if "Add" in header else header for header in headers)
+    return f"*** Begin Patch\n{body}\n*** End Patch"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "refused"),
+    [
+        # Codex's apply_patch: the patch is tool_input.command.
+        ({"command": patch("*** Add File: forge.toml")}, "forge.toml"),
+        (
+            {"command": patch("*** Add File: src/new.py", "*** Update File: forge.toml")},
+            "forge.toml",
+        ),
+        ({"command": patch("*** Delete File: AGENTS.md")}, "AGENTS.md"),
+        ({"command": patch("*** Update File: specs/cart.md", "*** Move to: src/cart.md")}, "specs"),
+        ({"command": patch("*** Update File: AGENTS.md", "@@\n-be careful\n+be careful!")}, None),
+        ({"command": patch("*** Add File: src/new.py", "*** Delete File: src/app.py")}, None),
+        ({}, "without a patch"),
+    ],
+)
+def test_pre_tool_use_codex_apply_patch(
+    project: Repo, tool_input: dict[str, Any], refused: str | None
+) -> None:
+    done = pre_tool_use(project, "apply_patch", tool_input)
+    assert done.code == (0 if refused is None else 2), done.err
+    if refused is not None:
+        assert refused in done.err
+    else:
+        assert done.err == ""
 
 
 @pytest.mark.parametrize("payload", ["", "not json", "[]", '{"tool_input": {}}'])
@@ -148,11 +164,11 @@ def test_a_broken_policy_refuses_rather_than_allowing(project: Repo) -> None:
 
 
 def test_the_cached_lists_follow_an_edited_policy(project: Repo) -> None:
-    assert denial(pre_tool_use(project, "Bash", {"command": "rm src/app.py"})) is None
+    assert pre_tool_use(project, "Bash", {"command": "rm src/app.py"}).code == 0
     project.write("forge.toml", '[protect]\nfrozen = ["src/"]\n')
-    reason = denial(pre_tool_use(project, "Bash", {"command": "rm src/app.py"}))
-    assert reason is not None
-    assert "src/app.py" in reason
+    done = pre_tool_use(project, "Bash", {"command": "rm src/app.py"})
+    assert done.code == 2, done.err
+    assert "src/app.py" in done.err
 
 
 def test_guard_command_forms(project: Repo) -> None:
@@ -276,9 +292,9 @@ def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Rep
         "tool_name": "Bash",
         "tool_input": {"command": "rm -rf specs"},
     }
-    for args, denied in (
-        (["hook", "pre-tool-use"], False),
-        (["hook", "pre-tool-use", "--from-executor"], True),
+    for args, code in (
+        (["hook", "pre-tool-use"], 0),
+        (["hook", "pre-tool-use", "--from-executor"], 2),
     ):
         done = subprocess.run(
             [str(FORGE), *args],
@@ -289,14 +305,47 @@ def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Rep
             text=True,
             timeout=120,
         )
-        assert done.returncode == 0, (args, done.stderr)
-        assert done.stderr == ""
-        assert ('"permissionDecision": "deny"' in done.stdout) is denied
+        assert done.returncode == code, (args, done.stderr)
+        assert (done.stderr == "") is (code == 0)
     # Outside such a loop (no FORGE_HOOKS_PASSED) the project's own hook guards.
-    assert denial(pre_tool_use(project, "Bash", {"command": "rm -rf specs"})) is not None
+    assert pre_tool_use(project, "Bash", {"command": "rm -rf specs"}).code == 2
     stop = hook(project, "stop", stop_event(project), FORGE_HOOKS_PASSED="1", FORGE_CHANGE="c")
     assert (stop.code, stop.out, stop.err) == (0, "", "")
     assert not (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()
     counted = hook(project, "stop", stop_event(project), FORGE_CHANGE="c")
     assert counted.code == 0, counted.err
     assert (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "names"),
+    [
+        ("Bash", {"command": "rm -rf specs"}, 'rm would delete "specs"'),
+        ("Write", {"file_path": "forge.toml", "content": ""}, "- Write — "),
+        ("Bash", {"command": "ls specs"}, None),
+    ],
+)
+def test_under_claude_code_a_refusal_is_its_deny_decision(
+    project: Repo, tool: str, tool_input: dict[str, Any], names: str | None
+) -> None:
+    # Claude Code sets CLAUDE_PROJECT_DIR for its hooks: the refusal is its own
+    # "deny" (JSON on stdout, exit 0), in words for the model, not a hook error.
+    payload = {"cwd": str(project.root), "hook_event_name": "PreToolUse", "tool_name": tool}
+    done = hook(
+        project,
+        "pre-tool-use",
+        {**payload, "tool_input": tool_input},
+        CLAUDE_PROJECT_DIR=str(project.root),
+    )
+    assert (done.code, done.err) == (0, "")
+    if names is None:
+        assert done.out == ""
+        return
+    decision = json.loads(done.out)["hookSpecificOutput"]
+    assert decision["hookEventName"] == "PreToolUse"
+    assert decision["permissionDecision"] == "deny"
+    reason = decision["permissionDecisionReason"]
+    assert reason.startswith("Refused by Forge's guard: this call would harm a protected path")
+    assert names in reason
+    assert "python" not in reason
+    assert "orchestra" not in reason

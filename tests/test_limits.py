@@ -54,6 +54,7 @@ NEAR_MISSES = [
     # Words of a provider's message, in an agent's answer or a tool's output:
     "TypeError: operator + is Overloaded",
     "The test server was overloaded",
+    "tests/test_client.py: expected unexpected status 503 Service Unavailable to be retried",
     "You've reached your limit of 5 retries for this tool",
     "tests/test_api.py::test_fetch FAILED - 429 Too Many Requests",
     "grpc stub: expected RESOURCE_EXHAUSTED, got OK",
@@ -82,6 +83,8 @@ def test_an_agents_own_limit_words_are_no_provider_limit(text: str) -> None:
     [
         '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
         "API Error: 529 Overloaded",
+        "unexpected status 503 Service Unavailable: upstream unavailable, url: http://x/v1",
+        "We’re currently experiencing high demand, which may cause temporary errors.",
     ],
 )
 def test_an_overloaded_provider_is_transient(text: str) -> None:
@@ -107,3 +110,46 @@ def test_a_successful_answer_that_mentions_a_limit_is_no_limit() -> None:
     assert answer("The retry limit reached its maximum, so I stopped.") is None
     limit = answer("Claude AI usage limit reached|1753441200")
     assert limit is not None
+
+
+def test_a_clock_time_in_the_current_minute_is_due_by_its_end_not_tomorrow() -> None:
+    # Codex names the reset's minute: "try again at 10:00 AM" read at 10:00:05.
+    seconds_in = NOW + 5
+    limit = detect_limit("You've hit your usage limit. Try again at 10:00 AM UTC.", seconds_in)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 60)
+
+
+def test_a_clock_time_a_few_minutes_past_has_reset_and_one_long_past_is_tomorrow() -> None:
+    text = "You've hit your usage limit. Try again at 9:58 AM UTC."
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW)  # two minutes ago: clocks apart, not a day
+    limit = detect_limit("You've hit your usage limit. Try again at 9:00 AM UTC.", NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 23 * 3600)
+
+
+def test_a_suggested_retry_after_n_seconds_is_the_reset() -> None:
+    text = "You have exhausted your capacity on this model. Suggested retry after 400s."
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.resets_at == pytest.approx(NOW + 400)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ('{"session_id": "S-1", "error": {"message": "exhausted your capacity"}}', None),
+        ("You've hit your session limit · resets 12:50am (UTC)", "session"),
+        ("You have exhausted your daily quota on this model.", "daily"),
+        ('{"rateLimitType": "five_hour"} Claude AI usage limit reached|1753441200', "five_hour"),
+        ("You've hit your 5-hour limit", "five_hour"),
+    ],
+)
+def test_the_kind_of_limit_is_read_from_its_words_not_a_field_name(
+    text: str, kind: str | None
+) -> None:
+    limit = detect_limit(text, NOW)
+    assert limit is not None
+    assert limit.kind == kind

@@ -153,7 +153,11 @@ def test_a_provider_limit_past_its_reset_is_not_judged_and_the_run_goes_on(repo:
     )
     done = run(repo, "--change", "c", "--executor", "fakeclaude", "--yes")
     assert done.code == 0, done
-    assert done.lines[-1] == "run: DONE after 2 iteration(s)"
+    # The ending counts what the progress lines count: the refused call used no iteration.
+    assert done.lines[-2:] == [
+        "refused: 1 call(s) refused by a provider limit, not counted",
+        "run: DONE after 1 iteration(s)",
+    ]
     assert done.lines[0].startswith("iteration 1 (not counted): refused by a provider limit in ")
     # The done call is the second run of the executor, and the first iteration counted.
     assert done.lines[1].startswith("iteration 2 (1/5 counted): done in ")
@@ -166,8 +170,9 @@ def test_a_provider_limit_beyond_max_limit_wait_stops_with_its_own_ending(repo: 
     claude_agent(repo, {"print": rate_limited(resets)})
     done = run(repo, "--change", "c", "--executor", "fakeclaude", "--yes")
     assert done.code == 1
-    assert done.lines[-4:-2] == [
-        "run: STOPPED after 1 iteration(s) — provider-limit",
+    assert done.lines[-5:-2] == [
+        "refused: 1 call(s) refused by a provider limit, not counted",
+        "run: STOPPED after 0 iteration(s) — provider-limit",
         "  gate:   provider limit",
     ]
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(resets))
@@ -185,7 +190,7 @@ def test_a_provider_limit_without_a_reset_time_stops_at_once(repo: Repo) -> None
     claude_agent(repo, {"print": rate_limited(None)})
     done = run(repo, "--change", "c", "--executor", "fakeclaude", "--yes")
     assert done.code == 1
-    assert "run: STOPPED after 1 iteration(s) — provider-limit" in done.lines
+    assert "run: STOPPED after 0 iteration(s) — provider-limit" in done.lines
     assert "  detail: the provider refused the call and gave no reset time" in done.lines
 
 

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._devnull import to_devnull
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -121,13 +123,6 @@ def _print(console: Console, parts: Parts) -> None:
     from ._styled import print_line
 
     print_line(console, parts)
-
-
-def to_devnull(stream: Any) -> None:
-    """Send the rest of a stream's output to /dev/null: its reader has gone."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, stream.fileno())
-    os.close(devnull)
 
 
 def _isatty(stream: Any) -> bool:

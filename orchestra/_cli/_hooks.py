@@ -1,13 +1,15 @@
 """``forge guard`` and ``forge hook pre-tool-use``: the checks an agent runs on every tool call.
 
-Both decide before anything runs. ``forge guard`` exits 0 to allow (silently)
-and 2 to refuse, with the reason on stderr. ``forge hook pre-tool-use``
-refuses in Claude Code's own terms: a ``permissionDecision`` of ``deny`` on
-stdout (exit 0), whose reason Claude Code hands to the model as the tool's
-result — a plain sentence it can act on, not a hook error naming Forge's
-interpreter. Any failure of either check itself (unreadable input, a policy
-that does not load, a bug) exits 2: Claude Code runs a tool call whose hook
-exits with any other code, so a guard that crashed would fail open.
+Both decide before anything runs. Exit 0 allows (silently); exit 2 refuses,
+with the reason on stderr. Called by Claude Code (which sets
+``CLAUDE_PROJECT_DIR`` for its hooks), ``forge hook pre-tool-use`` refuses in
+Claude Code's own terms instead: a ``permissionDecision`` of ``deny`` on
+stdout (exit 0), whose reason Claude Code hands the model as the tool's
+result — a plain sentence it can act on, where an exit 2 reaches it as a
+"hook error" naming Forge's interpreter. Any failure of the check itself
+(unreadable input, a policy that does not load, a bug) exits 2: Claude Code
+runs a tool call whose hook exits with any other code, so a guard that
+crashed would fail open.
 
 This module is imported without argparse, rich or trio; it parses its few
 flags itself and leaves anything unusual (``--help``, ``--json``) to the full
@@ -125,7 +127,11 @@ def refusal_lines(refusals: list[Refusal]) -> list[str]:
 
 
 def pre_tool_use(payload: str) -> int:
-    """Claude Code's PreToolUse hook: deny what ``forge guard`` refuses."""
+    """Claude Code's (or Codex's) PreToolUse hook: refuse what ``forge guard`` refuses.
+
+    Codex sends the same JSON: ``Bash`` for its shell tool, and
+    ``apply_patch`` with the patch as ``tool_input.command``.
+    """
     event = json.loads(payload) if payload.strip() else None
     if not isinstance(event, dict) or not isinstance(event.get("tool_name"), str):
         return _refuse(
@@ -142,26 +148,46 @@ def pre_tool_use(payload: str) -> int:
         if not isinstance(command, str):
             return _refuse("forge hook pre-tool-use: a Bash call without a command; refusing")
         refusals = refusals_for(command, cwd=cwd)
-        if not refusals:
-            return EXIT_ALLOW
-        return _deny([r.reason for r in refusals])
+        if refusals and _claude_code():
+            return _deny([r.reason for r in refusals])
+        return _refuse(*refusal_lines(refusals)) if refusals else EXIT_ALLOW
+    if tool == "apply_patch":
+        patch = tool_input.get("command")
+        if not isinstance(patch, str):
+            return _refuse("forge hook pre-tool-use: an apply_patch call without a patch; refusing")
+        return _patch(patch, cwd=cwd)
     key = _FILE_TOOLS.get(tool)
     if key is None:
         return EXIT_ALLOW
     target = tool_input.get(key)
     if not isinstance(target, str) or not target:
         return _refuse(f"forge hook pre-tool-use: a {tool} call without {key}; refusing")
+    return _file_write(tool, target, cwd=cwd)
+
+
+def _file_write(tool: str, target: str, *, cwd: str) -> int:
+    """Refuse a file tool's write of a frozen path."""
     from .._protect import check_file_write
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
     refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))
     if refusal is None:
         return EXIT_ALLOW
-    return _deny([f"{tool} — {refusal.reason}"])
+    if _claude_code():
+        return _deny([f"{tool} — {refusal.reason}"])
+    return _refuse(f"forge hook pre-tool-use: refused {tool} — {refusal.reason}")
+
+
+def _claude_code() -> bool:
+    """Whether Claude Code runs this hook (it sets ``CLAUDE_PROJECT_DIR`` for its hooks)."""
+    return bool(os.environ.get("CLAUDE_PROJECT_DIR"))
 
 
 def _deny(reasons: list[str]) -> int:
-    """Claude Code's ``deny`` decision, its reason written for the model that made the call."""
+    """Claude Code's ``deny`` decision, its reason written for the model that made the call.
+
+    The exit code is 0: Claude Code reads a hook's decision only then.
+    """
     shown = reasons[:REFUSALS_SHOWN]
     hidden = len(reasons) - len(shown)
     more = [f"… and {hidden} more"] if hidden > 0 else []
@@ -183,6 +209,44 @@ def _deny(reasons: list[str]) -> int:
     }
     print(json.dumps({"hookSpecificOutput": decision}), flush=True)
     return EXIT_ALLOW
+
+
+def _patch(patch: str, *, cwd: str) -> int:
+    """Codex's ``apply_patch``: each file it adds or updates is a write, each it
+    deletes or moves away a removal (judged as ``rm`` of that file would be)."""
+    writes, removals = patch_targets(patch)
+    for target in writes:
+        if _file_write("apply_patch", target, cwd=cwd) != EXIT_ALLOW:
+            return EXIT_REFUSE
+    if removals:
+        import shlex
+
+        return guard(shlex.join(["rm", "--", *removals]), cwd=cwd)
+    return EXIT_ALLOW
+
+
+def patch_targets(patch: str) -> tuple[list[str], list[str]]:
+    """The files an ``apply_patch`` patch writes and those it removes, in its order.
+
+    The patch names each file on a header line: ``*** Add File: p``,
+    ``*** Update File: p`` (then ``*** Move to: q`` when it is renamed, which
+    removes ``p``), ``*** Delete File: p``.
+    """
+    writes: list[str] = []
+    removals: list[str] = []
+    for line in patch.splitlines():
+        header, _, path = line.partition(": ")
+        path = path.strip()
+        if not path:
+            continue
+        if header in ("*** Add File", "*** Update File"):
+            writes.append(path)
+        elif header == "*** Delete File":
+            removals.append(path)
+        elif header == "*** Move to" and writes:
+            removals.append(writes[-1])  # the file renamed away
+            writes.append(path)
+    return writes, removals
 
 
 def event_cwd(event: dict[str, object]) -> str:

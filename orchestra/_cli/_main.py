@@ -148,6 +148,12 @@ def _add_supervise(commands: _Commands, common: argparse.ArgumentParser) -> None
     supervise.add_argument("--only", metavar="C1,C2", help="run only these loops")
     supervise.add_argument("--dry-run", action="store_true", help="print each loop's plan")
     supervise.add_argument(
+        "--check-executors",
+        action="store_true",
+        help="first run forge executors check on the agent CLIs the loops use; "
+        "start nothing if one fails",
+    )
+    supervise.add_argument(
         "--fleet",
         action="store_true",
         help="work the batch submitted to the fleet's Redis server (as forge fleet work)",
@@ -493,6 +499,31 @@ def _add_init(commands: _Commands, common: argparse.ArgumentParser) -> None:
     init.set_defaults(handler="_init_cmd:run")
 
 
+def _add_executors(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    executors = commands.add_parser(
+        "executors",
+        help="the named executors: check the agent CLIs installed here before a night",
+        description="Check the agent CLIs installed on this machine against the shipped "
+        "(or your own) executor definitions, before a night: each CLI is run by forge run "
+        "against a scripted model server on loopback (no API key, no network, no cost).",
+    )
+    actions = executors.add_subparsers(dest="executors_command", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check",
+        parents=[common],
+        help="run each CLI against a scripted server and print what works",
+        description="Run each named executor's CLI (default: every one Forge knows that is "
+        "on PATH) through forge run against a scripted model server, and print a table: the "
+        "CLI's release, and whether its flags are accepted, edits permitted, shell commands "
+        "run, Forge's hooks honoured, its output parsed and its tokens read. Exit 0 when "
+        "every check passed, 1 when one failed.",
+        epilog="examples:\n  forge executors check\n  forge executors check claude codex\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("names", nargs="*", metavar="NAME", help="executors to check")
+    check.set_defaults(handler="_executors_cmd:run")
+
+
 def _add_report(commands: _Commands, common: argparse.ArgumentParser) -> None:
     report = commands.add_parser(
         "report",
@@ -532,6 +563,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "spend": _add_spend,
     "timeline": _add_timeline,
     "report": _add_report,
+    "executors": _add_executors,
 }
 
 

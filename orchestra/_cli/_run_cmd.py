@@ -27,7 +27,7 @@ from .._engine import (
     loop_integrity,
     run_loop,
 )
-from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, ConfigError, UsageError
 from .._executor import Executor, IterationOutcome, load_executor, shell_command
 from .._policy import Layer, Policy, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if out.json_mode:
             out.document({"dry_run": True, "plan": _plan_json(plan, policy)})
         return EXIT_OK
+
+    refuse_unpriced([w for w in [cost_warning(executor, policy)] if w], policy)
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind == "warn":
@@ -164,7 +166,7 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     if plan.executor.templated and plan.executor.spec.session == "continue":
         out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(plan.executor, policy):
-        out.line(f"  warning:  {warning}")
+        out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     out.line(GATES_LINE)
     out.line(STOP_LINE)
     if not policy.budget.has_ceiling:
@@ -178,16 +180,46 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
 
 
 def cost_warning(executor: Executor, policy: Policy) -> str | None:
-    """A warning when a cost ceiling is set that this executor's cost can never reach."""
+    """Why a cost ceiling is set that this executor's cost may never reach, if it is so.
+
+    Its CLI reports no cost and the model it runs has no price in its
+    definition's ``[prices]``: the spend budget could not count the cost.
+    """
     if policy.budget.max_cost_usd is None or not executor.templated:
         return None
     spec = executor.spec
-    if spec.reports_cost or spec.prices or spec.output == "text":
+    if spec.reports_cost or spec.output == "text":
         return None
+    if spec.prices and (not spec.price_model or spec.price_model in spec.prices):
+        return None
+    model = f"its model {spec.price_model!r}" if spec.price_model else "its model"
     return (
-        f"[budget] max_cost_usd is set but executor {executor.name!r} reports no cost and its "
-        "definition has no [prices]: the cost ceiling cannot trip"
+        f"[budget] max_cost_usd is set but executor {executor.name!r} reports no cost and "
+        f"{model} has no price in its [prices]: the cost ceiling cannot be counted"
     )
+
+
+def refuse_unpriced(warnings: list[str], policy: Policy) -> None:
+    """Refuse to start under a cost ceiling that cannot be counted, unless accepted.
+
+    Raises:
+        ConfigError: some executor's cost cannot be counted and ``[budget]
+            allow_unpriced`` is not set.
+    """
+    if warnings and not policy.budget.allow_unpriced:
+        raise ConfigError(
+            "the cost ceiling cannot be counted: an unreadable gate is never taken as closed",
+            problems=warnings,
+            hint="add the model's price to the executor's [prices] (docs/executors.md, "
+            "Tokens and cost), or set [budget] allow_unpriced = true to run without it",
+        )
+
+
+def cost_warning_line(warning: str, policy: Policy) -> str:
+    """The plan's line for a cost ceiling that cannot be counted."""
+    if policy.budget.allow_unpriced:
+        return f"{warning} (accepted: [budget] allow_unpriced = true)"
+    return f"{warning}; running refuses it unless [budget] allow_unpriced = true"
 
 
 def secscan_summary(policy: Policy) -> str:
@@ -248,11 +280,18 @@ def _progress_printer(plan: LoopPlan, out: Output) -> Any:
 
 
 def _print_summary(summary: RunSummary, out: Output) -> None:
+    # The ending counts the iterations used, as the progress lines do
+    # ("2 (1/5 counted)"): a call a provider refused used none.
+    if summary.refused:
+        out.line(
+            f"refused: {summary.refused} call(s) refused by a provider limit, not counted",
+            style="dim",
+        )
     if summary.reason == DONE:
-        out.line(f"run: DONE after {summary.iterations} iteration(s)", style="bold green")
+        out.line(f"run: DONE after {summary.counted} iteration(s)", style="bold green")
         return
     out.line(
-        f"run: STOPPED after {summary.iterations} iteration(s) — {summary.reason}",
+        f"run: STOPPED after {summary.counted} iteration(s) — {summary.reason}",
         style="bold red",
     )
     if summary.gate is not None:
@@ -294,7 +333,8 @@ def _summary_json(summary: RunSummary, plan: LoopPlan, code: int) -> dict[str, A
         "reason": summary.reason,
         "change": plan.paths.name,
         "run_id": plan.run_id,
-        "iterations": summary.iterations,
+        "iterations": summary.counted,
+        "refused_calls": summary.refused,
         "gate": summary.gate,
         "detail": summary.detail,
         "spend": attrs.asdict(summary.spend or read_spend(plan.paths).totals),

@@ -7,18 +7,47 @@ policy the loop ran with it reaches the same trips at the same iterations.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from .._engine import ReplayStep, replay
+import attrs
+
+from .._engine import Replay, ReplayStep, replay
 from .._errors import EXIT_OK, UsageError
-from .._policy import Layer, Policy, load_policy, merge_layers, policy_as_dict, structure_policy
+from .._policy import Policy, policy_as_dict
 from .._state import ChangePaths, read_timeline
 from .._supervise import resolve_loops
+from ._candidate import policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
 _COLUMNS = "  #  files  tasks  tests+  lint-  error  out-lines  denied  score  window  risk    "
+
+
+@attrs.frozen
+class Simulation:
+    """What ``forge policy simulate --change`` replays: one change's timeline, one policy.
+
+    Attributes:
+        paths: The change's state (in its loop's repository, for a loop elsewhere).
+        policy: The policy the recorded iterations are judged under.
+        described: That policy in words, for the report's first line.
+    """
+
+    paths: ChangePaths
+    policy: Policy
+    described: str
+
+
+@attrs.frozen
+class _Outcome:
+    """The replay as the report shows it: a row per iteration, and what stands out."""
+
+    rows: list[dict[str, Any]]
+    first: dict[str, Any] | None  # the first iteration the policy would trip at
+    live_first: dict[str, Any] | None  # and the live loop's
+    ending: ReplayStep | None
+    ending_at: int
+    not_run: int
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -28,6 +57,19 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_batch(args, out)
     if args.sweep or args.all or args.run is not None:
         raise UsageError("--change replays one change; --run, --all and --sweep a whole batch")
+    request = _request(args)
+    timeline = read_timeline(request.paths.timeline)
+    for problem in timeline.problems(request.paths.timeline):
+        out.note(problem)
+    outcome = _outcome(replay(timeline.typed(), request.policy))
+    if out.json_mode:
+        out.document(_document(request, outcome))
+    else:
+        _render(request, outcome, out)
+    return EXIT_OK
+
+
+def _request(args: argparse.Namespace) -> Simulation:
     project = project_from(args)
     paths = ChangePaths(project.root, args.change)
     settings = [set_layer(text) for text in args.set or []]
@@ -37,10 +79,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if loop is not None:
         paths = ChangePaths(loop.root, paths.name)  # a loop in another repository keeps it there
     if args.policy:
-        file = Path(args.policy).resolve()
-        if not file.is_file():
-            raise UsageError(f"--policy {args.policy}: no such file")
-        policy = load_policy(file, root=project.root, flags=settings).policy
+        policy = policy_file(args.policy, root=project.root, settings=settings)
         described = str(args.policy)
     else:
         policy = with_settings(loop.policy if loop else loaded.policy, settings)
@@ -50,43 +89,52 @@ def run(args: argparse.Namespace, out: Output) -> int:
             described = "forge.toml" if loaded.files else "built-in defaults"
     if settings:
         described += " with " + " ".join(f"--set {text}" for text in args.set)
+    return Simulation(paths=paths, policy=policy, described=described)
 
-    timeline = read_timeline(paths.timeline)
-    for problem in timeline.problems(paths.timeline):
-        out.note(problem)
-    result = replay(timeline.typed(), policy)
+
+def _outcome(result: Replay) -> _Outcome:
     rows = [_row(step) for step in result.steps if step.ran and step.record.signals is not None]
-    first = next((r for r in rows if r["would_trip"]), None)
-    live_first = next((r for r in rows if r["live_trip"]), None)
     ending = next((s for s in result.steps if s.ending is not None), None)
-    # An ending before an iteration (its admission refused) comes after the one before.
-    ending_at = 0 if ending is None else ending.record.iteration - (0 if ending.ran else 1)
-    if out.json_mode:
-        out.document(
-            {
-                "change": paths.name,
-                "policy": described,
-                "stagnation": policy_as_dict(policy)["stagnation"],
-                "iterations": rows,
-                "first_trip": _trip(first, "would_trip"),
-                "live_first_trip": _trip(live_first, "live_trip"),
-                "ending": None
-                if ending is None or ending.ending is None
-                else {
-                    "iteration": ending_at,
-                    "reason": ending.ending.reason,
-                    "detail": ending.ending.detail,
-                },
-                "iterations_not_run": result.not_run,
-            }
-        )
-        return EXIT_OK
+    return _Outcome(
+        rows=rows,
+        first=next((r for r in rows if r["would_trip"]), None),
+        live_first=next((r for r in rows if r["live_trip"]), None),
+        ending=ending,
+        # An ending before an iteration (its admission refused) comes after the one before.
+        ending_at=0 if ending is None else ending.record.iteration - (0 if ending.ran else 1),
+        not_run=result.not_run,
+    )
+
+
+def _document(request: Simulation, outcome: _Outcome) -> dict[str, Any]:
+    ending = outcome.ending
+    return {
+        "change": request.paths.name,
+        "policy": request.described,
+        "stagnation": policy_as_dict(request.policy)["stagnation"],
+        "iterations": outcome.rows,
+        "first_trip": _trip(outcome.first, "would_trip"),
+        "live_first_trip": _trip(outcome.live_first, "live_trip"),
+        "ending": None
+        if ending is None or ending.ending is None
+        else {
+            "iteration": outcome.ending_at,
+            "reason": ending.ending.reason,
+            "detail": ending.ending.detail,
+        },
+        "iterations_not_run": outcome.not_run,
+    }
+
+
+def _render(request: Simulation, outcome: _Outcome, out: Output) -> None:
+    rows, first, live_first = outcome.rows, outcome.first, outcome.live_first
     out.line(
-        f'simulate: change "{paths.name}", {len(rows)} recorded iteration(s), policy: {described}'
+        f'simulate: change "{request.paths.name}", {len(rows)} recorded iteration(s), '
+        f"policy: {request.described}"
     )
     if not rows:
         out.line("nothing to replay: no supervised iteration recorded its signals yet")
-        return EXIT_OK
+        return
     out.line(_COLUMNS + "would open the circuit", style="bold")
     for row in rows:
         out.line(_row_text(row), style="red" if row["would_trip"] else None)
@@ -95,24 +143,28 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line(f"first trip: iteration {first['iteration']} — {first['would_trip']}")
     else:
         out.line("first trip: none — no trip condition holds over this history")
-    if live_first:
-        same = first is not None and (first["iteration"], first["would_trip"]) == (
-            live_first["iteration"],
-            live_first["live_trip"],
-        )
-        verdict = "the same" if same else "different"
-        live_text = f"iteration {live_first['iteration']} — {live_first['live_trip']}"
-        out.line(f"live run:   {live_text} ({verdict})")
-    else:
-        out.line("live run:   no trip recorded")
+    out.line(_live_line(first, live_first))
+    ending = outcome.ending
     if ending is not None and ending.ending is not None:
         out.line(
-            f"ending:     iteration {ending_at} — {ending.ending.reason}"
+            f"ending:     iteration {outcome.ending_at} — {ending.ending.reason}"
             + (f" ({ending.ending.detail})" if ending.ending.detail else "")
         )
-    if result.not_run:
-        out.line(f"            {result.not_run} recorded iteration(s) would not have run")
-    return EXIT_OK
+    if outcome.not_run:
+        out.line(f"            {outcome.not_run} recorded iteration(s) would not have run")
+
+
+def _live_line(first: dict[str, Any] | None, live_first: dict[str, Any] | None) -> str:
+    if not live_first:
+        return "live run:   no trip recorded"
+    same = first is not None and (first["iteration"], first["would_trip"]) == (
+        live_first["iteration"],
+        live_first["live_trip"],
+    )
+    verdict = "the same" if same else "different"
+    return (
+        f"live run:   iteration {live_first['iteration']} — {live_first['live_trip']} ({verdict})"
+    )
 
 
 def _row(step: ReplayStep) -> dict[str, Any]:
@@ -128,20 +180,6 @@ def _row(step: ReplayStep) -> dict[str, Any]:
         "live_trip": step.live_trip,
         "recovery": step.recovery,
         "alerts": list(step.alerts),
-    }
-
-
-def with_settings(policy: Policy, settings: list[Layer]) -> Policy:
-    if not settings:
-        return policy
-    base = _without_none(policy_as_dict(policy))
-    merged, _ = merge_layers([Layer("policy", base), *settings])
-    return structure_policy(merged, "--set")
-
-
-def _without_none(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: _without_none(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None
     }
 
 

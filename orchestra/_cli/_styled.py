@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ._console import to_devnull
+from ._devnull import to_devnull
 
 
 class QuietConsole(Console):

@@ -24,12 +24,14 @@ from .._engine import (
     recovery_text,
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._executor import Executor
 from .._policy import relaxed_warnings
 from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
 from .._state import STATE_DIR, atomic_write
 from .._supervise import (
     Dashboard,
     LoopRun,
+    LoopSetup,
     interrupted_results,
     limiter_line,
     prepare,
@@ -40,7 +42,7 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import cost_warning
+from ._run_cmd import cost_warning, cost_warning_line, refuse_unpriced
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
@@ -48,16 +50,67 @@ if TYPE_CHECKING:
     from .._policy import Policy
 
 
+@attrs.frozen
+class Batch:
+    """What ``forge supervise`` runs: the loops, prepared, under the project's policy.
+
+    Attributes:
+        project: The project the batch runs in.
+        policy: The project's policy (its ``[rate_limit]``, ``[supervise]``, ``[notify]``).
+        runs: Each loop, with its plan and its progress.
+        run_id: The batch's run id (``.forge/runs/<id>/``).
+        notes: What separating loops that share a tree decided, as said to the person.
+    """
+
+    project: Project
+    policy: Policy
+    runs: list[LoopRun]
+    run_id: str
+    notes: list[str]
+
+
+@attrs.frozen
+class _Ran:
+    """How the batch went: each loop's ending and what the limiter saw."""
+
+    results: dict[str, RunSummary]
+    interrupted: bool
+    started: float
+    waits: list[LimiterStatistics]  # one entry per time a loop had to wait
+    stats: LimiterStatistics | None  # the limiter at the end
+    live: _Live | None
+
+
 def run(args: argparse.Namespace, out: Output) -> int:
     if args.fleet:
-        if args.batch or args.only or args.dry_run:
-            raise UsageError(
-                "--fleet works the batch already submitted to the fleet",
-                hint="submit it with forge fleet submit --batch FILE, then forge supervise --fleet",
-            )
-        from ._fleet_cmd import work_cmd
+        return _fleet(args, out)
+    batch = _batch(args, out)
+    if args.check_executors and not _executors_pass(batch.runs, batch.project.root, out):
+        out.line("supervise: not started — an executor check failed", style="bold red")
+        return EXIT_ESCALATE
+    if args.dry_run:
+        return _dry_run(batch, out)
+    for loop in batch.runs:
+        warning = cost_warning(loop.plan.executor, loop.setup.policy)
+        refuse_unpriced(
+            [f"loop {loop.setup.change}: {warning}"] if warning else [], loop.setup.policy
+        )
+    return _finish(batch, _supervised(batch, out), out)
 
-        return work_cmd(args, out)
+
+def _fleet(args: argparse.Namespace, out: Output) -> int:
+    if args.batch or args.only or args.dry_run:
+        raise UsageError(
+            "--fleet works the batch already submitted to the fleet",
+            hint="submit it with forge fleet submit --batch FILE, then forge supervise --fleet",
+        )
+    from ._fleet_cmd import work_cmd
+
+    return work_cmd(args, out)
+
+
+def _batch(args: argparse.Namespace, out: Output) -> Batch:
+    """The loops the arguments and the policy declare, prepared to run (notes said)."""
     project = project_from(args)
     overlays = [Path(args.batch).resolve()] if args.batch else []
     for overlay in overlays:
@@ -77,30 +130,41 @@ def run(args: argparse.Namespace, out: Output) -> int:
             hint="declare [[loop]] tables in forge.toml or in a --batch file",
         )
     if args.only:
-        wanted = [name.strip() for name in args.only.split(",") if name.strip()]
-        unknown = sorted(set(wanted) - {s.change for s in setups})
-        if unknown:
-            raise UsageError(
-                f"--only names no declared loop: {', '.join(unknown)}",
-                hint=f"declared: {', '.join(s.change for s in setups)}",
-            )
-        setups = [s for s in setups if s.change in wanted]
+        setups = _only(setups, args.only)
     setups, notes = separate_trees(setups, loaded.policy.supervise.worktrees)
     for note in notes:
         out.line(f"note: {note}")
     run_id = new_run_id()
-    runs = prepare(setups, run_id)
-    if args.dry_run:
-        for loop in runs:
-            _print_loop_plan(loop, out)
-            out.line()
-        out.line(f"dry run: {len(runs)} loop(s), nothing executed (drop --dry-run to run)")
-        if out.json_mode:
-            out.document({"dry_run": True, "loops": [_plan_json(r) for r in runs], "notes": notes})
-        return EXIT_OK
+    return Batch(project, loaded.policy, prepare(setups, run_id), run_id, notes)
 
-    policy = loaded.policy
-    waits: list[LimiterStatistics] = []  # one entry per time a loop had to wait
+
+def _only(setups: list[LoopSetup], only: str) -> list[LoopSetup]:
+    """``--only A,B``: the declared loops it names."""
+    wanted = [name.strip() for name in only.split(",") if name.strip()]
+    unknown = sorted(set(wanted) - {s.change for s in setups})
+    if unknown:
+        raise UsageError(
+            f"--only names no declared loop: {', '.join(unknown)}",
+            hint=f"declared: {', '.join(s.change for s in setups)}",
+        )
+    return [s for s in setups if s.change in wanted]
+
+
+def _dry_run(batch: Batch, out: Output) -> int:
+    for loop in batch.runs:
+        _print_loop_plan(loop, out)
+        out.line()
+    out.line(f"dry run: {len(batch.runs)} loop(s), nothing executed (drop --dry-run to run)")
+    if out.json_mode:
+        loops = [_plan_json(r) for r in batch.runs]
+        out.document({"dry_run": True, "loops": loops, "notes": batch.notes})
+    return EXIT_OK
+
+
+def _supervised(batch: Batch, out: Output) -> _Ran:
+    """Run the batch (a dashboard on a terminal, a line per event elsewhere) until it ends."""
+    policy, runs = batch.policy, batch.runs
+    waits: list[LimiterStatistics] = []
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind == "wait":
@@ -108,7 +172,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if kind in ("warn", "wait", "pause"):
             events("limiter", "limiter", f"{kind}: {limiter_line(stats, time.time())}")
 
-    limiter = open_limiter(policy.rate_limit, project.root, on_event=on_limiter)
+    limiter = open_limiter(policy.rate_limit, batch.project.root, on_event=on_limiter)
     dashboard = (
         Dashboard(out.console, [r.progress for r in runs], limiter)
         if out.live and not out.json_mode
@@ -125,7 +189,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     final: list[LimiterStatistics] = []
     started = time.time()
     interrupted = False
-    live = _live_notices(policy, project.root, run_id, events)
+    live = _live_notices(policy, batch.project.root, batch.run_id, events)
     try:
         run_interruptible(
             _main,
@@ -141,18 +205,25 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except KeyboardInterrupt:
         interrupted = True
         results = interrupted_results(runs, results)
-    all_done = all(r.reason == DONE for r in results.values()) and len(results) == len(runs)
-    code = EXIT_INTERRUPTED if interrupted else (EXIT_OK if all_done else EXIT_ESCALATE)
     stats = final[0] if final else None
-    summary = _summary(project, runs, results, run_id, started, interrupted, code, waits, stats)
-    path = project.root / STATE_DIR / "runs" / run_id / "summary.json"
+    return _Ran(results, interrupted, started, waits, stats, live)
+
+
+def _finish(batch: Batch, ran: _Ran, out: Output) -> int:
+    """The summary written, the table and the report shown, the exit code."""
+    runs, results = batch.runs, ran.results
+    all_done = all(r.reason == DONE for r in results.values()) and len(results) == len(runs)
+    code = EXIT_INTERRUPTED if ran.interrupted else (EXIT_OK if all_done else EXIT_ESCALATE)
+    summary = _summary(batch, ran, code)
+    path = batch.project.root / STATE_DIR / "runs" / batch.run_id / "summary.json"
     atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
     _print_table(runs, results, out)
     out.line(f"summary: {path}", style="dim")
     from ._report_cmd import after_batch  # the report, and what was not yet said
 
-    after_batch(project.root, policy, summary, path, out, live=live.notices if live else None)
-    if interrupted:
+    live = ran.live.notices if ran.live else None
+    after_batch(batch.project.root, batch.policy, summary, path, out, live=live)
+    if ran.interrupted:
         out.line("supervise: INTERRUPTED — every loop's state is written; rerun to continue")
     if out.json_mode:
         out.document(summary)
@@ -190,6 +261,24 @@ async def _main(
             final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
 
 
+def _executors_pass(runs: list[LoopRun], root: Path, out: Output) -> bool:
+    """``--check-executors``: each named executor the loops use, checked once per level."""
+    from .._scripted import profiled_executors
+    from ._executors_cmd import check_all
+
+    wanted: dict[tuple[str, str], Executor] = {}
+    for loop in runs:
+        executor = loop.plan.executor
+        if executor.templated and executor.name in profiled_executors():
+            wanted.setdefault((executor.name, executor.spec.permission), executor)
+    if not wanted:
+        out.line("executors check: no loop runs a named agent CLI Forge can check")
+        return True
+    results = check_all(((e, e.spec.permission) for e in wanted.values()), root, out)
+    out.line()
+    return all(result.passed for result in results)
+
+
 def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     policy = loop.setup.policy
     breaker = policy.breaker
@@ -200,7 +289,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
         out.line("  session: continue (each iteration resumes the previous one's session)")
     if warning := cost_warning(loop.plan.executor, policy):
-        out.line(f"  warning:  {warning}")
+        out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     where = str(loop.setup.root)
     if loop.setup.worktree:
         where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"
@@ -294,27 +383,19 @@ def _loop_entry(loop: LoopRun, result: RunSummary | None) -> dict[str, Any]:
     }
 
 
-def _summary(
-    project: Project,
-    runs: list[LoopRun],
-    results: dict[str, RunSummary],
-    run_id: str,
-    started: float,
-    interrupted: bool,
-    code: int,
-    waits: list[LimiterStatistics],
-    stats: LimiterStatistics | None,
-) -> dict[str, Any]:
-    loops = [_loop_entry(loop, results.get(loop.key)) for loop in runs]
+def _summary(batch: Batch, ran: _Ran, code: int) -> dict[str, Any]:
+    """The batch's ``summary.json``."""
+    loops = [_loop_entry(loop, ran.results.get(loop.key)) for loop in batch.runs]
+    stats = ran.stats
     return {
-        "run_id": run_id,
-        "root": str(project.root),
-        "started_at": started,
+        "run_id": batch.run_id,
+        "root": str(batch.project.root),
+        "started_at": ran.started,
         "finished_at": time.time(),
-        "interrupted": interrupted,
+        "interrupted": ran.interrupted,
         "exit_code": code,
         "loops": loops,
-        "limiter": None if stats is None else {**attrs.asdict(stats), "waits": len(waits)},
+        "limiter": None if stats is None else {**attrs.asdict(stats), "waits": len(ran.waits)},
     }
 
 

@@ -18,10 +18,11 @@ import attrs
 
 from .._engine import WhatIf, what_if
 from .._errors import EXIT_OK, UsageError
-from .._policy import Layer, LoadedPolicy, Policy, load_policy
+from .._policy import Layer, LoadedPolicy, Policy
 from .._state import STATE_DIR, ChangePaths, list_changes, read_timeline
 from .._supervise import LoopSetup, resolve_loops
 from .._workspace import Project
+from ._candidate import policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
@@ -32,16 +33,36 @@ class _Change:
     loop: LoopSetup | None
 
 
+@attrs.frozen
+class BatchSimulation:
+    """What ``forge policy simulate --run``/``--all``/``--sweep`` replays, and under what.
+
+    Attributes:
+        project: The project whose changes are replayed.
+        loaded: Its policy, with each loop's own.
+        changes: The changes to replay (each with its loop, when one declares it).
+        run_id: The run compared (None: every change's whole history).
+        policy_file: ``--policy FILE``: the candidate for every change (None:
+            each change's own policy).
+        settings: The ``--set`` layers on top of the candidate.
+        described: The candidate in words.
+    """
+
+    project: Project
+    loaded: LoadedPolicy
+    changes: tuple[_Change, ...]
+    run_id: str | None
+    policy_file: str | None
+    settings: tuple[Layer, ...]
+    described: str
+
+
 def run(args: argparse.Namespace, out: Output) -> int:
-    project = project_from(args)
-    loaded = policy_from(project)
-    loops = resolve_loops(loaded, project.root)
-    run_id, changes = _batch(project, loops, args)
-    settings = [set_layer(text) for text in args.set or []]
-    described = _described(args, loaded)
+    request = _request(args)
     if args.sweep:
-        return _sweep(args, out, project, loaded, changes, run_id, settings, described)
-    rows = _rows(args, project, loaded, changes, run_id, settings, out)
+        return _sweep(request, args.sweep, out)
+    run_id, described = request.run_id, request.described
+    rows = _rows(request, (), out)
     ordered = sorted(rows, key=lambda row: not row.moved)
     totals = _totals(ordered)
     if out.json_mode:
@@ -79,6 +100,23 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 f"  {row.change}: would trip at {row.trip_now.iteration} — {row.trip_now.reason}"
             )
     return EXIT_OK
+
+
+def _request(args: argparse.Namespace) -> BatchSimulation:
+    project = project_from(args)
+    loaded = policy_from(project)
+    loops = resolve_loops(loaded, project.root)
+    run_id, changes = _batch(project, loops, args)
+    settings = [set_layer(text) for text in args.set or []]
+    return BatchSimulation(
+        project=project,
+        loaded=loaded,
+        changes=tuple(changes),
+        run_id=run_id,
+        policy_file=args.policy or None,
+        settings=tuple(settings),
+        described=_described(args, loaded),
+    )
 
 
 def _batch(
@@ -137,40 +175,24 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _candidate(
-    args: argparse.Namespace,
-    project: Project,
-    loaded: LoadedPolicy,
-    change: _Change,
-    settings: list[Layer],
-) -> Policy:
-    if args.policy:
-        file = Path(args.policy).resolve()
-        if not file.is_file():
-            raise UsageError(f"--policy {args.policy}: no such file")
-        return load_policy(file, root=project.root, flags=settings).policy
-    from ._simulate_cmd import with_settings
-
+def _candidate(request: BatchSimulation, change: _Change, settings: list[Layer]) -> Policy:
+    if request.policy_file:
+        return policy_file(request.policy_file, root=request.project.root, settings=settings)
+    loaded = request.loaded
     return with_settings(change.loop.policy if change.loop else loaded.policy, settings)
 
 
-def _rows(
-    args: argparse.Namespace,
-    project: Project,
-    loaded: LoadedPolicy,
-    changes: list[_Change],
-    run_id: str | None,
-    settings: list[Layer],
-    out: Output | None,
-) -> list[WhatIf]:
+def _rows(request: BatchSimulation, extra: tuple[Layer, ...], out: Output | None) -> list[WhatIf]:
+    """Each change replayed under the candidate, with ``extra`` settings on top."""
+    settings = [*request.settings, *extra]
     rows = []
-    for change in changes:
+    for change in request.changes:
         timeline = read_timeline(change.paths.timeline)
         if out is not None:
             for problem in timeline.problems(change.paths.timeline):
                 out.note(problem)
-        policy = _candidate(args, project, loaded, change, settings)
-        rows.append(what_if(change.paths.name, timeline.typed(), policy, run_id=run_id))
+        policy = _candidate(request, change, settings)
+        rows.append(what_if(change.paths.name, timeline.typed(), policy, run_id=request.run_id))
     return rows
 
 
@@ -205,43 +227,13 @@ def _row_text(row: WhatIf, width: int) -> str:
     ).rstrip()
 
 
-def _sweep(
-    args: argparse.Namespace,
-    out: Output,
-    project: Project,
-    loaded: LoadedPolicy,
-    changes: list[_Change],
-    run_id: str | None,
-    settings: list[Layer],
-    described: str,
-) -> int:
-    key, _, values_text = args.sweep.partition("=")
-    values = [value.strip() for value in values_text.split(",") if value.strip()]
-    if not key or "." not in key or not values:
-        raise UsageError(
-            f"--sweep {args.sweep}: expected TABLE.KEY=V1,V2,...",
-            hint="e.g. --sweep stagnation.no_progress=2,3,5",
-        )
+def _sweep(request: BatchSimulation, sweep: str, out: Output) -> int:
+    key, values = _sweep_values(sweep)
     results = []
     for value in values:
-        layer = set_layer(f"{key}={value}")
-        rows = _rows(args, project, loaded, changes, run_id, [*settings, layer], None)
-        trips = [row.trip_now.iteration for row in rows if row.trip_now is not None]
-        results.append(
-            {
-                "value": value,
-                "trips": len(trips),
-                "iterations_to_trip": round(sum(trips) / len(trips), 2) if trips else None,
-                "iterations": sum(row.iterations_now for row in rows),
-                "iterations_saved": sum(row.iterations_saved for row in rows),
-                "tokens_saved": sum(row.tokens_saved for row in rows),
-                "cost_saved": round(sum(row.cost_saved for row in rows), 6),
-                "stopped": sorted(
-                    row.change for row in rows if row.ending_now and row.ending_now.reason != "done"
-                ),
-                "false_trips": sorted(row.change for row in rows if row.false_trip),
-            }
-        )
+        rows = _rows(request, (set_layer(f"{key}={value}"),), None)
+        results.append(_sweep_result(value, rows))
+    run_id, described, changes = request.run_id, request.described, request.changes
     if out.json_mode:
         out.document(
             {"run_id": run_id, "policy": described, "sweep": {"key": key, "values": results}}
@@ -249,6 +241,41 @@ def _sweep(
         return EXIT_OK
     scope = f"run {run_id}" if run_id else "every change's history"
     out.line(f"sweep: {key} over {scope}, {len(changes)} change(s), policy: {described}")
+    _render_sweep(key, results, out)
+    return EXIT_OK
+
+
+def _sweep_values(text: str) -> tuple[str, list[str]]:
+    """``TABLE.KEY=V1,V2,...``: the key and its values."""
+    key, _, values_text = text.partition("=")
+    values = [value.strip() for value in values_text.split(",") if value.strip()]
+    if not key or "." not in key or not values:
+        raise UsageError(
+            f"--sweep {text}: expected TABLE.KEY=V1,V2,...",
+            hint="e.g. --sweep stagnation.no_progress=2,3,5",
+        )
+    return key, values
+
+
+def _sweep_result(value: str, rows: list[WhatIf]) -> dict[str, Any]:
+    """What one value of the swept key does to the batch."""
+    trips = [row.trip_now.iteration for row in rows if row.trip_now is not None]
+    return {
+        "value": value,
+        "trips": len(trips),
+        "iterations_to_trip": round(sum(trips) / len(trips), 2) if trips else None,
+        "iterations": sum(row.iterations_now for row in rows),
+        "iterations_saved": sum(row.iterations_saved for row in rows),
+        "tokens_saved": sum(row.tokens_saved for row in rows),
+        "cost_saved": round(sum(row.cost_saved for row in rows), 6),
+        "stopped": sorted(
+            row.change for row in rows if row.ending_now and row.ending_now.reason != "done"
+        ),
+        "false_trips": sorted(row.change for row in rows if row.false_trip),
+    }
+
+
+def _render_sweep(key: str, results: list[dict[str, Any]], out: Output) -> None:
     out.line(
         f"{key.split('.')[-1]:>14}  {'trips':>5}  {'iter. to trip':>13}  {'iterations':>10}  "
         f"{'saved':>5}  {'cost saved':>10}  false trips",
@@ -268,7 +295,6 @@ def _sweep(
     for result in results:
         bar = "█" * int(result["iterations"]) + " ✗" * len(result["false_trips"])
         out.line(f"{result['value']:>14}  {bar}")
-    return EXIT_OK
 
 
 def _described(args: argparse.Namespace, loaded: LoadedPolicy) -> str:

@@ -34,7 +34,6 @@ RISKS = ("low", "medium", "high")
 _STAGE = re.compile(
     r"loop-start|discovery-complete|plan-complete|iteration-[1-9]\d*|verify-failed|ship-ready"
 )
-STOP_CONDITIONS = ("pass", "blocked", "budget_exhausted", "owner_decision_required")
 _RUBRIC = re.compile(r"\s*(?P<id>[A-Za-z][A-Za-z0-9_-]{0,15})\s*:\s*(?P<text>\S.*)")
 
 

@@ -575,6 +575,7 @@ def _add_spend(totals: SpendTotals, record: IterationRecord, now_iso: str) -> Sp
         iterations=totals.iterations + 1,
         updated_at=now_iso,
         cost_estimated=totals.cost_estimated or (record.cost_estimated and record.cost_usd > 0),
+        unpriced=totals.unpriced + (1 if record.cost_note else 0),
     )
 
 

@@ -43,10 +43,16 @@ class RunSummary:
     detail: str | None = None
     last: IterationOutcome | None = None
     spend: SpendTotals | None = None
+    refused: int = 0  # calls a provider refused among them: they used no iteration
 
     @property
     def clean(self) -> bool:
         return self.reason == DONE
+
+    @property
+    def counted(self) -> int:
+        """The iterations used: those run, less the calls a provider refused."""
+        return max(self.iterations - self.refused, 0)
 
 
 def new_run_id() -> str:

@@ -64,6 +64,13 @@ def budget_reading(totals: SpendTotals, budget: BudgetPolicy) -> GateReading:
     if totals.blocked is not None:
         detail = f"spend state unreadable: {totals.blocked}"
         return GateReading(BUDGET_GATE, open=True, error=True, detail=detail)
+    if totals.unpriced and budget.max_cost_usd is not None and not budget.allow_unpriced:
+        # A cost that cannot be counted is a ceiling that cannot be read: never closed.
+        detail = (
+            f"the cost of {totals.unpriced} iteration(s) is unknown (their model has no price "
+            "in the executor's [prices]): add the price, or set [budget] allow_unpriced = true"
+        )
+        return GateReading(BUDGET_GATE, open=True, error=True, detail=detail)
     exceeded = budget_exceeded(totals, budget)
     if exceeded:
         return GateReading(BUDGET_GATE, open=True, detail=f"spend budget exhausted: {exceeded}")

@@ -606,6 +606,7 @@ class _Loop:
             detail=ending.detail,
             last=self.last,
             spend=state.spend,
+            refused=state.refused,
         )
 
     def _show_state(self, state: LoopState) -> None:

@@ -111,6 +111,12 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
+        codex_hooks: Pass Forge's PreToolUse guard to Codex with every
+            invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
+            invocation only with ``--dangerously-bypass-hook-trust``).
+        shell_guard: Put Forge's guard in front of the agent's ``bash`` (a
+            wrapper first on its ``PATH``), for a CLI that runs its shell
+            commands as ``bash -c`` and takes no hooks with an invocation.
         prices: Per model, what its tokens cost (to estimate a cost the CLI
             does not report); user-editable.
         price_model: The model whose price applies when the output names none.
@@ -137,6 +143,8 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
+    codex_hooks: bool = False
+    shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
     price_model: str = ""
     session: str = attrs.field(default="fresh", validator=_check_session)
@@ -185,10 +193,14 @@ class Executor:
         """The argv for one iteration, placeholders filled.
 
         With ``session`` (and a definition that continues sessions), the
-        resume argv continues it. The permission level's arguments follow
-        (``resume_permissions``' for a resumed session, when defined),
-        then, for Claude Code with ``claude_hooks``, Forge's hooks.
+        resume argv continues it. For Codex with ``codex_hooks``, Forge's
+        guard follows; then the permission level's arguments
+        (``resume_permissions``' for a resumed session, when defined); then,
+        for Claude Code with ``claude_hooks``, Forge's hooks.
         """
+        return self._argv(values, session, self._hook_args())
+
+    def _argv(self, values: Mapping[str, str], session: str | None, hooks: list[str]) -> list[str]:
         spec = self.spec
         if not self.templated:
             return list(spec.argv)
@@ -198,6 +210,8 @@ class Executor:
             template = spec.resume_argv
         filled = {**values, "session": session or ""}
         argv = [part.format_map(filled) for part in template]
+        if spec.codex_hooks:
+            argv.extend(hooks)
         if spec.permission:
             if resuming and spec.resume_permissions is not None:
                 # A resume command may refuse the first call's flags (codex exec
@@ -206,7 +220,7 @@ class Executor:
             else:
                 argv.extend(spec.permissions[spec.permission])
         if spec.claude_hooks:
-            argv.extend(["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))])
+            argv.extend(hooks)
         return argv
 
     @property
@@ -214,11 +228,28 @@ class Executor:
         """Forge's Stop hook goes with every invocation: each stop of the agent runs verify."""
         return self.templated and self.spec.claude_hooks
 
+    def _hook_args(self) -> list[str]:
+        if self.spec.claude_hooks:
+            return ["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))]
+        if self.spec.codex_hooks:
+            return ["--dangerously-bypass-hook-trust", "-c", codex_hook_override()]
+        return []
+
+    @property
+    def passes_hooks(self) -> bool:
+        """Forge's hooks go with every invocation of this executor."""
+        return self.templated and (self.spec.claude_hooks or self.spec.codex_hooks)
+
+    @property
+    def guarded_inside(self) -> bool:
+        """Forge's guard refuses a command inside the CLI (its hooks, or its shell)."""
+        return self.passes_hooks or (self.templated and self.spec.shell_guard)
+
     def environment(self) -> dict[str, str]:
         """The extra environment of the agent: the definition's ``env``, and for an
         executor that passes Forge's hooks, the mark that makes the project's
         copies of those hooks stand aside (so each runs once)."""
-        if self.templated and self.spec.claude_hooks:
+        if self.passes_hooks:
             return {**self.spec.env, HOOKS_PASSED: "1"}
         return dict(self.spec.env)
 
@@ -226,9 +257,9 @@ class Executor:
         """How the plan names it: ``sh -c "<cmd>"``, or ``claude: claude -p '…' …``."""
         if not self.templated:
             return f'sh -c "{self.spec.argv[2]}"'
-        argv = self.argv(values)
-        if self.spec.claude_hooks:
-            argv = [*argv[:-1], "<forge hooks>"]
+        # The hooks' long JSON or TOML shown as a word (Claude's --settings kept).
+        shown = ["--settings", "<forge hooks>"] if self.spec.claude_hooks else ["<forge hooks>"]
+        argv = self._argv(values, None, shown)
         return f"{self.name}: {shlex.join(argv)}"
 
     def with_permission(self, level: str, source: str) -> Executor:
@@ -297,6 +328,8 @@ class Executor:
             return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        if spec.shell_guard:
+            hooks = "; every bash -c checked by Forge's guard"
         return f"{spec.permission} ({args}){hooks}"
 
 
@@ -331,6 +364,24 @@ def claude_hook_settings() -> dict[str, Any]:
             ],
         }
     }
+
+
+def codex_hook_override() -> str:
+    """A Codex ``-c`` override that runs Forge's guard before every shell command and patch.
+
+    Codex 0.171 names its shell tool ``Bash`` in a PreToolUse hook's input
+    (``tool_input.command``, as Claude Code does) and its file editor
+    ``apply_patch`` (the patch as ``tool_input.command``); a hook exiting 2
+    blocks the call and hands its stderr to the model. The value is TOML:
+    a JSON string is a valid TOML basic string.
+    """
+    command = json.dumps(
+        f"{shlex.quote(sys.executable)} -m orchestra hook pre-tool-use {FROM_EXECUTOR}"
+    )
+    return (
+        'hooks.PreToolUse=[{matcher="^(Bash|apply_patch)$", '
+        f'hooks=[{{type="command", command={command}}}]}}]'
+    )
 
 
 def shell_command(cmd: str) -> Executor:

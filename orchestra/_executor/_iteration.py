@@ -16,6 +16,7 @@ from ._observation import Observation
 from ._parsers import make_parser
 from ._pricing import estimate_cost, unpriced_models
 from ._report import ExecutorReport, read_report
+from ._shell_guard import shell_guard_environment
 
 
 @attrs.frozen
@@ -162,10 +163,13 @@ async def run_iteration(
         context.report_path.unlink()  # a report left by an earlier iteration is not this one's
     context.report_path.parent.mkdir(parents=True, exist_ok=True)
     parser = make_parser(executor.spec.output, executor.spec.done_marker or done_marker)
+    env = context.environment(executor.environment())
+    if executor.templated and executor.spec.shell_guard:
+        env.update(shell_guard_environment(context.state_dir, env))
     process = await run_process(
         executor.argv(context.placeholders(), session=session),
         cwd=context.workdir,
-        env=context.environment(executor.environment()),
+        env=env,
         time_limit=time_limit,
         grace=grace,
         log_path=context.log_path,

@@ -60,11 +60,15 @@ _LIMIT_PHRASES = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # Claude's API error object ({"type":"error","error":{"type":"overloaded_error"}})
-# and its message for it ("API Error: 529 …"); never a line that merely says
-# "overloaded".
+# and its message for it ("API Error: 529 …"); Codex's words once its retries of
+# a 503 or a 500 are spent ("unexpected status 503 Service Unavailable: …",
+# "We're currently experiencing high demand, …"): the provider's outage, not
+# the agent's failure. Never a line that merely says "overloaded".
 _OVERLOAD_PHRASES = re.compile(
-    r"\"type\"\s*:\s*\"overloaded_error\"|API Error: 529\b",
-    re.IGNORECASE,
+    r"\"type\"\s*:\s*\"overloaded_error\"|API Error: 529\b"
+    r"|^unexpected status 503 Service Unavailable\b"
+    r"|^We(?:'|’)re currently experiencing high demand\b",
+    re.IGNORECASE | re.MULTILINE,
 )
 _EPOCH_AFTER_BAR = re.compile(r"usage limit reached\|(\d{9,11})", re.IGNORECASE)
 _RESETS_AT_FIELD = re.compile(r"\"?resets_?at\"?\s*[:=]\s*(\d{9,11}(?:\.\d+)?)", re.IGNORECASE)
@@ -78,7 +82,7 @@ _DURATION_PART = re.compile(
     re.IGNORECASE,
 )
 _DURATION = re.compile(
-    r"(?:try again in|reset after|resets? in|retry in|reset in)\s+"
+    r"(?:try again in|reset after|resets? in|retry in|reset in|retry after)\s+"
     r"((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])[\s,]*(?:and\s+)?)+)",
     re.IGNORECASE,
 )
@@ -90,6 +94,16 @@ _CLOCK = re.compile(
     re.IGNORECASE,
 )
 _UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+# The kind of limit, from the message's own words: "session limit", "daily
+# quota", "rateLimitType": "five_hour" — never a field name ("session_id").
+_KIND_WORDS = re.compile(r"(?<![\w-])(weekly|daily|session|five_hour|5-hour)(?![\w-])")
+_KINDS = {"5-hour": "five_hour"}
+# A clock time names a minute, not a second: a reset "at 11:22 PM" read at
+# 11:22:05 is due by the end of that minute, not tomorrow; one that passed a
+# few minutes ago is a clock apart from the provider's (it has reset), not a
+# limit almost a day long.
+_MINUTE = 60.0
+_RECENT_PAST = 5 * 60.0
 _ABBREVIATIONS = {
     "UTC": 0,
     "GMT": 0,
@@ -229,17 +243,10 @@ def backoff_pause(refusals_in_a_row: int, cap: float) -> float:
 
 
 def _kind(text: str) -> str | None:
-    lowered = text.lower()
-    for word, kind in (
-        ("weekly", "weekly"),
-        ("daily", "daily"),
-        ("session", "session"),
-        ("five_hour", "five_hour"),
-        ("5-hour", "five_hour"),
-    ):
-        if word in lowered:
-            return kind
-    return None
+    found = _KIND_WORDS.search(text.lower())
+    if found is None:
+        return None
+    return _KINDS.get(found.group(1), found.group(1))
 
 
 def _clock_time(match: re.Match[str], now: float) -> float | None:
@@ -277,10 +284,15 @@ def _clock_time(match: re.Match[str], now: float) -> float | None:
         except ValueError:
             return None
         return when.timestamp()
-    when = current.replace(hour=hour, minute=minute, second=0, microsecond=0)
-    if when.timestamp() <= now:
-        when += timedelta(days=1)  # a clock time already past today is tomorrow's
-    return when.timestamp()
+    today = current.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    at = today.timestamp()
+    if at > now:
+        return at
+    if now - at < _MINUTE:
+        return at + _MINUTE  # the named minute is still running
+    if now - at < _RECENT_PAST:
+        return now
+    return (today + timedelta(days=1)).timestamp()  # long past today: tomorrow's
 
 
 def _zone(name: str | None, abbreviation: str | None) -> tzinfo | None:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._dispatch import LOG_NAME as LOG_NAME
+    from ._deliver import LOG_NAME as LOG_NAME
     from ._dispatch import batch_notices as batch_notices
     from ._dispatch import notify_batch as notify_batch
     from ._live import LiveNotices as LiveNotices
@@ -19,7 +19,8 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "._dispatch": ("LOG_NAME", "batch_notices", "notify_batch"),
+            "._deliver": ("LOG_NAME",),
+            "._dispatch": ("batch_notices", "notify_batch"),
             "._live": ("LiveNotices",),
             "._send": ("Delivery", "post_webhook", "run_command"),
         },

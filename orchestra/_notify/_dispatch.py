@@ -3,10 +3,11 @@
 When ``forge supervise`` ends it sends, in this order: ``escalate`` once for
 every loop that needs a person, ``alert`` once for every alert raised during
 the batch, then ``finish`` once — leaving out what it already sent while the
-batch ran (see ``_live``). Each goes to its ``[notify]`` command (when
-set) and to the webhook (when set), with the run's summary as JSON plus the
+batch ran (see ``_live``). Each goes to its ``[notify]`` command (when set)
+and to the webhook (when set), with the run's summary as JSON plus the
 event's own part (``loop`` or ``alert``) and where the report is. Every
-delivery is logged to ``.forge/runs/<id>/notify.log``; none fails the batch.
+delivery is logged to ``.forge/runs/<id>/notify.log``; none fails the batch
+(``_deliver`` sends and logs, for this module and ``_live`` alike).
 """
 
 from __future__ import annotations
@@ -15,20 +16,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._state import utc_now_iso
-from ._send import Delivery, post_webhook, run_command
+from ._deliver import ALERT, BATCH_WIDE, ESCALATE, FINISH, LOG_NAME, deliver, log_deliveries
+from ._send import Delivery
 
 if TYPE_CHECKING:
     from .._policy import NotifyPolicy
     from .._report import BatchReport
     from ._live import LiveNotices
-
-ESCALATE = "escalate"
-ALERT = "alert"
-FINISH = "finish"
-LOG_NAME = "notify.log"
-# Alerts about the whole batch, not one loop (the shared rate window): told once.
-BATCH_WIDE = frozenset({"calls-remaining"})
 
 
 def batch_notices(
@@ -124,38 +118,3 @@ def notify_batch(
         if not delivery.ok:
             say(delivery.line())
     return deliveries
-
-
-def deliver(
-    policy: NotifyPolicy,
-    event: str,
-    payload: Mapping[str, Any],
-    env: Mapping[str, str],
-    *,
-    root: Path,
-) -> list[Delivery]:
-    """Send one notice to its ``[notify]`` command and to the webhook (each when set)."""
-    command = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
-    timeout = policy.timeout.seconds
-    deliveries: list[Delivery] = []
-    if command[event]:
-        deliveries.append(
-            run_command(command[event], event, payload, env, timeout=timeout, cwd=root)
-        )
-    if policy.webhook:
-        deliveries.append(post_webhook(policy.webhook, event, payload, timeout=timeout))
-    return deliveries
-
-
-def log_deliveries(path: Path, deliveries: list[Delivery]) -> None:
-    """Append each delivery to the log; a log that cannot be written is not the batch's failure."""
-    if not deliveries:
-        return
-    stamp = utc_now_iso()
-    text = "".join(f"{stamp} {delivery.line()}\n" for delivery in deliveries)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError:
-        pass

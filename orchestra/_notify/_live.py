@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._dispatch import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, deliver, log_deliveries
+from ._deliver import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, deliver, log_deliveries
 from ._send import Delivery
 
 if TYPE_CHECKING:

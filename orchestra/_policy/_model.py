@@ -178,6 +178,15 @@ class BudgetPolicy:
         validator=optional(between(1e-9, float("inf"), what="a cost above 0")),
         metadata=_doc("Cost in US dollars a change may spend.", example=20.0),
     )
+    allow_unpriced: bool = attrs.field(
+        default=False,
+        metadata=_doc(
+            "Accept a cost ceiling the executor's cost may not reach: without it, a run whose "
+            "CLI reports no cost and whose model has no price is refused at plan time, and an "
+            "iteration of an unpriced model stops the loop (its cost is unknown).",
+            example=False,
+        ),
+    )
 
     @property
     def has_ceiling(self) -> bool:

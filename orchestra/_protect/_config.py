@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 import os
 
-from .. import __version__
 from .._project_root import CONFIG_NAME
+from .._version import __version__
 from ._spec import ProtectSpec
 
 CACHE = os.path.join(".forge", "cache", "protect.json")

@@ -170,7 +170,7 @@ class RateLimiter:
             self._waiting -= 1
         # Nothing from the grant to here is a checkpoint (releasing the lock is not),
         # so a permit taken always reaches the caller, never lost to a cancellation.
-        self._observe(granted, permits)
+        self._observe(granted)
 
     async def _serve_head_of_line(self, who: str, permits: int) -> BackendReading:
         """Ask the backend until it grants, sleeping on trio's clock in between."""
@@ -180,7 +180,7 @@ class RateLimiter:
                 reading = await self._call(self.backend.try_acquire, self._rule, permits, who)
                 if reading.granted:
                     return reading
-                self._observe(reading, 0)
+                self._observe(reading)
                 self._head_ready_at = self._clock() + reading.wait
                 if not announced:
                     announced = True
@@ -220,7 +220,7 @@ class RateLimiter:
 
     async def refresh(self) -> LimiterStatistics:
         """Read the backend again (other processes may have taken permits) and report."""
-        self._observe(await self._call(self.backend.peek, self._rule), 0)
+        self._observe(await self._call(self.backend.peek, self._rule))
         return self.statistics()
 
     def statistics(self) -> LimiterStatistics:
@@ -256,7 +256,7 @@ class RateLimiter:
         await trio.lowlevel.checkpoint()
         return function(*args)
 
-    def _observe(self, reading: BackendReading, granted_permits: int) -> None:
+    def _observe(self, reading: BackendReading) -> None:
         if reading.unavailable:
             # Nothing was read: what was last seen of the log stands.
             first = self._unavailable is None

@@ -9,7 +9,7 @@ supervisor was killed) the report says so and is built from the timelines alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -87,49 +87,15 @@ def build_report(
     """
     segments = {(f.root, f.change): run_segment(f.events, run_id) for f in facts}
     summary_loops = _summary_loops(summary)
-    starts = [
-        t
-        for events in segments.values()
-        for t in (epoch(e.ts) for e in events[:1] if isinstance(e, RunStarted))
-        if t is not None
-    ]
-    started_at = number(summary.get("started_at")) if summary else None
-    if started_at is None and starts:
-        started_at = min(starts)
-    base = started_at or 0.0
-    loops: list[LoopReport] = []
-    for fact in facts:
-        segment = segments[(fact.root, fact.change)]
-        entry = summary_loops.get((fact.root, fact.change)) or summary_loops.get(("", fact.change))
-        if not segment and entry is None:
-            continue
-        loops.append(_loop(fact, segment, entry, base, root=root, max_files=max_files))
-    known = {(loop.root, loop.change) for loop in loops}
-    for (where, change), entry in summary_loops.items():
-        if where and (where, change) not in known:
-            fact = LoopFacts(change=change, root=where, events=())
-            loops.append(_loop(fact, [], entry, base, root=root, max_files=max_files))
-    # The summary's order is the declared one; loops it does not list follow by start.
-    declared = {key: index for index, key in enumerate(summary_loops)}
-    loops.sort(
-        key=lambda loop: (
-            declared.get((loop.root, loop.change), declared.get(("", loop.change), len(declared))),
-            loop.marks[0].start if loop.marks else 0.0,
-            loop.change,
-        )
+    started_at = _started_at(summary, segments.values())
+    loops = _loops(
+        facts, segments, summary_loops, started_at or 0.0, root=root, max_files=max_files
     )
-    finished_at = number(summary.get("finished_at")) if summary else None
-    if finished_at is None:
-        ends = [t for events in segments.values() for t in (epoch(e.ts) for e in events[-1:]) if t]
-        finished_at = max(ends) if ends else None
-    span = max([1.0] + [m.start + m.duration for loop in loops for m in loop.marks])
-    if started_at is not None and finished_at is not None and finished_at > started_at:
-        # The strip covers the batch as it ran, not a cooldown planned past its end.
-        span = finished_at - started_at
-    interrupted = bool(summary.get("interrupted")) if summary else False
-    exit_code = summary.get("exit_code") if summary else None
-    limiter = summary.get("limiter") if summary else None
+    finished_at = _finished_at(summary, segments.values())
+    recorded = summary or {}
+    limiter = recorded.get("limiter")
     waits = limiter.get("waits") if isinstance(limiter, dict) else None
+    exit_code = recorded.get("exit_code")
     supervised = any(
         isinstance(event, RunStarted) and event.supervised
         for events in segments.values()
@@ -144,14 +110,84 @@ def build_report(
         started_at=started_at,
         finished_at=finished_at,
         exit_code=exit_code if isinstance(exit_code, int) else None,
-        interrupted=interrupted,
-        span=span,
+        interrupted=bool(recorded.get("interrupted")),
+        span=_span(loops, started_at, finished_at),
         loops=tuple(attrs.evolve(loop, position=index) for index, loop in enumerate(loops)),
         limiter=limiter if isinstance(limiter, dict) else None,
         limiter_waits=waits if isinstance(waits, int) else None,
         notes=tuple(notes),
     )
     return attrs.evolve(report, outcome=_outcome(report))
+
+
+def _started_at(
+    summary: Mapping[str, Any] | None, segments: Iterable[Sequence[Event]]
+) -> float | None:
+    """When the batch started: the summary says, or else its first loop's start."""
+    started_at = number(summary.get("started_at")) if summary else None
+    if started_at is not None:
+        return started_at
+    starts = [
+        t
+        for events in segments
+        for t in (epoch(e.ts) for e in events[:1] if isinstance(e, RunStarted))
+        if t is not None
+    ]
+    return min(starts) if starts else None
+
+
+def _finished_at(
+    summary: Mapping[str, Any] | None, segments: Iterable[Sequence[Event]]
+) -> float | None:
+    """When the batch ended: the summary says, or else its last event."""
+    finished_at = number(summary.get("finished_at")) if summary else None
+    if finished_at is not None:
+        return finished_at
+    ends = [t for events in segments for t in (epoch(e.ts) for e in events[-1:]) if t]
+    return max(ends) if ends else None
+
+
+def _span(
+    loops: Sequence[LoopReport], started_at: float | None, finished_at: float | None
+) -> float:
+    """The seconds the timeline strips cover."""
+    if started_at is not None and finished_at is not None and finished_at > started_at:
+        # The strip covers the batch as it ran, not a cooldown planned past its end.
+        return finished_at - started_at
+    return max([1.0] + [m.start + m.duration for loop in loops for m in loop.marks])
+
+
+def _loops(
+    facts: Sequence[LoopFacts],
+    segments: Mapping[tuple[str, str], Sequence[Event]],
+    summary_loops: Mapping[tuple[str, str], dict[str, Any]],
+    base: float,
+    *,
+    root: str,
+    max_files: int,
+) -> list[LoopReport]:
+    """Each loop of the run, in the summary's (the declared) order, then by start."""
+    loops: list[LoopReport] = []
+    for fact in facts:
+        segment = segments[(fact.root, fact.change)]
+        entry = summary_loops.get((fact.root, fact.change)) or summary_loops.get(("", fact.change))
+        if not segment and entry is None:
+            continue
+        loops.append(_loop(fact, segment, entry, base, root=root, max_files=max_files))
+    known = {(loop.root, loop.change) for loop in loops}
+    for (where, change), entry in summary_loops.items():
+        if where and (where, change) not in known:
+            fact = LoopFacts(change=change, root=where, events=())
+            loops.append(_loop(fact, [], entry, base, root=root, max_files=max_files))
+    declared = {key: index for index, key in enumerate(summary_loops)}
+    loops.sort(
+        key=lambda loop: (
+            declared.get((loop.root, loop.change), declared.get(("", loop.change), len(declared))),
+            loop.marks[0].start if loop.marks else 0.0,
+            loop.change,
+        )
+    )
+    return loops
 
 
 def _outcome(report: BatchReport) -> str:
@@ -198,36 +234,10 @@ def _loop(
 ) -> LoopReport:
     fold = Fold(base)
     fold.walk(segment)
-    stopped = fold.stopped
-    ending = UNFINISHED
-    gate = detail = None
-    iterations = max((row.number for row in fold.rows), default=0)
-    max_iterations = None
-    started = next((e for e in segment if isinstance(e, RunStarted)), None)
-    if started is not None:
-        planned = started.plan.get("max_iterations")
-        max_iterations = planned if isinstance(planned, int) else None
-    if stopped is not None:
-        ending, gate, detail, iterations = (
-            stopped.reason,
-            stopped.gate,
-            stopped.detail,
-            stopped.iterations,
-        )
-    if entry is not None:
-        reason = entry.get("reason")
-        ending = reason if isinstance(reason, str) else ending
-        detail = entry.get("detail") if isinstance(entry.get("detail"), str) else detail
-        if isinstance(entry.get("iterations"), int):
-            iterations = entry["iterations"]
-        if isinstance(entry.get("max_iterations"), int):
-            max_iterations = entry["max_iterations"]
+    ending, gate, detail, iterations, max_iterations = _ending(fold, segment, entry)
     spend = fold.spend
     if not segment and entry is not None:
-        recorded = entry.get("spend")
-        money: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-        cost = float(money.get("cost_usd") or 0.0)
-        spend = Spend(int(money.get("tokens") or 0), 0, cost, reported=cost > 0)
+        spend = _summary_spend(entry)
     # Every ending but done asks a person to look, except an interruption or a
     # killed batch: those go on when the batch runs again.
     escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)
@@ -266,6 +276,50 @@ def _loop(
 
 
 FORGE_FILES = (".forge-writes",)
+
+
+def _ending(
+    fold: Fold, segment: Sequence[Event], entry: Mapping[str, Any] | None
+) -> tuple[str, str | None, str | None, int, int | None]:
+    """The loop's ending, gate, detail, iterations and planned iterations.
+
+    The timeline's ``run.stopped`` says, and the summary's entry, when there is
+    one, has the last word.
+    """
+    stopped = fold.stopped
+    ending = UNFINISHED
+    gate = detail = None
+    iterations = max((row.number for row in fold.rows), default=0)
+    max_iterations = None
+    started = next((e for e in segment if isinstance(e, RunStarted)), None)
+    if started is not None:
+        planned = started.plan.get("max_iterations")
+        max_iterations = planned if isinstance(planned, int) else None
+    if stopped is not None:
+        ending, gate, detail, iterations = (
+            stopped.reason,
+            stopped.gate,
+            stopped.detail,
+            stopped.iterations,
+        )
+    if entry is None:
+        return ending, gate, detail, iterations, max_iterations
+    reason = entry.get("reason")
+    ending = reason if isinstance(reason, str) else ending
+    detail = entry.get("detail") if isinstance(entry.get("detail"), str) else detail
+    if isinstance(entry.get("iterations"), int):
+        iterations = entry["iterations"]
+    if isinstance(entry.get("max_iterations"), int):
+        max_iterations = entry["max_iterations"]
+    return ending, gate, detail, iterations, max_iterations
+
+
+def _summary_spend(entry: Mapping[str, Any]) -> Spend:
+    """A loop's spend as the summary recorded it (a loop with no events in the run)."""
+    recorded = entry.get("spend")
+    money: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    cost = float(money.get("cost_usd") or 0.0)
+    return Spend(int(money.get("tokens") or 0), 0, cost, reported=cost > 0)
 
 
 def is_forge_file(path: str, own: Sequence[str] = ()) -> bool:

@@ -147,6 +147,14 @@ class Fold:
 
     def one(self, event: Event) -> None:
         now = self.at(event)
+        # Each family of events folds in its own method; the first that knows it wins.
+        for fold in (self._loop_event, self._circuit_event, self._state_event):
+            if fold(event, now):
+                return
+        self._notice_event(event, now)
+
+    def _loop_event(self, event: Event, now: float) -> bool:
+        """The loop's own course: its start, iterations, verifies and stop."""
         if isinstance(event, RunStarted):
             self.ready = now
             self.circuit = event.circuit
@@ -156,15 +164,26 @@ class Fold:
         elif isinstance(event, IterationFinished):
             self.iteration(event, now)
         elif isinstance(event, VerifyRecorded):
-            self.last_verify = event.verdict
-            self.verify_checks = [c for c in event.checks if isinstance(c, dict)]
-            if event.iteration is None:  # a hook's or a person's verify, not the loop's
-                tone = GOOD if event.verdict == "PASS" else BAD
-                label = (
-                    f"verify {event.verdict} ({event.consecutive_failures} consecutive failures)"
-                )
-                self.mark(VERIFY, now, event.duration, label, tone)
-        elif isinstance(event, BreakerOpened):
+            self.verified(event, now)
+        elif isinstance(event, RunStopped):
+            # The loop ended inside its cooldown: the cooldown ended with it.
+            self.close_cooldown(now, stopped=True)
+            self.stopped = event
+        else:
+            return False
+        return True
+
+    def verified(self, event: VerifyRecorded, now: float) -> None:
+        self.last_verify = event.verdict
+        self.verify_checks = [c for c in event.checks if isinstance(c, dict)]
+        if event.iteration is None:  # a hook's or a person's verify, not the loop's
+            tone = GOOD if event.verdict == "PASS" else BAD
+            label = f"verify {event.verdict} ({event.consecutive_failures} consecutive failures)"
+            self.mark(VERIFY, now, event.duration, label, tone)
+
+    def _circuit_event(self, event: Event, now: float) -> bool:
+        """The loop circuit's moves, and the integrity check's trips."""
+        if isinstance(event, BreakerOpened):
             self.opened(event, now)
         elif isinstance(event, BreakerHalfOpen):
             self.close_cooldown(now)
@@ -179,11 +198,13 @@ class Fold:
         elif isinstance(event, ProtectViolation):
             harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
             self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
-        elif isinstance(event, RunStopped):
-            # The loop ended inside its cooldown: the cooldown ended with it.
-            self.close_cooldown(now, stopped=True)
-            self.stopped = event
-        elif isinstance(event, BreakerReset):
+        else:
+            return False
+        return True
+
+    def _state_event(self, event: Event, now: float) -> bool:
+        """What a person or a damaged file did to the change's state."""
+        if isinstance(event, BreakerReset):
             self.mark(OTHER, now, 0, f"a person reset the {event.breaker}", NEUTRAL)
         elif isinstance(event, SpendReset):
             self.mark(OTHER, now, 0, "a person reset the spend totals", NEUTRAL)
@@ -191,7 +212,13 @@ class Fold:
             self.mark(OTHER, now, 0, f"state file {event.file} was unreadable: moved aside", BAD)
         elif isinstance(event, StateRebuilt):
             self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
-        elif isinstance(event, AlertRaised):
+        else:
+            return False
+        return True
+
+    def _notice_event(self, event: Event, now: float) -> None:
+        """Alerts, recovery steps, and the events this release shows by their name."""
+        if isinstance(event, AlertRaised):
             text = f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
             self.notice(ALERT, event.kind, text, event, now, BAD, event.alert, event.iteration)
         elif isinstance(event, AlertCleared):
@@ -254,31 +281,12 @@ class Fold:
         )
         self.changed(event.signals or {})
         self.spend = self.spend + spend
-        note = None
-        if event.rate_limit is not None or not event.judged:
-            limit = event.rate_limit or {}
-            which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
-            note = f"the provider refused: {which}"
-            if event.pause:
-                note += f"; every loop paused {brief_seconds(event.pause)}"
+        note = _refusal(event)
+        if note is not None:
             self.refused = True
         verify = event.verify
-        parts = [f"iteration {event.iteration}", _exit_words(event)]
-        if verify:
-            parts.append(f"verify {verify}")
-        if event.score is not None:
-            parts.append(f"score {event.score:+d}")
-        if event.done:
-            parts.append("done")
-        if event.trip:
-            parts.append(f"tripped: {event.trip}")
-        if event.trip or verify == "FAIL" or (event.exit not in (0, None)) or event.timed_out:
-            tone = BAD
-        elif event.done or verify == "PASS":
-            tone = GOOD
-        else:
-            tone = NEUTRAL
-        self.mark(ITERATION, start, now - start, ", ".join(parts), tone, event.iteration)
+        label = _iteration_label(event)
+        self.mark(ITERATION, start, now - start, label, _iteration_tone(event), event.iteration)
         if note is not None:
             label = f"iteration {event.iteration}: {note}"
             self.mark(PROVIDER_PAUSE, now, 0, label, WARN, event.iteration)
@@ -443,6 +451,40 @@ def _harm(harmed: Mapping[str, Any]) -> str:
     if harmed.get("action"):
         words += f" — {harmed['action']}"
     return words
+
+
+def _refusal(event: IterationFinished) -> str | None:
+    """The provider's refusal of an iteration, in words (None: it was not refused)."""
+    if event.rate_limit is None and event.judged:
+        return None
+    limit = event.rate_limit or {}
+    which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
+    note = f"the provider refused: {which}"
+    if event.pause:
+        note += f"; every loop paused {brief_seconds(event.pause)}"
+    return note
+
+
+def _iteration_label(event: IterationFinished) -> str:
+    parts = [f"iteration {event.iteration}", _exit_words(event)]
+    if event.verify:
+        parts.append(f"verify {event.verify}")
+    if event.score is not None:
+        parts.append(f"score {event.score:+d}")
+    if event.done:
+        parts.append("done")
+    if event.trip:
+        parts.append(f"tripped: {event.trip}")
+    return ", ".join(parts)
+
+
+def _iteration_tone(event: IterationFinished) -> str:
+    verify = event.verify
+    if event.trip or verify == "FAIL" or (event.exit not in (0, None)) or event.timed_out:
+        return BAD
+    if event.done or verify == "PASS":
+        return GOOD
+    return NEUTRAL
 
 
 def _exit_words(event: IterationFinished) -> str:

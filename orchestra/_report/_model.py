@@ -23,18 +23,6 @@ INTEGRITY = "integrity"
 ALERT = "alert"
 RECOVERY = "recovery"
 OTHER = "other"
-MARK_KINDS = (
-    ITERATION,
-    VERIFY,
-    CIRCUIT,
-    COOLDOWN,
-    LIMITER_WAIT,
-    PROVIDER_PAUSE,
-    INTEGRITY,
-    ALERT,
-    RECOVERY,
-    OTHER,
-)
 
 # How a mark went, for its colour and its glyph (never the colour alone).
 GOOD = "good"
@@ -72,7 +60,7 @@ class Mark:
     """One thing on a loop's timeline strip.
 
     Attributes:
-        kind: One of ``MARK_KINDS``.
+        kind: One of the kinds above (``ITERATION`` … ``OTHER``).
         start: Seconds from the batch's start.
         duration: Seconds it lasted (0 for a moment).
         label: What happened, in words (the strip's text alternative).

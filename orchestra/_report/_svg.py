@@ -243,41 +243,11 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     zero_y = point(0, 0)[1]
     score_points = [point(i, r.score or 0) for i, r in enumerate(scored)]
     window = [point(i, r.window_score) for i, r in enumerate(scored) if r.window_score is not None]
-    dots = []
-    for (x, y), row in zip(score_points, scored, strict=True):
-        window_text = f" (window {row.window_score:+d})" if row.window_score is not None else ""
-        done_text = ", said done" if row.done else ""
-        tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}{done_text}")
-        if row.done:
-            dots.append(
-                f'<g class="s-done"><circle cx="{x}" cy="{y}" r="5.5" fill="#fff" '
-                f'stroke="{COLOURS[GOOD]}" stroke-width="2"/><path d="M{x - 3} {y} l2 2.5 l4 -5" '
-                f'fill="none" stroke="{COLOURS[GOOD]}" stroke-width="1.8"/>{tip}</g>'
-            )
-        elif (row.score or 0) > 0:
-            dots.append(f'<circle cx="{x}" cy="{y}" r="3.5" fill="{COLOURS[GOOD]}">{tip}</circle>')
-        else:
-            dots.append(
-                f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" '
-                f'fill="{COLOURS[BAD]}">{tip}</rect>'
-            )
+    dots = [_score_dot(x, y, row) for (x, y), row in zip(score_points, scored, strict=True)]
     words = ", ".join(
         f"iteration {r.number}: {r.score:+d}{' (said done)' if r.done else ''}" for r in scored
     )
-    labels = [(zero_y, "0")]
-    # The top and bottom figures, unless they are zero or would overlap another.
-    for y, value in ((pad, high), (plot - pad, low)):
-        if value != 0 and all(abs(y - other) >= 9 for other, _ in labels):
-            labels.append((y, f"{value:+d}"))
-    lines = (
-        f'<line x1="{left}" y1="{zero_y}" x2="{width - pad}" y2="{zero_y}" stroke="#8c959f" '
-        'stroke-dasharray="1 3"/>'
-        + "".join(
-            f'<text x="{left - 4}" y="{y + 3}" font-size="8" fill="#57606a" '
-            f'text-anchor="end">{text}</text>'
-            for y, text in labels
-        )
-    )
+    lines = _score_axis(left, width - pad, zero_y, ((pad, high), (plot - pad, low)))
     if len(window) > 1:
         lines += (
             f'<polyline points="{_points(window)}" fill="none" stroke="#6639ba" '
@@ -296,6 +266,44 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
         "dashed line the rolling window's. Above zero the loop made progress (round dots), at "
         "or below it did not (squares); a ringed check marks the iteration that said done.</desc>"
         f'{lines}{"".join(dots)}<use href="#score-legend"/></svg>'
+    )
+
+
+def _score_dot(x: float, y: float, row: IterationRow) -> str:
+    """One iteration's dot: a ringed check when it said done, round for progress, else square."""
+    window_text = f" (window {row.window_score:+d})" if row.window_score is not None else ""
+    done_text = ", said done" if row.done else ""
+    tip = _title(f"iteration {row.number}: score {row.score:+d}{window_text}{done_text}")
+    if row.done:
+        return (
+            f'<g class="s-done"><circle cx="{x}" cy="{y}" r="5.5" fill="#fff" '
+            f'stroke="{COLOURS[GOOD]}" stroke-width="2"/><path d="M{x - 3} {y} l2 2.5 l4 -5" '
+            f'fill="none" stroke="{COLOURS[GOOD]}" stroke-width="1.8"/>{tip}</g>'
+        )
+    if (row.score or 0) > 0:
+        return f'<circle cx="{x}" cy="{y}" r="3.5" fill="{COLOURS[GOOD]}">{tip}</circle>'
+    return (
+        f'<rect x="{x - 3.5}" y="{y - 3.5}" width="7" height="7" fill="{COLOURS[BAD]}">{tip}</rect>'
+    )
+
+
+def _score_axis(
+    left: float, right: float, zero_y: float, extremes: Sequence[tuple[float, int]]
+) -> str:
+    """The zero line and its figures: 0, and the top and bottom ones (each at its height)."""
+    labels = [(zero_y, "0")]
+    # The top and bottom figures, unless they are zero or would overlap another.
+    for y, value in extremes:
+        if value != 0 and all(abs(y - other) >= 9 for other, _ in labels):
+            labels.append((y, f"{value:+d}"))
+    return (
+        f'<line x1="{left}" y1="{zero_y}" x2="{right}" y2="{zero_y}" stroke="#8c959f" '
+        'stroke-dasharray="1 3"/>'
+        + "".join(
+            f'<text x="{left - 4}" y="{y + 3}" font-size="8" fill="#57606a" '
+            f'text-anchor="end">{text}</text>'
+            for y, text in labels
+        )
     )
 
 

@@ -10,6 +10,12 @@ shipped executors through it, and ``forge executors check`` runs the CLI a
 user has installed.
 """
 
+from ._check import FAILED as FAILED
+from ._check import OK as OK
+from ._check import SKIPPED as SKIPPED
+from ._check import Check as Check
+from ._check import ExecutorCheck as ExecutorCheck
+from ._check import check_executor as check_executor
 from ._profile import CliProfile as CliProfile
 from ._profile import profile_for as profile_for
 from ._profile import profiled_executors as profiled_executors

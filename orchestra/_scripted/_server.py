@@ -54,6 +54,9 @@ class Exchange:
     stream: bool = True
     system: str = ""
     main: bool = True  # the agent's own loop (False: a title, a check, a classifier)
+    # The JSON schema the answer must fit, when the request asks for JSON (a router's
+    # classifier): a side reply that reads it can answer in kind.
+    schema: Mapping[str, Any] | None = attrs.field(default=None, eq=False)
 
     @property
     def prompt(self) -> str:

@@ -70,17 +70,6 @@ class CacheRow:
     verified_ns: int
     result: str
 
-    def as_params(self) -> tuple[str | int, ...]:
-        """The row's values in the ``files`` table's column order."""
-        return (
-            self.path,
-            *self.stat,
-            self.content_hash,
-            self.ruleset,
-            self.verified_ns,
-            self.result,
-        )
-
 
 class ScanCache:
     """An open cache database. Use :func:`open_cache`."""

@@ -142,7 +142,6 @@ class Ruleset:
     digest: str = attrs.field(init=False)
     stopwords_lower: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
     allowed: pathspec.GitIgnoreSpec | None = attrs.field(init=False, eq=False, repr=False)
-    all_keywords: tuple[bytes, ...] = attrs.field(init=False, eq=False, repr=False)
     keyword_finder: KeywordFinder = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -160,7 +159,6 @@ class Ruleset:
         object.__setattr__(self, "stopwords_lower", tuple(w.lower() for w in self.stopwords))
         object.__setattr__(self, "allowed", _paths_spec(self.allow_paths))
         keywords = sorted({word for rule in self.rules for word in rule.keywords_bytes})
-        object.__setattr__(self, "all_keywords", tuple(keywords))
         object.__setattr__(self, "keyword_finder", KeywordFinder(tuple(keywords), self.engine))
 
     def rule(self, rule_id: str) -> Rule | None:

@@ -388,7 +388,3 @@ def decode_event(raw: Mapping[str, Any]) -> Event:
     except TypeError:  # a required field is missing
         return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
     return attrs.evolve(event, ts=ts, seq=seq, change=change, extra=extra)
-
-
-def is_contract_event(event: Event) -> bool:
-    return isinstance(event, ContractEvent)

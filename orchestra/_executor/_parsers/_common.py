@@ -201,6 +201,30 @@ def first_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def json_objects(text: str, limit: int = 64, attempts: int = 256) -> list[dict[str, Any]]:
+    """The JSON objects in ``text``, in order, whatever comes between them.
+
+    A ``{`` that starts no JSON value (a JavaScript object dump, a brace in a
+    message) is skipped; an object inside one that parsed is not listed apart.
+    Bounded: at most ``limit`` objects, and ``attempts`` braces tried (each
+    failed try may read to the end of ``text``).
+    """
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start != -1 and len(found) < limit and attempts > 0:
+        attempts -= 1
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
 def as_int(value: object) -> int:
     """A non-negative count from untrusted JSON (anything else, huge ones too, counts as 0)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**53:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from .._limits import detect_limit, limit_from_status
-from .._observation import ModelTokens, Observation
+from typing import Any
+
+from .._limits import OVERLOADED, detect_limit, limit_from_status
+from .._observation import ModelTokens, Observation, RateLimitEvent
 from ._common import (
     MAX_DOCUMENT,
     Tail,
@@ -14,7 +16,12 @@ from ._common import (
     clip,
     first_object,
     has_marker_line,
+    json_objects,
 )
+
+# The Gemini API's status for an overloaded model ("The model is overloaded.
+# Please try again later."), which the CLI reports once its retries are spent.
+_UNAVAILABLE = 503
 
 
 class GeminiParser:
@@ -22,7 +29,10 @@ class GeminiParser:
 
     Tokens are each model's ``total`` (thoughts and tool tokens included);
     errors come as ``{"error": {"type", "message", "code"}}``, on stdout or
-    (from the CLIs that write errors apart) on stderr.
+    (from the CLIs that write errors apart) on stderr. stderr counts only for
+    a run that did not complete: the CLI also logs there each failed attempt
+    it then retried (``_ApiError: {"error": …}``), and the JavaScript dumps of
+    its errors, before the JSON error it exits with.
     """
 
     def __init__(self, done_marker: str) -> None:
@@ -48,10 +58,11 @@ class GeminiParser:
         text_view = self._text.finish()
         parsed = first_object(bytes(self._document))
         stderr_text = self._stderr.text()
-        stderr_doc = first_object(stderr_text.encode())
-        if stderr_doc is not None and stderr_doc.get("error") and not (parsed or {}).get("error"):
-            # The CLI wrote its error apart, on stderr: it is this run's error.
-            parsed = {**(parsed or {}), "error": stderr_doc["error"]}
+        if not _completed(parsed):
+            stderr_doc = _last_error(stderr_text)
+            if stderr_doc is not None and not (parsed or {}).get("error"):
+                # The CLI wrote its error apart, on stderr: it is this run's error.
+                parsed = {**stderr_doc, **(parsed or {}), "error": stderr_doc["error"]}
         if parsed is None:
             return Observation(
                 format="gemini-json",
@@ -99,9 +110,7 @@ class GeminiParser:
         if message is not None:
             rate_limit = detect_limit(f"{limit_text} {message}")
             if rate_limit is None and isinstance(error, dict):
-                # The API's own error object: code 429 or status RESOURCE_EXHAUSTED.
-                code = 429 if error.get("status") == "RESOURCE_EXHAUSTED" else error.get("code")
-                rate_limit = limit_from_status(code, message)
+                rate_limit = _limit_from_error(error, message)
         return Observation(
             format="gemini-json",
             done=message is None and has_marker_line(response, self._marker),
@@ -116,3 +125,28 @@ class GeminiParser:
             models=tuple(models),
             session_id=as_str(parsed.get("session_id")),
         )
+
+
+def _completed(document: dict[str, Any] | None) -> bool:
+    """Whether stdout holds a finished run: a response and no error."""
+    return (
+        document is not None
+        and not document.get("error")
+        and isinstance(document.get("response"), str)
+    )
+
+
+def _last_error(stderr: str) -> dict[str, Any] | None:
+    """The last JSON object on stderr with an ``error``: the one the CLI exited with."""
+    errors = [found for found in json_objects(stderr) if found.get("error")]
+    return errors[-1] if errors else None
+
+
+def _limit_from_error(error: dict[str, Any], message: str) -> RateLimitEvent | None:
+    """The limit the API's own error object says: 429 or RESOURCE_EXHAUSTED, 503 overloaded."""
+    code = error.get("code")
+    if error.get("status") == "RESOURCE_EXHAUSTED":
+        code = 429
+    if code == _UNAVAILABLE or error.get("status") == "UNAVAILABLE":
+        return RateLimitEvent(status=OVERLOADED, kind="overloaded")
+    return limit_from_status(code, message)

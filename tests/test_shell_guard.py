@@ -1,0 +1,71 @@
+"""The ``bash`` Forge puts in front of an agent's shell (``shell_guard = true``), run for real."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from orchestra._executor._shell_guard import shell_guard_environment
+
+from .support import Repo
+
+
+def bash_c(repo: Repo, env: dict[str, str], command: str) -> subprocess.CompletedProcess[str]:
+    # As Gemini CLI runs a command: `bash -c COMMAND`, bash found on PATH.
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=repo.root,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_command_harming_a_protected_path_is_refused_before_it_runs(
+    repo: Repo, tmp_path: Path
+) -> None:
+    repo.write("forge.toml", "[run]\nmax_iterations = 1\n")
+    repo.commit("policy")
+    env = shell_guard_environment(tmp_path / "state", os.environ)
+    refused = bash_c(repo, env, "rm forge.toml")
+    assert refused.returncode == 2
+    assert "forge guard: refused" in refused.stderr
+    assert (repo.root / "forge.toml").is_file()
+
+
+def test_any_other_command_runs_in_the_real_bash(repo: Repo, tmp_path: Path) -> None:
+    env = shell_guard_environment(tmp_path / "state", os.environ)
+    ran = bash_c(repo, env, 'echo "$BASH_VERSION" > version.txt; echo ok; exit 3')
+    assert ran.returncode == 3
+    assert ran.stdout == "ok\n"
+    assert (repo.root / "version.txt").read_text().strip()
+    # Arguments other than -c COMMAND go to bash untouched.
+    script = repo.write("script.sh", 'echo "args: $*"\n')
+    direct = subprocess.run(
+        ["bash", str(script), "a", "b"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert direct.stdout == "args: a b\n"
+
+
+def test_without_a_bash_on_the_path_there_is_nothing_to_guard(tmp_path: Path) -> None:
+    assert shell_guard_environment(tmp_path / "state", {"PATH": str(tmp_path)}) == {}
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_wrapper_is_found_first_and_written_once(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = shell_guard_environment(state, os.environ)
+    wrapper = state / "shell-guard" / "bash"
+    assert env["PATH"].split(os.pathsep)[0] == str(wrapper.parent)
+    before = wrapper.stat().st_mtime_ns
+    # Again, with the wrapper's folder already first: it never wraps itself.
+    again = shell_guard_environment(state, env)
+    assert wrapper.stat().st_mtime_ns == before
+    assert str(wrapper.parent) not in again["PATH"].split(os.pathsep)[1:]
+    assert str(wrapper) not in wrapper.read_text()
