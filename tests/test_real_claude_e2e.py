@@ -255,7 +255,7 @@ def test_a_persistent_429_stops_with_the_reset_the_cli_waited_for(repo: Repo, ho
         done = run(repo, env)
         ended = time.time()
     assert done.code == 1, done
-    assert ending(done) == "run: STOPPED after 1 iteration(s) — provider-limit", done
+    assert ending(done) == "run: STOPPED after 0 iteration(s) — provider-limit", done
     assert "  detail: the provider refused the call until " in done.out
     assert served(server) == [("failure", 429), ("failure", 429)]
     [event] = finished(repo)
@@ -277,7 +277,7 @@ def test_a_usage_limit_message_names_its_reset(repo: Repo, home: Path) -> None:
     with cli_environment("claude", refused_then(refusal), home) as (server, env):
         done = run(repo, env)
     assert done.code == 1, done
-    assert ending(done) == "run: STOPPED after 1 iteration(s) — provider-limit", done
+    assert ending(done) == "run: STOPPED after 0 iteration(s) — provider-limit", done
     [event] = finished(repo)
     assert event["rate_limit"]["resets_at"] == resets
     assert event["judged"] is False
@@ -314,7 +314,7 @@ def test_persistent_529_and_500(repo: Repo, home: Path) -> None:
         )
     # Overloaded past the CLI's retries: a provider limit, waited out, not a failure.
     assert busy.code == 1, busy
-    assert ending(busy) == "run: STOPPED after 1 iteration(s) — provider-limit"
+    assert ending(busy) == "run: STOPPED after 0 iteration(s) — provider-limit"
     [refused] = finished(repo, "busy")
     assert refused["rate_limit"]["status"] == "overloaded"
     assert refused["judged"] is False
