@@ -15,6 +15,8 @@ import os
 
 HOOKS_PASSED = "FORGE_HOOKS_PASSED"
 FROM_EXECUTOR = "--from-executor"
+GUARD_REFUSAL = "Refused by Forge's guard"
+"""How the reason of every ``deny`` the PreToolUse hook answers begins (the parser finds it)."""
 
 
 def stands_aside(from_executor: bool) -> bool:

@@ -112,3 +112,30 @@ def test_a_report_that_is_not_an_object_is_ignored(tmp_path: Path, text: str) ->
     report, problems = read_report(path)
     assert report is None
     assert problems
+
+
+def test_a_level_the_cli_refuses_to_root_is_refused_for_root_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("IS_SANDBOX", raising=False)
+    full = load_executor("claude", tmp_path).with_permission("full", "[run] permission")
+    assert full.spec.not_as_root == ("full",)
+    full.refuse_root("[run] permission", euid=1000)  # another user: as it is
+    with pytest.raises(ConfigError, match="cannot run at level 'full' as root") as refused:
+        full.refuse_root("[run] permission", euid=0)
+    assert "edit, edit-and-run, read-only" in refused.value.message
+    assert "IS_SANDBOX=1" in refused.value.message
+    # Every other level runs as root, and the CLI's own override is honoured.
+    load_executor("claude", tmp_path).refuse_root("[run] permission", euid=0)
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    full.refuse_root("[run] permission", euid=0)
+
+
+def test_not_as_root_names_permission_levels(tmp_path: Path) -> None:
+    (tmp_path / "executors").mkdir()
+    (tmp_path / "executors" / "x.toml").write_text(
+        'argv = ["x"]\nnot_as_root = ["full"]\n[permissions]\nedit = []\n'
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_executor("x", tmp_path)
+    assert "not_as_root" in refused.value.render()

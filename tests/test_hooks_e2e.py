@@ -315,3 +315,37 @@ def test_inside_a_claude_executor_loop_only_the_executors_hooks_act(project: Rep
     counted = hook(project, "stop", stop_event(project), FORGE_CHANGE="c")
     assert counted.code == 0, counted.err
     assert (project.root / ".forge" / "changes" / "c" / "verify-attempts.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "names"),
+    [
+        ("Bash", {"command": "rm -rf specs"}, 'rm would delete "specs"'),
+        ("Write", {"file_path": "forge.toml", "content": ""}, "- Write — "),
+        ("Bash", {"command": "ls specs"}, None),
+    ],
+)
+def test_under_claude_code_a_refusal_is_its_deny_decision(
+    project: Repo, tool: str, tool_input: dict[str, Any], names: str | None
+) -> None:
+    # Claude Code sets CLAUDE_PROJECT_DIR for its hooks: the refusal is its own
+    # "deny" (JSON on stdout, exit 0), in words for the model, not a hook error.
+    payload = {"cwd": str(project.root), "hook_event_name": "PreToolUse", "tool_name": tool}
+    done = hook(
+        project,
+        "pre-tool-use",
+        {**payload, "tool_input": tool_input},
+        CLAUDE_PROJECT_DIR=str(project.root),
+    )
+    assert (done.code, done.err) == (0, "")
+    if names is None:
+        assert done.out == ""
+        return
+    decision = json.loads(done.out)["hookSpecificOutput"]
+    assert decision["hookEventName"] == "PreToolUse"
+    assert decision["permissionDecision"] == "deny"
+    reason = decision["permissionDecisionReason"]
+    assert reason.startswith("Refused by Forge's guard: this call would harm a protected path")
+    assert names in reason
+    assert "python" not in reason
+    assert "orchestra" not in reason

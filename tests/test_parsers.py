@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestra._executor import Observation, RateLimitEvent, make_parser
+from orchestra._executor._parsers._claude import ClaudeParser
 
 DATA = Path(__file__).parent / "data" / "agents"
 MARKER = "FORGE_DONE"
@@ -228,3 +230,56 @@ def test_a_success_result_stands_over_a_limit_on_stderr() -> None:
     )
     assert codex.rate_limit is None
     assert codex.done
+
+
+def _claude_stream(*events: dict[str, object]) -> bytes:
+    return b"".join(json.dumps(event).encode() + b"\n" for event in events)
+
+
+def _retry(delay_ms: float, status: int = 429) -> dict[str, object]:
+    return {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": 1,
+        "max_retries": 2,
+        "retry_delay_ms": delay_ms,
+        "error_status": status,
+        "error": "rate_limit",
+        "session_id": "s",
+    }
+
+
+def _refused(status: int, text: str) -> dict[str, object]:
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": status,
+        "result": text,
+        "session_id": "s",
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def test_claude_429_resets_after_the_retry_delay_the_cli_announced() -> None:
+    # As Claude Code 2.1.197 ends a call the server kept refusing with a 429.
+    parser = ClaudeParser("claude-stream-json", MARKER, clock=lambda: 1001.5)
+    parser.feed(_claude_stream(_retry(1000), _retry(30_000)))
+    parser.feed(_claude_stream(_refused(429, "API Error: Request rejected (429) · Rate limited")))
+    seen = parser.finish()
+    assert seen.is_error
+    assert seen.rate_limit == RateLimitEvent(status="rejected", resets_at=1031.5, kind=None)
+
+
+def test_claude_retry_delays_of_other_errors_are_no_reset() -> None:
+    parser = ClaudeParser("claude-stream-json", MARKER, clock=lambda: 1000.0)
+    parser.feed(
+        _claude_stream(_retry(2000, status=529), _refused(529, "API Error: 529 Overloaded"))
+    )
+    assert parser.finish().rate_limit == RateLimitEvent(status="overloaded", kind="overloaded")
+    parser = ClaudeParser("claude-stream-json", MARKER, clock=lambda: 1000.0)
+    parser.feed(_claude_stream(_retry(2000, status=500), _refused(500, "API Error: 500 boom")))
+    seen = parser.finish()
+    assert seen.is_error
+    assert seen.rate_limit is None

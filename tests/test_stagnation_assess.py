@@ -374,6 +374,16 @@ def test_a_broken_denial_streak_does_not_trip() -> None:
     assert judge([denied, denied, allowed, denied, denied]).detector is None
 
 
+def test_guard_refusals_are_a_protection_signal_of_their_own() -> None:
+    # An agent that keeps reaching for a protected path: the guard refused it
+    # each time, which is not a missing permission.
+    refused = [work(1, guard_refusals=1)] * 3
+    assessment = judge(refused)
+    assert assessment.reason == "stagnation: protected-paths (3)"
+    assert assessment.evidence == {"iterations": 3}
+    assert judge([work(1, guard_refusals=1), work(1), work(1, guard_refusals=2)]).detector is None
+
+
 # --- circular approaches --------------------------------------------------------------------
 
 

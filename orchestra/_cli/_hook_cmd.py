@@ -94,7 +94,7 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
     start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event_cwd(event))
     project = find_project(start, Path(args.config) if args.config else None)
     change = args.change or os.environ.get("FORGE_CHANGE") or default_change(project.root)
-    paths = ChangePaths(project.root, change)
+    paths = _change_paths(project.root, change)
     before = read_breaker(paths).after
     if before.gate_open:
         # Nothing a retry can change: let the agent stop and say who acts next.
@@ -115,6 +115,22 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         return _answer(out, {"systemMessage": message}, note=message)
     reason = f"forge verify: Verdict: FAIL. {line}\n{failure_summary(report)}"
     return _answer(out, {"decision": "block", "reason": reason})
+
+
+def _change_paths(root: Path, change: str) -> ChangePaths:
+    """Where the change's breaker lives: the loop's own state folder, inside a Forge loop.
+
+    A loop in a worktree runs its agent there, but keeps the change's state
+    in the main checkout (``FORGE_STATE_DIR``): the verdict must reach the
+    breaker the loop reads, not a copy in the worktree.
+    """
+    state_dir = os.environ.get("FORGE_STATE_DIR")
+    if state_dir and os.environ.get("FORGE_CHANGE") == change:
+        folder = Path(state_dir)
+        candidate = ChangePaths(folder.parent.parent.parent, change)
+        if candidate.folder == folder:
+            return candidate
+    return ChangePaths(root, change)
 
 
 def _stop_event(payload: str) -> dict[str, Any]:

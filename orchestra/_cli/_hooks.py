@@ -1,10 +1,15 @@
 """``forge guard`` and ``forge hook pre-tool-use``: the checks an agent runs on every tool call.
 
 Both decide before anything runs. Exit 0 allows (silently); exit 2 refuses,
-with the reason on stderr, which Claude Code hands back to the agent. Any
-failure of the check itself (unreadable input, a policy that does not load,
-a bug) also exits 2: Claude Code runs a tool call whose hook exits with any
-other code, so a guard that crashed would fail open.
+with the reason on stderr. Called by Claude Code (which sets
+``CLAUDE_PROJECT_DIR`` for its hooks), ``forge hook pre-tool-use`` refuses in
+Claude Code's own terms instead: a ``permissionDecision`` of ``deny`` on
+stdout (exit 0), whose reason Claude Code hands the model as the tool's
+result — a plain sentence it can act on, where an exit 2 reaches it as a
+"hook error" naming Forge's interpreter. Any failure of the check itself
+(unreadable input, a policy that does not load, a bug) exits 2: Claude Code
+runs a tool call whose hook exits with any other code, so a guard that
+crashed would fail open.
 
 This module is imported without argparse, rich or trio; it parses its few
 flags itself and leaves anything unusual (``--help``, ``--json``) to the full
@@ -17,7 +22,7 @@ import json
 import os
 import sys
 
-from .._hook_passing import FROM_EXECUTOR, stands_aside
+from .._hook_passing import FROM_EXECUTOR, GUARD_REFUSAL, stands_aside
 from .._project_root import find_root
 from .._protect import load_spec
 
@@ -142,7 +147,10 @@ def pre_tool_use(payload: str) -> int:
         command = tool_input.get("command")
         if not isinstance(command, str):
             return _refuse("forge hook pre-tool-use: a Bash call without a command; refusing")
-        return guard(command, cwd=cwd)
+        refusals = refusals_for(command, cwd=cwd)
+        if refusals and _claude_code():
+            return _deny([r.reason for r in refusals])
+        return _refuse(*refusal_lines(refusals)) if refusals else EXIT_ALLOW
     if tool == "apply_patch":
         patch = tool_input.get("command")
         if not isinstance(patch, str):
@@ -165,7 +173,42 @@ def _file_write(tool: str, target: str, *, cwd: str) -> int:
     refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))
     if refusal is None:
         return EXIT_ALLOW
+    if _claude_code():
+        return _deny([f"{tool} — {refusal.reason}"])
     return _refuse(f"forge hook pre-tool-use: refused {tool} — {refusal.reason}")
+
+
+def _claude_code() -> bool:
+    """Whether Claude Code runs this hook (it sets ``CLAUDE_PROJECT_DIR`` for its hooks)."""
+    return bool(os.environ.get("CLAUDE_PROJECT_DIR"))
+
+
+def _deny(reasons: list[str]) -> int:
+    """Claude Code's ``deny`` decision, its reason written for the model that made the call.
+
+    The exit code is 0: Claude Code reads a hook's decision only then.
+    """
+    shown = reasons[:REFUSALS_SHOWN]
+    hidden = len(reasons) - len(shown)
+    more = [f"… and {hidden} more"] if hidden > 0 else []
+    # The fixed opening lets the output parser tell a guard refusal from the
+    # permission denials of the CLI's own rules (the refusal is a protection
+    # signal, not the agent lacking a permission).
+    reason = "\n".join(
+        [
+            f"{GUARD_REFUSAL}: this call would harm a protected path of the project.",
+            *(f"- {line}" for line in [*shown, *more]),
+            "Protected paths must stay as they are: leave them alone and reach the goal "
+            "another way (a file of your own, or a change elsewhere in the tree).",
+        ]
+    )
+    decision = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }
+    print(json.dumps({"hookSpecificOutput": decision}), flush=True)
+    return EXIT_ALLOW
 
 
 def _patch(patch: str, *, cwd: str) -> int:

@@ -582,8 +582,8 @@ def _add_spend(totals: SpendTotals, record: IterationRecord, now_iso: str) -> Sp
 def _fold_verify(
     verify: VerifyAttempts, record: IterationRecord, policy: Policy, now_iso: str
 ) -> VerifyAttempts:
-    if record.verify is None:
-        return verify
+    if record.verify is None or record.verify_by_hook:
+        return verify  # none ran, or the Stop hook already counted it in the breaker
     tree = record.tree
     return record_verdict(
         verify,

@@ -47,7 +47,7 @@ from .._state import (
     utc_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
-from .._verify import VerifyReport, run_verify, verify_event
+from .._verify import VerifyReport, read_breaker, run_verify, verify_event
 from .._workspace import tree_state, tree_state_from
 from ._alerts import CallsLeft
 from ._decide import (
@@ -221,6 +221,7 @@ class _Loop:
     prefix: str | None = None
     # The agent session the last iteration ran in (continued when the executor can).
     session: str | None = None
+    hook_attempts: int = 0  # the breaker's attempts before the iteration (see _hook_verdict)
     # Alerts, the status log and the lessons file: what a person watching sees.
     watch: IterationWatch = attrs.field(init=False)
 
@@ -362,7 +363,13 @@ class _Loop:
         measured = judged and not record.cannot_start
         report = None
         tree = None
-        if measured and self.rules.run_verify and not record.is_harmful:
+        verify_wanted = measured and self.rules.run_verify and not record.is_harmful
+        by_hook = await _in_thread(self._hook_verdict) if verify_wanted else None
+        if by_hook is not None:
+            # The agent's Stop hook verified this very tree and counted it: one
+            # verify per iteration, the hook's.
+            record = attrs.evolve(record, verify=by_hook, verify_by_hook=True)
+        elif verify_wanted:
             # After harm to a protected path the loop stops: verifying the
             # restored tree would only add a verdict nobody asked for.
             self.progress.status = "verifying"
@@ -373,12 +380,13 @@ class _Loop:
             report = await run_verify(
                 self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
             )
-        record = attrs.evolve(
-            record,
-            verify=report.verdict if report is not None else None,
-            verify_report=report,
-            tree=tree,
-        )
+        if by_hook is None:
+            record = attrs.evolve(
+                record,
+                verify=report.verdict if report is not None else None,
+                verify_report=report,
+                tree=tree,
+            )
         self.watch.calls = _calls_left(limiter)
         # The clock is read here, on the event loop (a test's clock lives there).
         # One reading of the loop's wall clock (a fleet's is its server's) for
@@ -396,8 +404,19 @@ class _Loop:
     def _before_executor(self, number: int) -> None:
         """Record the start (counted as used: a rerun goes on after it) and arm the check."""
         self.store.begin(IterationStarted(run_id=self.plan.run_id, iteration=number))
+        if self.plan.executor.verifies_at_stop:
+            self.hook_attempts = read_breaker(self.plan.paths).after.total_attempts
         if self.plan.integrity is not None:
             self.plan.integrity.arm()
+
+    def _hook_verdict(self) -> str | None:
+        """The verdict the executor's Stop hook recorded during the iteration, if it did."""
+        if not self.plan.executor.verifies_at_stop:
+            return None
+        breaker = read_breaker(self.plan.paths).after
+        if breaker.total_attempts <= self.hook_attempts or breaker.last_verdict is None:
+            return None
+        return breaker.last_verdict
 
     def _after_executor(
         self, number: int, label: str

@@ -39,6 +39,9 @@ class IterationRecord:
         harmed: Protected paths the iteration harmed (restored since), as recorded;
             empty when nothing was harmed, None when no integrity check ran.
         verify: The verdict of the verify the loop ran after it (None: none ran).
+        verify_by_hook: That verdict is the one the executor's Stop hook
+            recorded in the breaker during the iteration (the loop ran none
+            of its own, and the breaker already counts it).
         secscan: The secret scan's reading after it (None: not read).
         signals: What it changed, measured (None: the loop does not measure).
     """
@@ -56,6 +59,7 @@ class IterationRecord:
     tool_calls: int = 0
     cost_usd: float = 0.0
     permission_denials: int = 0
+    guard_refusals: int = 0
     done: bool = False
     failure: str | None = None
     cannot_start: bool = False
@@ -71,6 +75,7 @@ class IterationRecord:
     harmed: tuple[dict[str, Any], ...] | None = None
     integrity_detail: str | None = None
     verify: str | None = None
+    verify_by_hook: bool = False
     secscan: GateReading | None = None
     signals: Signals | None = None
     # Kept for the verify event and the tree it judged; not part of the record.
@@ -135,6 +140,7 @@ def iteration_record(
         tool_calls=outcome.tool_calls,
         cost_usd=outcome.cost_usd,
         permission_denials=observation.permission_denials,
+        guard_refusals=observation.guard_refusals,
         done=outcome.done,
         failure=failure,
         cannot_start=cannot_start,
@@ -167,6 +173,8 @@ _PLAIN_FIELDS = (
     "tool_calls",
     "cost_usd",
     "permission_denials",
+    "guard_refusals",
+    "verify_by_hook",
     "done",
     "failure",
     "cannot_start",

@@ -42,6 +42,8 @@ _DETECTOR_KINDS = {
     "test-fix-loop": TEST_FIX_LOOP,
     "circular": CIRCULAR,
     "permission-denials": PERMISSION_DENIALS,
+    # The guard's refusals: the same advice (work without the refused calls).
+    "protected-paths": PERMISSION_DENIALS,
     "loop-count": NO_PROGRESS,
     "no-tasks": NO_PROGRESS,
     "no-files": NO_PROGRESS,

@@ -173,7 +173,7 @@ class ChangeStore:
             before = self._fresh()
             after, verdict, events = judge(before)
             files: list[tuple[Path, object]] = [(self.paths.spend, after.spend)]
-            if record.verify is not None:
+            if record.verify is not None and not record.verify_by_hook:
                 files.append((self.paths.verify_attempts, after.verify))
             if self._owns_circuit and after.circuit != self._on_disk_circuit:
                 files.append((self.paths.breaker, after.circuit))

@@ -14,6 +14,7 @@ and for Claude Code whether Forge's hooks go with every invocation.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import string
@@ -126,6 +127,11 @@ class ExecutorSpec:
             ``resume_argv`` instead of ``permissions`` (for a CLI whose resume
             command takes other flags); unset, ``permissions`` apply to both.
         cli: The agent CLI's package and the release it was proven with.
+        not_as_root: Permission levels the CLI refuses to run as root (it exits
+            before any model call): Forge refuses them at plan time instead.
+        root_override: ``VAR=value`` in the agent's environment (Forge's own, or
+            ``env``) with which the CLI accepts those levels as root after all
+            (a container you can throw away); empty when nothing does.
     """
 
     argv: tuple[str, ...] = attrs.field(validator=_check_argv)
@@ -145,6 +151,8 @@ class ExecutorSpec:
     resume_argv: tuple[str, ...] = ()
     resume_permissions: dict[str, tuple[str, ...]] | None = None
     cli: AgentCli | None = None
+    not_as_root: tuple[str, ...] = ()
+    root_override: str = ""
 
     def __attrs_post_init__(self) -> None:
         if self.permission and self.permission not in self.permissions:
@@ -152,6 +160,12 @@ class ExecutorSpec:
             raise FieldError(
                 "permission", f"one of the [permissions] levels ({known})", self.permission
             )
+        strays = sorted(set(self.not_as_root) - set(self.permissions))
+        if strays:
+            known = ", ".join(sorted(self.permissions)) or "none defined"
+            raise FieldError("not_as_root", f"only [permissions] levels ({known})", strays[0])
+        if self.root_override and "=" not in self.root_override:
+            raise FieldError("root_override", 'a "VAR=value"', self.root_override)
         unknown = sorted(set(self.resume_permissions or {}) - set(self.permissions))
         if unknown:
             known = ", ".join(sorted(self.permissions)) or "none defined"
@@ -208,6 +222,11 @@ class Executor:
         if spec.claude_hooks:
             argv.extend(hooks)
         return argv
+
+    @property
+    def verifies_at_stop(self) -> bool:
+        """Forge's Stop hook goes with every invocation: each stop of the agent runs verify."""
+        return self.templated and self.spec.claude_hooks
 
     def _hook_args(self) -> list[str]:
         if self.spec.claude_hooks:
@@ -267,6 +286,7 @@ class Executor:
                 executor that cannot continue a session.
         """
         executor = self.with_permission(permission, f"{source} permission")
+        executor.refuse_root(f"{source} permission")
         if not session or session == executor.spec.session or not executor.templated:
             return executor
         if session == "continue" and not executor.spec.resume_argv:
@@ -275,6 +295,31 @@ class Executor:
                 hint='its definition has no resume_argv; use session = "fresh"',
             )
         return attrs.evolve(executor, spec=attrs.evolve(executor.spec, session=session))
+
+    def refuse_root(self, source: str, *, euid: int | None = None) -> None:
+        """Refuse a level the CLI will not run as root, when Forge runs as root.
+
+        Raises:
+            ConfigError: the level is one of ``not_as_root``, Forge runs as root
+                (``euid``: the effective user id, this process's by default) and
+                the environment does not carry ``root_override``.
+        """
+        spec = self.spec
+        if not self.templated or spec.permission not in spec.not_as_root:
+            return
+        if (os.geteuid() if euid is None else euid) != 0:
+            return
+        name, _, value = spec.root_override.partition("=")
+        if name and {**os.environ, **spec.env}.get(name) == value:
+            return
+        allowed = sorted(set(spec.permissions) - set(spec.not_as_root))
+        override = f", or set {spec.root_override} in a sandbox you can throw away" if name else ""
+        raise ConfigError(
+            f"{source}: executor {self.name!r} cannot run at level {spec.permission!r} as root: "
+            f"its CLI refuses {shlex.join(spec.permissions[spec.permission])} "
+            "for root and exits before doing anything; run Forge as a user other than root, "
+            f"or choose another level ({', '.join(allowed)}) with [run] permission{override}"
+        )
 
     def describe_permission(self) -> str | None:
         """The permission level and its arguments, as the plan shows them (None: no level)."""

@@ -46,7 +46,8 @@ class Observation:
         tokens_out: Output tokens.
         cost_usd: Cost the agent reported.
         tool_calls: Tool calls made (0 when the format does not say).
-        permission_denials: Tool uses the agent was refused.
+        permission_denials: Tool uses the agent was refused (Forge's guard apart).
+        guard_refusals: Tool uses Forge's guard refused, for harming a protected path.
         turns: Turns the agent took, when reported.
         error: The error the agent reported, if any.
         rate_limit: A provider limit that refused the agent, if any.
@@ -76,6 +77,7 @@ class Observation:
     cost_reported: bool = False
     models: tuple[ModelTokens, ...] = ()
     session_id: str | None = None
+    guard_refusals: int = 0
 
     @property
     def tokens(self) -> int:

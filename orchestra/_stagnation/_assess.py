@@ -139,6 +139,13 @@ def _denials(history: Sequence[Signals], _s: list[int], p: StagnationPolicy) -> 
     return (str(streak), {"iterations": streak}) if streak >= p.permission_denials else None
 
 
+def _guard_refusals(history: Sequence[Signals], _s: list[int], p: StagnationPolicy) -> _Found:
+    # An agent that keeps reaching for a protected path is stuck on the path, not
+    # short of a permission: its own detector, at the permission-denials threshold.
+    streak = trailing_streak(history, lambda s: s.guard_refusals > 0)
+    return (str(streak), {"iterations": streak}) if streak >= p.permission_denials else None
+
+
 def _test_fix_loop(history: Sequence[Signals], _s: list[int], p: StagnationPolicy) -> _Found:
     if len(history) < p.window:
         return None
@@ -170,6 +177,7 @@ _DETECTORS = (
     ("identical-errors", _identical_errors),
     ("circular", _circular),
     ("test-fix-loop", _test_fix_loop),
+    ("protected-paths", _guard_refusals),
     ("permission-denials", _denials),
     ("no-progress", _no_progress_streak),
     ("output-decline", _output_decline),

@@ -170,6 +170,7 @@ class WorkspaceProbe:
             output_bytes=process.output.total_bytes,
             output_lines=process.output.total_lines,
             permission_denials=outcome.observation.permission_denials,
+            guard_refusals=outcome.observation.guard_refusals,
             test_files_modified=tests,
             reverts=reverts,
             diff_fingerprint=diff,

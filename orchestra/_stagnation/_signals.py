@@ -74,7 +74,9 @@ class Signals:
         error_fingerprint: The iteration's error, normalized and hashed (None: no error).
         output_bytes: Bytes the executor printed.
         output_lines: Lines the executor printed.
-        permission_denials: Tool uses the agent was refused.
+        permission_denials: Tool uses the agent was refused (Forge's guard apart).
+        guard_refusals: Tool uses Forge's guard refused: the agent reached for a
+            protected path.
         test_files_modified: Modified files matching the test globs.
         reverts: Files whose content returned to what it was after an earlier iteration.
         diff_fingerprint: A hash of the iteration's change set (None: no change).
@@ -106,6 +108,7 @@ class Signals:
     tests_skipped: int = 0
     files: tuple[str, ...] = ()
     tasks_measured: bool = True
+    guard_refusals: int = 0
 
     @property
     def errors(self) -> int:

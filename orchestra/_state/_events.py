@@ -131,6 +131,8 @@ class IterationFinished(Event):
     tokens_cached: int = 0
     session: str | None = None
     pause: float | None = None
+    guard_refusals: int = 0
+    verify_by_hook: bool = False
 
 
 @attrs.frozen(kw_only=True)

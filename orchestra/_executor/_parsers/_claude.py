@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
-from .._limits import detect_limit, is_limit_answer, limit_from_status
+import attrs
+
+from ..._hook_passing import GUARD_REFUSAL
+from .._limits import REJECTED, detect_limit, is_limit_answer, limit_from_status
 from .._observation import ModelTokens, Observation, RateLimitEvent
 from ._common import (
     MAX_DOCUMENT,
@@ -28,10 +33,22 @@ class ClaudeParser(EventParser):
     every message; ``stream-json`` is one event a line. Tokens are the sum over
     ``modelUsage`` when it is there (it counts every model the run used, a
     subagent's included), else the result's ``usage``.
+
+    A call the CLI retried after a 429 is announced by a ``system/api_retry``
+    event with the delay it waits (``retry_delay_ms``, the server's
+    ``retry-after`` when it sent one). The last refusal is not announced (no
+    retry follows it): when the run ends refused by a 429, the last announced
+    delay, counted from when the result was read on ``clock`` (wall-clock
+    epoch seconds), is the limit's reset.
     """
 
-    def __init__(self, output_format: str, done_marker: str) -> None:
+    def __init__(
+        self, output_format: str, done_marker: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
         super().__init__(output_format, done_marker)
+        self._clock = clock
+        self._retry_delay: float | None = None  # seconds, before the last 429 retried
+        self._result_at = 0.0
         self._result: dict[str, Any] | None = None
         # stream-json repeats a message as it grows: count each message's tool_use
         # blocks once, holding only the message being streamed, not every id ever seen.
@@ -40,6 +57,9 @@ class ClaudeParser(EventParser):
         self._tools_before = 0
         self._rate_limit: RateLimitEvent | None = None
         self._session_id: str | None = None
+        # The tool uses Forge's guard denied (their results begin with its words):
+        # the result's permission_denials that are a protection signal instead.
+        self._guarded: set[str] = set()
         # A JSON array (or a pretty-printed object) spans lines: kept whole, bounded.
         self._document = bytearray()
         self._too_big = False
@@ -73,7 +93,7 @@ class ClaudeParser(EventParser):
         is_error = result.get("is_error") is True or subtype != "success"
         final = as_str(result.get("result")) or ""
         tokens_in, tokens_out, cached, models = _claude_tokens(result)
-        denials = result.get("permission_denials")
+        denials, guarded = _split_denials(result.get("permission_denials"), self._guarded)
         error = None
         if is_error:
             errors = result.get("errors")
@@ -91,6 +111,8 @@ class ClaudeParser(EventParser):
         if rate_limit is None and is_error:
             # The API's status for the error (429: a limit, 529: overloaded).
             rate_limit = limit_from_status(result.get("api_error_status"), error or final)
+            if rate_limit is not None and rate_limit.status == REJECTED:
+                rate_limit = _with_reset(rate_limit, self._retry_delay, self._result_at)
         if rate_limit is None and is_error:
             # stderr speaks only for a run that failed: a success stands.
             rate_limit = stderr_limit
@@ -107,7 +129,8 @@ class ClaudeParser(EventParser):
             cost_usd=as_float(result.get("total_cost_usd")),
             cost_reported="total_cost_usd" in result,
             tool_calls=tools,
-            permission_denials=len(denials) if isinstance(denials, list) else 0,
+            permission_denials=denials,
+            guard_refusals=guarded,
             turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
             error=error,
             rate_limit=rate_limit,
@@ -122,6 +145,7 @@ class ClaudeParser(EventParser):
             self._session_id = session
         if kind == "result":
             self._result = event
+            self._result_at = self._clock()
         elif kind == "assistant":
             message = event.get("message")
             if not isinstance(message, dict):
@@ -134,6 +158,12 @@ class ClaudeParser(EventParser):
             for index, block in enumerate(content if isinstance(content, list) else []):
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     self._message_tools.add(as_str(block.get("id")) or f"#{index}")
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            delay = finite_amount(event.get("retry_delay_ms"))
+            if event.get("error_status") == 429 and delay is not None:
+                self._retry_delay = delay / 1000
+        elif kind == "user":
+            self._guarded.update(_guard_refused(event.get("message")))
         elif kind == "rate_limit_event":
             info = event.get("rate_limit_info")
             if isinstance(info, dict) and info.get("status") == "rejected":
@@ -142,6 +172,37 @@ class ClaudeParser(EventParser):
                     resets_at=finite_amount(info.get("resetsAt")),
                     kind=as_str(info.get("rateLimitType")),
                 )
+
+
+def _with_reset(limit: RateLimitEvent, delay: float | None, seen_at: float) -> RateLimitEvent:
+    """The limit, its reset the CLI's retry delay after ``seen_at`` when its message gave none."""
+    if limit.resets_at is not None or delay is None:
+        return limit
+    return attrs.evolve(limit, resets_at=round(seen_at + delay, 3))
+
+
+def _guard_refused(message: Any) -> list[str]:
+    """The ids of the tool uses in a user message whose result is Forge's guard's deny."""
+    content = message.get("content") if isinstance(message, dict) else None
+    found = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        text = block.get("content")
+        if isinstance(text, list):  # a result may be a list of text blocks
+            text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
+        if isinstance(text, str) and text.startswith(GUARD_REFUSAL):
+            found.append(as_str(block.get("tool_use_id")) or "")
+    return found
+
+
+def _split_denials(denials: Any, guarded: set[str]) -> tuple[int, int]:
+    """(the CLI's own permission denials, those that were Forge's guard refusing)."""
+    if not isinstance(denials, list):
+        return 0, 0
+    ids = [as_str(d.get("tool_use_id")) if isinstance(d, dict) else None for d in denials]
+    by_guard = sum(1 for tool_id in ids if tool_id is not None and tool_id in guarded)
+    return len(denials) - by_guard, by_guard
 
 
 def _claude_tokens(
