@@ -199,14 +199,15 @@ def test_the_batch_file_itself_moves_nothing_with_loop_overrides(repo: Repo) -> 
     for name in steps:
         repo.write(f"{name}/README.md", f"{name}\n")
     repo.commit("folders")
+    spins, works = (json.dumps(cmd(repo, name, steps[name])) for name in ("spins", "works"))
     repo.write(
         "forge.toml",
         '[verify]\ncommand = ""\nspecs = []\n[run]\nmax_iterations = 3\n'
         '[rate_limit]\nbackend = "memory"\n[breaker]\non_open = "escalate"\n'
         "[stagnation]\nno_progress = 4\n[stagnation.weights]\nno_files_modified = 0\n"
-        f'[[loop]]\nchange = "spins"\ndir = "spins"\ncmd = {json.dumps(cmd(repo, "spins", steps["spins"]))}\n'
+        f'[[loop]]\nchange = "spins"\ndir = "spins"\ncmd = {spins}\n'
         "[loop.stagnation]\nno_progress = 2\n"
-        f'[[loop]]\nchange = "works"\ndir = "works"\ncmd = {json.dumps(cmd(repo, "works", steps["works"]))}\n'
+        f'[[loop]]\nchange = "works"\ndir = "works"\ncmd = {works}\n'
         "max_iterations = 6\n",
     )
     live = repo.forge("supervise", "--json")
