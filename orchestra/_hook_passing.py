@@ -15,6 +15,10 @@ import os
 
 HOOKS_PASSED = "FORGE_HOOKS_PASSED"
 FROM_EXECUTOR = "--from-executor"
+LOOP_VERIFY = "FORGE_LOOP_VERIFY"
+"""The loop's own ``[verify]`` (JSON), for the Stop hook the executor passes: the
+hook's verdict is the iteration's, so it must verify as the loop would (a
+``[loop.verify]`` override included), not as the working tree's forge.toml says."""
 GUARD_REFUSAL = "Refused by Forge's guard"
 """How the reason of every ``deny`` the PreToolUse hook answers begins (the parser finds it)."""
 

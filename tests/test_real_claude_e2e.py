@@ -175,6 +175,26 @@ def test_forge_supervise_verifies_once_per_iteration(repo: Repo, home: Path) -> 
     assert server.problems == []
 
 
+def test_the_stop_hook_verifies_with_the_loops_own_verify(repo: Repo, home: Path) -> None:
+    # The file's [verify] is not the loop's: its [loop.verify] override is the
+    # one the Stop hook must run, since the hook's verdict is the iteration's.
+    file_counter, file_verify = counting_verify(repo)
+    loop_counter = repo.root.parent / "loop-verify-runs"
+    policy(
+        repo,
+        file_verify + '\n[run]\nmax_iterations = 2\nprompt = "do the task"\n\n'
+        '[[loop]]\nchange = "c"\nexecutor = "claude"\n'
+        f'[loop.verify]\ncommand = "echo loop >> {loop_counter}"\n',
+    )
+    with cli_environment("claude", two_iterations(), home) as (server, env):
+        done = repo.forge("supervise", env=env)
+    assert done.code == 0, done
+    assert runs_of(loop_counter) == 2
+    assert runs_of(file_counter) == 0
+    assert [e["verify_by_hook"] for e in finished(repo)] == [True, True]
+    assert server.problems == []
+
+
 @pytest.mark.parametrize(
     "command", [("run", "--change", "c", "--executor", "claude"), ("supervise", "--dry-run")]
 )

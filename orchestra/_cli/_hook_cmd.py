@@ -11,10 +11,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._hook_passing import stands_aside
+from .._hook_passing import LOOP_VERIFY, stands_aside
 from .._secscan import output_redactor
 from .._state import ChangePaths
 from .._verify import (
@@ -26,11 +26,14 @@ from .._verify import (
     run_verify,
 )
 from .._workspace import default_change, find_project, tree_state
-from ._common import policy_from
+from ._common import flag_layer, policy_from
 from ._console import Output
 from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusal_lines, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
 from ._trio_run import run_interruptible
+
+if TYPE_CHECKING:
+    from .._policy import Layer
 
 ESCALATE = "escalate: a human should review before continuing"
 # Claude Code shows a hook's stderr to the user, without blocking, on this code.
@@ -100,7 +103,7 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         # Nothing a retry can change: let the agent stop and say who acts next.
         message = f"forge: {gate_detail(before)} for change {change!r} — {ESCALATE}"
         return _answer(out, {"systemMessage": message}, note=message)
-    policy = policy_from(project, (), args).policy
+    policy = policy_from(project, _loop_verify(args), args).policy
     tree = tree_state(project.root)
     redact = output_redactor(policy.secscan, root=project.root)
     grace = policy.run.grace.seconds
@@ -115,6 +118,20 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         return _answer(out, {"systemMessage": message}, note=message)
     reason = f"forge verify: Verdict: FAIL. {line}\n{failure_summary(report)}"
     return _answer(out, {"decision": "block", "reason": reason})
+
+
+def _loop_verify(args: argparse.Namespace) -> list[Layer]:
+    """Inside a Forge loop, the loop's own ``[verify]``: the verdict is its iteration's."""
+    text = os.environ.get(LOOP_VERIFY) if args.from_executor else None
+    if not text:
+        return []
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{LOOP_VERIFY} is not JSON: {exc}") from exc
+    if not isinstance(table, dict):
+        raise UsageError(f"{LOOP_VERIFY} is not a [verify] table")
+    return [flag_layer(f"the loop's [verify] ({LOOP_VERIFY})", "verify", table)]
 
 
 def _change_paths(root: Path, change: str) -> ChangePaths:

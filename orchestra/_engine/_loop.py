@@ -15,6 +15,7 @@ so many loops share one trio thread without stalling each other.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from functools import partial
@@ -27,7 +28,8 @@ import trio
 from .._circuit import HALF_OPEN, OPEN
 from .._errors import StateError
 from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
-from .._policy import Policy
+from .._hook_passing import LOOP_VERIFY
+from .._policy import Policy, policy_as_dict
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
@@ -329,10 +331,13 @@ class _Loop:
         await _in_thread(self._before_executor, number)
         strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
         self.progress.recovery = strategy.describe() if strategy is not None else ""
+        context = self.plan.context(number, strategy)
+        if self.plan.executor.verifies_at_stop:
+            context = attrs.evolve(context, extra_env=(*context.extra_env, self._loop_verify()))
         try:
             outcome = await run_iteration(
                 self.plan.executor,
-                self.plan.context(number, strategy),
+                context,
                 time_limit=self.plan.time_limit,
                 grace=self.plan.grace,
                 done_marker=self.plan.done_marker,
@@ -408,6 +413,11 @@ class _Loop:
             self.hook_attempts = read_breaker(self.plan.paths).after.total_attempts
         if self.plan.integrity is not None:
             self.plan.integrity.arm()
+
+    def _loop_verify(self) -> tuple[str, str]:
+        """The loop's ``[verify]``, for the Stop hook whose verdict is the iteration's."""
+        table = policy_as_dict(self.policy)["verify"]
+        return LOOP_VERIFY, json.dumps({k: v for k, v in table.items() if v is not None})
 
     def _hook_verdict(self) -> str | None:
         """The verdict the executor's Stop hook recorded during the iteration, if it did."""
