@@ -289,7 +289,11 @@ def test_a_project_executor_overrides_the_shipped_one(repo: Repo) -> None:
     done = run(repo, "--change", "c", "--executor", "claude", "--yes")
     assert done.code == 0
     shipped = run(repo, "--change", "c", "--executor", "codex")
-    assert "  executor: codex: codex exec --json '' --sandbox workspace-write" in shipped.lines
+    # The shipped codex passes Forge's guard hook (shown as <forge hooks>) before its sandbox.
+    assert (
+        "  executor: codex: codex exec --json '' '<forge hooks>' --sandbox workspace-write"
+        in shipped.lines
+    )
 
 
 def test_no_executor_is_a_usage_error(repo: Repo) -> None:
