@@ -63,10 +63,32 @@ def forge_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@attrs.frozen
+class Supervised:
+    """A ``forge supervise`` a test ran to its end: where, and with what environment."""
+
+    cwd: Path
+    env: dict[str, str] | None
+    args: tuple[str, ...]
+
+
+# The batches this test ran, for the check that their replay moves nothing (conftest).
+SUPERVISED: list[Supervised] = []
+
+
 def run_forge(
     args: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Completed:
     """Run the installed ``forge`` console script, as a user would."""
+    completed = _run_forge(args, cwd=cwd, env=env, timeout=timeout)
+    if args and args[0] == "supervise" and completed.code in (0, 1):
+        SUPERVISED.append(Supervised(cwd, env, tuple(args)))
+    return completed
+
+
+def _run_forge(
+    args: Sequence[str], *, cwd: Path, env: dict[str, str] | None, timeout: float
+) -> Completed:
     done = subprocess.run(
         [str(FORGE), *args],
         cwd=cwd,

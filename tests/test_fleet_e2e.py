@@ -694,7 +694,12 @@ def test_a_host_cut_off_from_the_server_stops_its_executor_before_the_lease_runs
         wait_for(began.exists, what="the executor under way")
         redis_server.stop()
         down_at = time.time()
-        wait_for(died.exists, timeout=lease + grace + 5, what="the executor stopped")
+        # The shell creates the file before `date` writes into it: wait for the time itself.
+        wait_for(
+            lambda: died.exists() and died.read_text().strip() != "",
+            timeout=lease + grace + 5,
+            what="the executor stopped",
+        )
         stopped_at = float(died.read_text())
         # Its lease was last renewed before the server went: SIGTERM came early enough
         # for the grace to pass (SIGKILL) before the lease could lapse.

@@ -18,7 +18,7 @@ import attrs
 from .._policy import Policy
 from .._state import Event, IterationFinished, RunStopped
 from ._record import IterationRecord
-from ._replay import Replay, replay
+from ._replay import Replay, ReplayStep, replay
 
 
 @attrs.frozen
@@ -129,6 +129,8 @@ def what_if(
         ),
         None,
     )
+    if ended is None and run_id is not None and not steps:
+        ended = _done_before(result, run_id)
     ending_now = None
     if ended is not None and ended.ending is not None:
         # An ending before an iteration comes after the one before it.
@@ -157,6 +159,21 @@ def what_if(
         tokens_saved=sum(r.tokens for r in unreached),
         cost_saved=sum(r.cost_usd for r in unreached),
         done_then=last_stop is not None and last_stop.reason == "done",
+    )
+
+
+def _done_before(result: Replay, run_id: str) -> ReplayStep | None:
+    """A run that ran nothing because the loop was done: the replay's done, if it was done too.
+
+    A loop that finished in an earlier run does nothing in the next one; the
+    candidate agrees when its replay of the earlier runs ends done as well.
+    """
+    earlier = [s for s in result.steps if s.ending is not None and s.record.run_id != run_id]
+    last = earlier[-1] if earlier else None
+    return (
+        last
+        if last is not None and last.ending is not None and last.ending.reason == "done"
+        else None
     )
 
 
