@@ -94,28 +94,8 @@ class ClaudeParser(EventParser):
         final = as_str(result.get("result")) or ""
         tokens_in, tokens_out, cached, models = _claude_tokens(result)
         denials, guarded = _split_denials(result.get("permission_denials"), self._guarded)
-        error = None
-        if is_error:
-            errors = result.get("errors")
-            listed = (
-                "; ".join(as_str(e) or json.dumps(e) for e in errors)
-                if isinstance(errors, list)
-                else ""
-            )
-            error = clip(final or listed or f"claude ended with subtype {subtype}")
-        rate_limit = self._rate_limit
-        if rate_limit is None and (is_error or is_limit_answer(final)):
-            # Some releases end a refused run with subtype success and the limit
-            # as the whole answer: that answer is read for it too.
-            rate_limit = detect_limit(error or final)
-        if rate_limit is None and is_error:
-            # The API's status for the error (429: a limit, 529: overloaded).
-            rate_limit = limit_from_status(result.get("api_error_status"), error or final)
-            if rate_limit is not None and rate_limit.status == REJECTED:
-                rate_limit = _with_reset(rate_limit, self._retry_delay, self._result_at)
-        if rate_limit is None and is_error:
-            # stderr speaks only for a run that failed: a success stands.
-            rate_limit = stderr_limit
+        error = _error_text(result, final, subtype) if is_error else None
+        rate_limit = self._limit(result, is_error, error or final, stderr_limit)
         if rate_limit is not None and error is None:
             error = clip(final)
             is_error = True
@@ -138,6 +118,28 @@ class ClaudeParser(EventParser):
             models=models,
             session_id=as_str(result.get("session_id")) or self._session_id,
         )
+
+    def _limit(
+        self,
+        result: dict[str, Any],
+        is_error: bool,
+        text: str,
+        stderr_limit: RateLimitEvent | None,
+    ) -> RateLimitEvent | None:
+        """The provider limit the run ended on, if it did (``text``: its error, or its answer)."""
+        if self._rate_limit is not None:
+            return self._rate_limit
+        # Some releases end a refused run with subtype success and the limit as
+        # the whole answer: that answer is read for it too.
+        if (is_error or is_limit_answer(text)) and (limit := detect_limit(text)) is not None:
+            return limit
+        if not is_error:
+            return None  # stderr speaks only for a run that failed: a success stands
+        # The API's status for the error (429: a limit, 529: overloaded).
+        limit = limit_from_status(result.get("api_error_status"), text)
+        if limit is not None and limit.status == REJECTED:
+            return _with_reset(limit, self._retry_delay, self._result_at)
+        return limit if limit is not None else stderr_limit
 
     def _take(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -203,6 +205,15 @@ def _split_denials(denials: Any, guarded: set[str]) -> tuple[int, int]:
     ids = [as_str(d.get("tool_use_id")) if isinstance(d, dict) else None for d in denials]
     by_guard = sum(1 for tool_id in ids if tool_id is not None and tool_id in guarded)
     return len(denials) - by_guard, by_guard
+
+
+def _error_text(result: dict[str, Any], final: str, subtype: str) -> str:
+    """What a failed run says went wrong: its answer, its listed errors, or its subtype."""
+    errors = result.get("errors")
+    listed = (
+        "; ".join(as_str(e) or json.dumps(e) for e in errors) if isinstance(errors, list) else ""
+    )
+    return clip(final or listed or f"claude ended with subtype {subtype}")
 
 
 def _claude_tokens(
