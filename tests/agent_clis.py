@@ -9,6 +9,7 @@ A test never skips for want of them: without npm it fails saying what to install
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -16,12 +17,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orchestra._errors import ForgeError
 from orchestra._scripted import Script, ScriptedServer, profile_for
 from orchestra._scripted._install import bin_dir, install, proven_clis
+
+from .support import Repo
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 CLI_FOLDER = REPOSITORY / ".venv" / "agent-clis"
@@ -68,3 +72,15 @@ def cli_environment(
             [str(folder), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
         )
         yield server, env
+
+
+def events(repo: Repo, change: str = "c", kind: str | None = None) -> list[dict[str, Any]]:
+    """The change's timeline events (of one ``kind``, when named), in order."""
+    timeline = repo.change_dir(change) / "timeline.jsonl"
+    every = [json.loads(line) for line in timeline.read_text().splitlines()]
+    return [event for event in every if kind is None or event["event"] == kind]
+
+
+def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
+    """The change's ``iteration.finished`` events."""
+    return events(repo, change, "iteration.finished")

@@ -12,12 +12,10 @@ own ``stream-json`` is what Forge's parser reads.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -34,7 +32,7 @@ from orchestra._scripted import (
     WriteFile,
 )
 
-from .agent_clis import cli_environment, proven_version
+from .agent_clis import cli_environment, events, finished, proven_version
 from .support import Completed, Repo
 
 FAST = '[rate_limit]\nbackend = "memory"\ncalls = 1000\nwindow = "1m"\n'
@@ -43,15 +41,6 @@ FAST = '[rate_limit]\nbackend = "memory"\ncalls = 1000\nwindow = "1m"\n'
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def events(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
-    timeline = repo.change_dir(change) / "timeline.jsonl"
-    return [json.loads(line) for line in timeline.read_text().splitlines()]
-
-
-def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
-    return [e for e in events(repo, change) if e["event"] == "iteration.finished"]
 
 
 def run(repo: Repo, env: dict[str, str], *args: str) -> Completed:

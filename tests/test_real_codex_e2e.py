@@ -33,7 +33,7 @@ from orchestra._scripted import (
     WriteFile,
 )
 
-from .agent_clis import cli_environment
+from .agent_clis import cli_environment, events, finished
 from .support import Completed, Repo
 
 PROMPT = "add hello.txt; print FORGE_DONE when none is left"
@@ -63,15 +63,6 @@ def forge_run(repo: Repo, env: dict[str, str], *args: str) -> Completed:
     return repo.forge(
         "run", "--change", "c", "--executor", "codex", "--prompt", PROMPT, "--yes", *args, env=env
     )
-
-
-def events(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
-    timeline = repo.change_dir(change) / "timeline.jsonl"
-    return [json.loads(line) for line in timeline.read_text().splitlines()]
-
-
-def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
-    return [e for e in events(repo, change) if e["event"] == "iteration.finished"]
 
 
 def stopped(repo: Repo, change: str = "c") -> dict[str, Any]:

@@ -18,7 +18,6 @@ starts (2-4 s).
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,7 +38,7 @@ from orchestra._scripted import (
 )
 from orchestra._scripted._gemini import quota_error
 
-from .agent_clis import cli_environment, proven_version
+from .agent_clis import cli_environment, events, finished, proven_version
 from .support import Completed, Repo
 
 FLASH = "gemini-3.8-flash"  # where the release's router sends a simple task
@@ -76,18 +75,6 @@ def run(repo: Repo, env: dict[str, str], *args: str) -> Completed:
     return repo.forge(
         "run", "--change", "c", "--executor", "gemini", "--prompt", "work", "--yes", *args, env=env
     )
-
-
-def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
-    timeline = repo.change_dir(change) / "timeline.jsonl"
-    events = [json.loads(line) for line in timeline.read_text().splitlines()]
-    return [event for event in events if event["event"] == "iteration.finished"]
-
-
-def events_of(repo: Repo, kind: str, change: str = "c") -> list[dict[str, Any]]:
-    timeline = repo.change_dir(change) / "timeline.jsonl"
-    events = [json.loads(line) for line in timeline.read_text().splitlines()]
-    return [event for event in events if event["event"] == kind]
 
 
 def tool_results(server: ScriptedServer, request: int) -> tuple[str, ...]:
@@ -214,7 +201,7 @@ def test_a_write_to_a_frozen_file_is_restored_after_the_iteration(
     assert "run: STOPPED after 1 iteration(s) — gate-open" in done.lines, done
     assert "  gate:   integrity" in done.lines, done
     assert (repo.root / "forge.toml").read_text() == original
-    assert len(events_of(repo, "protect.violation")) == 1
+    assert len(events(repo, kind="protect.violation")) == 1
     assert server.problems == []
 
 
