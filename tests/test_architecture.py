@@ -5,7 +5,7 @@ Code in ``orchestra/`` may import a subpackage (``orchestra._policy``, its
 private module inside a package it is not part of (``orchestra._policy._load``
 from ``orchestra._supervise``): what one part uses of another is re-exported by
 that part's facade, so a part can be reorganized behind it. The same holds one
-level down (``orchestra._protect._shell``'s modules are for it alone). Tests
+level down (``orchestra._guard._shell``'s modules are for it alone). Tests
 may import private modules; the rule is for the package only.
 """
 
@@ -97,11 +97,12 @@ def test_the_rule_sees_what_it_must() -> None:
     assert reaches_in("orchestra._loop", "orchestra._protect._check")
     assert reaches_in("orchestra._supervise._trips", "orchestra._protect._check")
     assert reaches_in("orchestra.__main__", "orchestra._cli._entry")
-    assert reaches_in("orchestra._protect._check", "orchestra._protect._shell._parse")
-    assert reaches_in("orchestra._protect", "orchestra._protect._shell._parse")
-    assert not reaches_in("orchestra._protect._shell._harm", "orchestra._protect._spec")
-    assert not reaches_in("orchestra._protect._shell", "orchestra._protect._shell._parse")
-    assert not reaches_in("orchestra._protect", "orchestra._protect._shell")
+    assert reaches_in("orchestra._guard._wrapper", "orchestra._guard._shell._parse")
+    assert reaches_in("orchestra._guard", "orchestra._guard._shell._parse")
+    assert not reaches_in("orchestra._guard._shell._harm", "orchestra._guard._wrapper")
+    assert reaches_in("orchestra._guard._shell._harm", "orchestra._protect._spec")
+    assert not reaches_in("orchestra._guard._shell", "orchestra._guard._shell._parse")
+    assert not reaches_in("orchestra._guard", "orchestra._guard._shell")
     assert not reaches_in("orchestra._loop", "orchestra._protect")
     assert not reaches_in("orchestra._cli._hooks", "orchestra._project_root")
     assert not reaches_in("orchestra._cli._hooks", "collections.abc")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestra._protect import Refusal, analyse_command, check_file_write
+from orchestra._guard import Refusal, analyse_command, check_file_write
 from orchestra._protect._spec import ProtectSpec, forge_state_entries
 
 SPEC = ProtectSpec(

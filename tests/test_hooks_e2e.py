@@ -223,7 +223,7 @@ def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
     # Warm the protect cache first: the cold path may load the full policy.
     assert pre_tool_use(project, "Bash", {"command": "ls"}).code == 0
     imported = modules_after_pre_tool_use(project, "Bash", {"command": "ls"})
-    assert "orchestra._protect._shell._evaluate" in imported  # the command was analysed
+    assert "orchestra._guard._shell._evaluate" in imported  # the command was analysed
     heavy = {"trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml", "pathlib"}
     # Nor the loop's side of protection, nor the policy and state packages.
     heavy |= {"orchestra._protect._check", "orchestra._policy", "orchestra._state"}
@@ -231,7 +231,7 @@ def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
     # A tool that writes nothing does not even load the shell analyser.
     reading = modules_after_pre_tool_use(project, "Read", {"file_path": "src/app.py"})
     assert "orchestra._protect._config" in reading
-    assert not {"orchestra._protect._shell", *heavy} & reading
+    assert not {"orchestra._guard._shell", *heavy} & reading
 
 
 def test_stop_lets_a_passing_change_stop(project: Repo) -> None:

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from orchestra._executor._shell_guard import shell_guard_environment
+from orchestra._guard._wrapper import shell_guard_environment
 
 from .support import Repo
 

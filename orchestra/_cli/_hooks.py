@@ -28,7 +28,7 @@ from .._protect import load_spec
 
 TYPE_CHECKING = False  # not typing's: this module runs on every tool call
 if TYPE_CHECKING:
-    from .._protect import Refusal
+    from .._guard import Refusal
 
 EXIT_ALLOW = 0
 EXIT_REFUSE = 2
@@ -92,7 +92,7 @@ def _guard_args(args: list[str]) -> tuple[str | None, str | None, str | None] | 
 
 def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[Refusal]:
     """Why ``command``, run in ``cwd``, would harm the project's protected paths."""
-    from .._protect import analyse_command
+    from .._guard import analyse_command
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
     return analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
@@ -167,7 +167,7 @@ def pre_tool_use(payload: str) -> int:
 
 def _file_write(tool: str, target: str, *, cwd: str) -> int:
     """Refuse a file tool's write of a frozen path."""
-    from .._protect import check_file_write
+    from .._guard import check_file_write
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
     refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))

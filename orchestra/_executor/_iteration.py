@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 
+from .._guard import shell_guard_environment
 from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
 from .._redact import Redact
 from ._definition import Executor
@@ -16,7 +17,6 @@ from ._observation import Observation
 from ._parsers import make_parser
 from ._pricing import estimate_cost, unpriced_models
 from ._report import ExecutorReport, read_report
-from ._shell_guard import shell_guard_environment
 
 
 @attrs.frozen

@@ -1,11 +1,11 @@
 """Protected paths: what an agent must not destroy, checked before and after it acts.
 
-Two sides. The agent hooks (``forge guard``, ``forge hook pre-tool-use``) run
-on every tool call of an agent and ask, before anything runs, whether a shell
-command or a file write would harm a protected path: :mod:`._spec` (the
-protected paths), :mod:`._config` (the project's lists, cached) and the shell
-analyser in :mod:`._shell`. They import only the standard library's cheapest
-parts. The loop's side, after the agent acted, takes manifests
+Two sides. The agent hooks (``forge guard``, ``forge hook pre-tool-use``, in
+``orchestra._guard``) run on every tool call of an agent and ask, before
+anything runs, whether a shell command or a file write would harm a
+protected path; they read :mod:`._spec` (the protected paths) and
+:mod:`._config` (the project's lists, cached) from here, and import only the
+standard library's cheapest parts. The loop's side, after the agent acted, takes manifests
 (:mod:`._manifest`), compares them (:mod:`._diff`), restores what was harmed
 (:mod:`._restore`) and judges the iteration (:mod:`._check`); it may import
 anything.
@@ -26,10 +26,10 @@ _EXPORTS = {
     "INTEGRITY": "._check",
     "IntegrityCheck": "._check",
     "IntegrityReport": "._check",
+    "EXIST": "._spec",
+    "FROZEN": "._spec",
+    "Entry": "._spec",
     "ProtectSpec": "._spec",
-    "Refusal": "._shell",
-    "analyse_command": "._shell",
-    "check_file_write": "._shell",
     "integrity_check": "._check",
     "load_spec": "._config",
 }
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from ._check import IntegrityReport as IntegrityReport
     from ._check import integrity_check as integrity_check
     from ._config import load_spec as load_spec
-    from ._shell import Refusal as Refusal
-    from ._shell import analyse_command as analyse_command
-    from ._shell import check_file_write as check_file_write
+    from ._spec import EXIST as EXIST
+    from ._spec import FROZEN as FROZEN
+    from ._spec import Entry as Entry
     from ._spec import ProtectSpec as ProtectSpec
 
 

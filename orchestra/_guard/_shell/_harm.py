@@ -32,14 +32,14 @@ import os
 import re
 import stat
 
-from .._spec import EXIST, FROZEN
+from ..._protect import EXIST, FROZEN
 from ._words import GLOB_CHARS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from .._spec import Entry
+    from ..._protect import Entry
     from ._state import Analysis, Arg, State
 
 ALL = (EXIST, FROZEN)

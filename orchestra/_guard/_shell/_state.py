@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import TypeAlias
 
-    from .._spec import ProtectSpec
+    from ..._protect import ProtectSpec
 
     # A command's rule: (analysis, its name, its arguments, the state, its stdin texts).
     Handler: TypeAlias = Callable[["Analysis", str, list["Arg"], "State", list[str]], None]

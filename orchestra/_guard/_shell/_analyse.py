@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .._spec import ProtectSpec
+    from ..._protect import ProtectSpec
 
 
 def analyse_command(

@@ -1,0 +1,46 @@
+"""The guard: what refuses an agent's command before it runs.
+
+Forge's first line of defence, asked on every tool call of an agent: the
+shell analyser (:mod:`._shell`) reads a command line as a shell would and
+says which protected paths it would delete, overwrite or move; a file write
+is checked the same way. The hooks (``forge guard``, ``forge hook
+pre-tool-use``, in ``orchestra._cli._hooks``) ask it for the CLIs that take
+hooks (Claude Code, Codex); for a CLI that takes none (Gemini CLI),
+:mod:`._wrapper` puts a ``bash`` of Forge's in front of the agent's shell.
+The protected paths themselves are ``orchestra._protect``'s.
+
+Names are resolved on first use: a hook importing this facade pays only for
+the modules behind the names it asks for.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Not typing's: importing typing costs more than the agent hooks' whole check.
+# Type checkers treat a module-level TYPE_CHECKING as True all the same.
+TYPE_CHECKING = False
+
+_EXPORTS = {
+    "Refusal": "._shell",
+    "analyse_command": "._shell",
+    "check_file_write": "._shell",
+    "shell_guard_environment": "._wrapper",
+}
+
+if TYPE_CHECKING:
+    from ._shell import Refusal as Refusal
+    from ._shell import analyse_command as analyse_command
+    from ._shell import check_file_write as check_file_write
+    from ._wrapper import shell_guard_environment as shell_guard_environment
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(_EXPORTS)
