@@ -23,6 +23,19 @@ GUARD_REFUSAL = "Refused by Forge's guard"
 """How the reason of every ``deny`` the PreToolUse hook answers begins (the parser finds it)."""
 
 
+def forge_command() -> str:
+    """This very Forge as a shell command, for the hooks and the guard an agent's CLI runs.
+
+    ``-I`` (isolated mode) keeps the agent's working directory off the module
+    path: a folder named ``orchestra`` in the tree must never stand in for
+    Forge's guard (nor ``PYTHON*`` variables in the agent's environment).
+    """
+    import shlex  # only the executor side builds it; the hooks never do
+    import sys
+
+    return f"{shlex.quote(sys.executable)} -I -m orchestra"
+
+
 def stands_aside(from_executor: bool) -> bool:
     """Whether this hook run is a duplicate: the executor passed Forge's hooks itself."""
     return not from_executor and os.environ.get(HOOKS_PASSED) == "1"

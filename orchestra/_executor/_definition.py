@@ -18,7 +18,6 @@ import os
 import re
 import shlex
 import string
-import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ import attrs
 
 from .._durations import Duration
 from .._errors import ConfigError
-from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED
+from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED, forge_command
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
 
@@ -340,7 +339,7 @@ def claude_hook_settings() -> dict[str, Any]:
     work whatever the agent's ``PATH``; marked as the executor's, they run
     while the project's own copies stand aside.
     """
-    forge = f"{shlex.quote(sys.executable)} -m orchestra"
+    forge = forge_command()
     return {
         "hooks": {
             "PreToolUse": [
@@ -375,9 +374,7 @@ def codex_hook_override() -> str:
     blocks the call and hands its stderr to the model. The value is TOML:
     a JSON string is a valid TOML basic string.
     """
-    command = json.dumps(
-        f"{shlex.quote(sys.executable)} -m orchestra hook pre-tool-use {FROM_EXECUTOR}"
-    )
+    command = json.dumps(f"{forge_command()} hook pre-tool-use {FROM_EXECUTOR}")
     return (
         'hooks.PreToolUse=[{matcher="^(Bash|apply_patch)$", '
         f'hooks=[{{type="command", command={command}}}]}}]'

@@ -22,17 +22,39 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from .._hook_passing import forge_command
 
 _FOLDER = "shell-guard"
 
 _TEMPLATE = """#!/bin/sh
 # Written by Forge for this change's executor: the guard checks what `bash -c`
-# would run, then the real bash runs it. Refused: exit 2, the reasons on stderr.
-if [ "$1" = "-c" ] && [ $# -ge 2 ]; then
-  printf '%s' "$2" | {forge} guard --stdin || exit 2
+# would run (-c alone or in a cluster such as -lc, after any other options),
+# then the real bash runs it. Refused: exit 2, the reasons on stderr. A guard
+# that cannot run refuses too: a broken guard must never let a command through.
+command_mode=0
+command=
+skip=0
+for arg do
+  if [ "$skip" -eq 1 ]; then skip=0; continue; fi
+  case $arg in
+    --rcfile|--init-file) skip=1 ;;
+    --*) ;;
+    -o|+o|-O|+O) skip=1 ;;
+    -*c*) command_mode=1 ;;
+    -*|+*) ;;
+    *) command=$arg; break ;;
+  esac
+done
+if [ "$command_mode" -eq 1 ]; then
+  printf '%s' "$command" | {forge} guard --stdin
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    [ "$status" -eq 2 ] || echo "forge: the guard could not run (exit $status): refused" >&2
+    exit 2
+  fi
 fi
 exec {bash} "$@"
 """
@@ -57,7 +79,7 @@ def shell_guard_environment(state_dir: Path, environment: Mapping[str, str]) -> 
         return {}
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "bash"
-    forge = f"{shlex.quote(sys.executable)} -m orchestra"
+    forge = forge_command()
     text = _TEMPLATE.format(forge=forge, bash=shlex.quote(bash))
     if not script.is_file() or script.read_text(encoding="utf-8") != text:
         temporary = folder / "bash.tmp"
