@@ -108,7 +108,15 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
     redact = output_redactor(policy.secscan, root=project.root)
     grace = policy.run.grace.seconds
     report = run_interruptible(run_verify, project.root, policy.verify, grace, redact)
-    update = record_attempt(paths, report, max_failures=policy.verify.max_failures, tree=tree)
+    from .._policy import verify_digest
+
+    update = record_attempt(
+        paths,
+        report,
+        max_failures=policy.verify.max_failures,
+        tree=tree,
+        checks=verify_digest(policy),
+    )
     previous = update.before.consecutive_failures if report.passed else 0
     line = breaker_line(update.after, change, previous_streak=previous)
     if report.passed:

@@ -29,7 +29,7 @@ from .._circuit import HALF_OPEN, OPEN
 from .._errors import StateError
 from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
 from .._hook_passing import LOOP_VERIFY
-from .._policy import Policy, policy_as_dict
+from .._policy import Policy, policy_as_dict, verify_digest
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
@@ -420,11 +420,24 @@ class _Loop:
         return LOOP_VERIFY, json.dumps({k: v for k, v in table.items() if v is not None})
 
     def _hook_verdict(self) -> str | None:
-        """The verdict the executor's Stop hook recorded during the iteration, if it did."""
+        """The verdict the executor's Stop hook recorded during the iteration, if it stands.
+
+        It stands for the iteration only when it was reached during it, under
+        the loop's own ``[verify]``, on the tree the iteration ended with: a
+        verdict on an earlier tree (the agent edited on after its stop, or was
+        cut short) or under other checks is no verdict of this iteration, and
+        the loop verifies itself.
+        """
         if not self.plan.executor.verifies_at_stop:
             return None
         breaker = read_breaker(self.plan.paths).after
         if breaker.total_attempts <= self.hook_attempts or breaker.last_verdict is None:
+            return None
+        if breaker.last_checks != verify_digest(self.policy):
+            return None
+        status = self.status
+        tree = tree_state_from(status) if status is not None else tree_state(self.plan.workdir)
+        if tree.fingerprint is None or breaker.last_tree != tree.fingerprint:
             return None
         return breaker.last_verdict
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ._dump import commented_toml as commented_toml
     from ._dump import policy_as_dict as policy_as_dict
     from ._dump import policy_as_toml as policy_as_toml
+    from ._dump import verify_digest as verify_digest
     from ._fields import FieldError as FieldError
     from ._jsonschema import SCHEMA_FILE as SCHEMA_FILE
     from ._jsonschema import policy_json_schema as policy_json_schema
@@ -67,6 +68,7 @@ if not TYPE_CHECKING:
                 "commented_toml",
                 "policy_as_dict",
                 "policy_as_toml",
+                "verify_digest",
             ),
             "._fields": ("FieldError",),
             "._jsonschema": (

@@ -11,6 +11,20 @@ from ._converter import POLICY_CONVERTER
 from ._model import Policy, is_table
 
 
+def verify_digest(policy: Policy) -> str:
+    """A short digest of the policy's ``[verify]``: which checks a verdict was reached under.
+
+    A Stop hook's verdict stands for a loop's iteration only when it was
+    reached under the loop's own checks, whatever told the hook what they were.
+    """
+    import hashlib
+    import json
+
+    table = POLICY_CONVERTER.unstructure(policy.verify)
+    text = json.dumps(table, sort_keys=True, default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
     """The policy as plain data (durations as strings; unset values as None), for JSON."""
     data: dict[str, Any] = POLICY_CONVERTER.unstructure(policy)

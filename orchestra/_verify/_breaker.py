@@ -41,6 +41,8 @@ class VerifyAttempts:
     reset_at: str | None = None
     last_commit: str | None = None
     last_tree: str | None = None
+    # The digest of the [verify] the last verdict was reached under (a Stop hook's).
+    last_checks: str | None = None
 
     @property
     def gate_open(self) -> bool:

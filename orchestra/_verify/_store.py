@@ -43,9 +43,17 @@ class BreakerUpdate:
 
 
 def record_attempt(
-    paths: ChangePaths, report: VerifyReport, *, max_failures: int, tree: TreeState
+    paths: ChangePaths,
+    report: VerifyReport,
+    *,
+    max_failures: int,
+    tree: TreeState,
+    checks: str | None = None,
 ) -> BreakerUpdate:
-    """Fold a verify report into the change's breaker and log it to the timeline."""
+    """Fold a verify report into the change's breaker and log it to the timeline.
+
+    ``checks`` is the digest of the ``[verify]`` the verdict was reached under.
+    """
     with exclusive_lock(paths.lock):
         before, corrupt = load_verify_locked(paths)
         after = record_verdict(
@@ -56,6 +64,7 @@ def record_attempt(
             commit=tree.commit,
             tree=tree.fingerprint,
         )
+        after = attrs.evolve(after, last_checks=checks)
         save_state(paths.verify_attempts, after)
         append_event(paths.timeline, paths.name, verify_event(report, after))
     return BreakerUpdate(before=before, after=after, corrupt=corrupt)
