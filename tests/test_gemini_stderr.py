@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from orchestra._executor._parsers import GeminiParser
-from orchestra._executor._parsers._common import json_objects
+from orchestra._executor._parsers._common import last_json_object
 
 RETRIED_503 = """\
 Attempt 1 failed with status 503. Retrying with backoff... _ApiError: \
@@ -86,14 +86,24 @@ def test_the_last_error_on_stderr_wins() -> None:
     assert seen.rate_limit.status == "overloaded"
 
 
-def test_json_objects_skips_what_is_not_json() -> None:
+def test_the_last_wanted_object_is_found_looking_back() -> None:
     text = 'x {not: json} {"a": {"b": 1}} { status: 503 } {"c": 2} {"d"'
-    assert json_objects(text) == [{"a": {"b": 1}}, {"c": 2}]
-    assert json_objects('{"n": 1} ' * 10, limit=3) == [{"n": 1}] * 3
+    assert last_json_object(text, lambda found: "a" in found) == {"a": {"b": 1}}
+    assert last_json_object(text, lambda found: "c" in found) == {"c": 2}
+    assert last_json_object(text, lambda found: "z" in found) is None
+    # Bounded: only so many braces are tried, from the end.
+    assert last_json_object('{"n": 1}' + " {x" * 10, lambda found: True, attempts=5) is None
 
 
-def test_json_objects_tries_a_bounded_number_of_braces() -> None:
-    # Each failed try may read to the end of the text: the tries are counted.
-    text = "{x} {y} " + '{"a": 1}'
-    assert json_objects(text) == [{"a": 1}]
-    assert json_objects(text, attempts=2) == []
+def test_the_last_error_wins_however_long_the_stderr_before_it() -> None:
+    from orchestra._executor._parsers import make_parser
+
+    dump = "cause: { code: 503, status: 'UNAVAILABLE', config: { headers: {} } }\n" * 150
+    retried = '_ApiError: {"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}\n'
+    final = '{"error": {"type": "Error", "message": "quota", "code": 429}}\n'
+    parser = make_parser("gemini-json", "FORGE_DONE")
+    parser.feed_stderr((dump + retried * 70 + dump + final).encode())
+    observation = parser.finish()
+    assert observation.error == "quota"
+    assert observation.rate_limit is not None
+    assert observation.rate_limit.status == "rejected"

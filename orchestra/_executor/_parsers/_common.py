@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .._observation import Observation
@@ -201,28 +202,27 @@ def first_object(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def json_objects(text: str, limit: int = 64, attempts: int = 256) -> list[dict[str, Any]]:
-    """The JSON objects in ``text``, in order, whatever comes between them.
+def last_json_object(
+    text: str, wanted: Callable[[dict[str, Any]], bool], attempts: int = 256
+) -> dict[str, Any] | None:
+    """The last JSON object in ``text`` that is ``wanted``, looking back from the end.
 
-    A ``{`` that starts no JSON value (a JavaScript object dump, a brace in a
-    message) is skipped; an object inside one that parsed is not listed apart.
-    Bounded: at most ``limit`` objects, and ``attempts`` braces tried (each
-    failed try may read to the end of ``text``).
+    What a CLI exits with comes last, after any number of dumps and retried
+    errors: the search starts at the last ``{`` and goes back, trying at most
+    ``attempts`` braces, so a long stderr never hides its final error.
     """
     decoder = json.JSONDecoder()
-    found: list[dict[str, Any]] = []
-    start = text.find("{")
-    while start != -1 and len(found) < limit and attempts > 0:
+    start = text.rfind("{")
+    while start != -1 and attempts > 0:
         attempts -= 1
         try:
-            value, end = decoder.raw_decode(text, start)
+            value, _ = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        start = text.find("{", end)
-    return found
+            value = None
+        if isinstance(value, dict) and wanted(value):
+            return value
+        start = text.rfind("{", 0, start)
+    return None
 
 
 def as_int(value: object) -> int:

@@ -16,7 +16,7 @@ from ._common import (
     clip,
     first_object,
     has_marker_line,
-    json_objects,
+    last_json_object,
 )
 
 # The Gemini API's status for an overloaded model ("The model is overloaded.
@@ -138,8 +138,7 @@ def _completed(document: dict[str, Any] | None) -> bool:
 
 def _last_error(stderr: str) -> dict[str, Any] | None:
     """The last JSON object on stderr with an ``error``: the one the CLI exited with."""
-    errors = [found for found in json_objects(stderr) if found.get("error")]
-    return errors[-1] if errors else None
+    return last_json_object(stderr, lambda found: bool(found.get("error")))
 
 
 def _limit_from_error(error: dict[str, Any], message: str) -> RateLimitEvent | None:
