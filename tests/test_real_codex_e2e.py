@@ -115,8 +115,9 @@ def test_a_shell_command_at_the_default_level_runs_the_tests(repo: Repo, home: P
     assert server.problems == []
 
 
+@pytest.mark.parametrize("inside_claude", [False, True], ids=["plain", "from-claude-code"])
 def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
-    repo: Repo, home: Path
+    repo: Repo, home: Path, inside_claude: bool
 ) -> None:
     policy(repo)
     repo.write("AGENTS.md", "# rules\n")
@@ -129,6 +130,10 @@ def test_the_guard_refuses_protected_paths_through_codex_pre_tool_use_hook(
         DONE,
     )
     with cli_environment("codex", script, home) as (server, env):
+        if inside_claude:
+            # Forge started from a Claude Code session: its project dir must not
+            # point the codex agent's guard at another project.
+            env["CLAUDE_PROJECT_DIR"] = str(home / "elsewhere")
         plan = repo.forge(
             "run", "--change", "c", "--executor", "codex", "--prompt", PROMPT, env=env
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 import attrs
 
 from .._guard import shell_guard_environment
+from .._hook_passing import HOOKS_PASSED, LOOP_VERIFY
 from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
 from .._redact import Redact
 from ._definition import Executor
@@ -17,6 +18,9 @@ from ._observation import Observation
 from ._parsers import make_parser
 from ._pricing import estimate_cost, unpriced_models
 from ._report import ExecutorReport, read_report
+
+# Set for an executor by Forge (or by Claude Code for its own hooks), never passed on.
+_NOT_INHERITED = frozenset({"CLAUDE_PROJECT_DIR", HOOKS_PASSED, LOOP_VERIFY})
 
 
 @attrs.frozen
@@ -46,8 +50,13 @@ class IterationContext:
         }
 
     def environment(self, extra: Mapping[str, str]) -> dict[str, str]:
-        """Forge's environment, the executor's extras, and the iteration's context."""
-        env = dict(os.environ)
+        """Forge's environment, the executor's extras, and the iteration's context.
+
+        What tells a hook where it runs is never inherited: Forge started from
+        a Claude Code session carries its ``CLAUDE_PROJECT_DIR``, which would
+        point another CLI's guard at that session's project.
+        """
+        env = {key: value for key, value in os.environ.items() if key not in _NOT_INHERITED}
         env.update(extra)
         env.update(
             {

@@ -100,8 +100,8 @@ _KIND_WORDS = re.compile(r"(?<![\w-])(weekly|daily|session|five_hour|5-hour)(?![
 _KINDS = {"5-hour": "five_hour"}
 # A clock time names a minute, not a second: a reset "at 11:22 PM" read at
 # 11:22:05 is due by the end of that minute, not tomorrow; one that passed a
-# few minutes ago is a clock apart from the provider's (it has reset), not a
-# limit almost a day long.
+# few minutes ago says only that the clocks are apart (not a limit almost a
+# day long): no reset time, so the wait backs off from a minute.
 _MINUTE = 60.0
 _RECENT_PAST = 5 * 60.0
 _ABBREVIATIONS = {
@@ -291,7 +291,7 @@ def _clock_time(match: re.Match[str], now: float) -> float | None:
     if now - at < _MINUTE:
         return at + _MINUTE  # the named minute is still running
     if now - at < _RECENT_PAST:
-        return now
+        return None
     return (today + timedelta(days=1)).timestamp()  # long past today: tomorrow's
 
 
