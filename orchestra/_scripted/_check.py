@@ -23,10 +23,12 @@ finished run's record, never the processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,6 +58,13 @@ SHELL_ANSWER = "forge-check-42"
 GUARDED_COMMAND = "rm forge.toml"
 USAGE = Usage(input=100, output=20)
 _TIMEOUT = 240.0  # seconds for one forge run of the check
+_GRACE = 10.0  # then its whole process tree is killed
+# How each guard's refusal reads, as the CLI hands it to the model.
+_REFUSED_BY_FORGE = re.compile(r"forge(?:'s)? (?:guard|hook pre-tool-use)", re.IGNORECASE)
+# What of the user's environment the CLI may see: nothing that names an
+# account or a cloud (the CLI must reach the scripted server, never a provider).
+_KEPT = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
+_KEPT_PREFIXES = ("LC_", "SSL_CERT_", "NODE_EXTRA_CA_CERTS")
 _VERSION = re.compile(r"\d+\.\d+\.\d+(?:[-.][0-9A-Za-z.]+)?")
 
 
@@ -163,8 +172,15 @@ def judge_guard(seen: RunSeen) -> Check:
     harmed = "protect.violation" in seen.events
     if not seen.requests:
         return Check("hooks honoured", FAILED, "the CLI made no request in the guard run")
-    if seen.protected_there and not harmed:
+    if seen.protected_there and not harmed and _REFUSED_BY_FORGE.search(answers):
         return Check("hooks honoured", OK, f"`{GUARDED_COMMAND}` refused by Forge's guard")
+    if seen.protected_there and not harmed:
+        return Check(
+            "hooks honoured",
+            FAILED,
+            f"`{GUARDED_COMMAND}` was refused, but not by Forge's guard (the CLI's own "
+            f"permissions?): {_first_line(answers) or 'no tool result came back'}",
+        )
     return Check(
         "hooks honoured",
         FAILED,
@@ -277,7 +293,7 @@ def check_executor(executor: Executor, project_root: Path, permission: str = "")
     version_argv = cli.version_argv if cli is not None else (program, "--version")
     with tempfile.TemporaryDirectory(prefix="forge-check-") as scratch:
         base = Path(scratch)
-        env = {**os.environ, **profile.environment("http://127.0.0.1:1", base / "home")}
+        env = {**_kept_environment(), **profile.environment("http://127.0.0.1:1", base / "home")}
         version = installed_version(version_argv, env)
         checks = [_version_check(version, proven)]
         run = _Runner(executor, profile, project_root, permission)
@@ -323,31 +339,51 @@ def _run(runner: _Runner, repo: Path, script: Script) -> RunSeen:
     executor, profile, permission = runner.executor, runner.profile, runner.permission
     _scratch_repository(repo, executor, runner.project_root)
     with ScriptedServer(profile.provider(), script) as server:
-        env = {**os.environ, **profile.environment(server.url, repo.parent / "home")}
-        env = {key: value for key, value in env.items() if not key.startswith("FORGE_")}
+        env = {**_kept_environment(), **profile.environment(server.url, repo.parent / "home")}
         argv = [sys.executable, "-m", "orchestra", "run", "--change", CHANGE]
         argv += ["--executor", executor.name, "--max-iterations", "1", "--yes", "--json"]
         argv += ["--prompt", "Run the scripted check; print FORGE_DONE when done."]
         if permission:
             argv += ["--set", f"run.permission={permission}"]
-        try:
-            done = subprocess.run(
-                argv,
-                cwd=repo,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=_TIMEOUT,
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-            code, stdout, stderr = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as expired:
-            code, stdout = -1, ""
-            stderr = f"the check's forge run took longer than {_TIMEOUT:.0f}s: {expired}"
+        code, stdout, stderr = _forge_run(argv, repo, env)
         requests = server.main_exchanges()
         problems = list(server.problems)
     return _seen(repo, code, stdout, stderr, requests, problems)
+
+
+def _kept_environment() -> dict[str, str]:
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key in _KEPT or key.startswith(_KEPT_PREFIXES)
+    }
+
+
+def _forge_run(argv: list[str], repo: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run the check's ``forge run`` to its end; past the time limit, stop its whole tree."""
+    process = subprocess.Popen(
+        argv,
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its executor's tree goes with it
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=_TIMEOUT)
+        return process.returncode, stdout, stderr
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGTERM, _GRACE), (signal.SIGKILL, None)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+            try:
+                process.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        return -1, "", f"the check's forge run took longer than {_TIMEOUT:.0f}s and was stopped"
 
 
 def _seen(

@@ -18,6 +18,8 @@ from .._errors import ConfigError
 from .._executor import AgentCli, load_executor
 from .._shipped import shipped_names
 
+_NPM_TIMEOUT = 600  # seconds: a registry that never answers must not hang the suite
+
 
 def proven_clis(project_root: Path | None = None) -> dict[str, AgentCli]:
     """Executor name to the CLI its shipped definition was proven with."""
@@ -67,21 +69,27 @@ def install(folder: Path) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "package.json").exists():
         (folder / "package.json").write_text('{"private": true}\n', encoding="utf-8")
-    done = subprocess.run(
-        [
-            npm,
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--save-exact",
-            "--prefix",
-            str(folder),
-            *wanted,
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--save-exact",
+                "--prefix",
+                str(folder),
+                *wanted,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=_NPM_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ConfigError(
+            f"npm install took longer than {_NPM_TIMEOUT}s", hint="is the npm registry reachable?"
+        ) from exc
     if done.returncode != 0:
         raise ConfigError(
             f"npm install failed (exit {done.returncode})",

@@ -176,9 +176,10 @@ class ScriptedServer:
         return self
 
     def close(self) -> None:
-        self._http.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for a serve_forever that never ran
+            self._http.shutdown()
+            self._thread.join(timeout=5)
         self._http.server_close()
-        self._thread.join(timeout=5)
 
     def __enter__(self) -> ScriptedServer:
         return self.start()
