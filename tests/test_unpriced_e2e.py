@@ -87,3 +87,15 @@ def test_allow_unpriced_accepts_the_run(repo: Repo) -> None:
         "no cost estimate"
     )
     assert shown.lines.count(note) == 1  # said once, whatever the number of iterations
+
+
+def test_a_price_table_without_the_executors_own_model_cannot_count_it(repo: Repo) -> None:
+    # Codex's output names no model: without price_model, no row of the table is its.
+    repo.write("forge.toml", "[budget]\nmax_cost_usd = 5.0\n")
+    repo.write(
+        "executors/tabled.toml",
+        BARE_CODEX + '[prices."gpt-x"]\ninput = 1.0\noutput = 2.0\n',
+    )
+    refused = repo.forge("run", "--change", "c", "--executor", "tabled", "--yes")
+    assert refused.code == 2, refused
+    assert "the cost ceiling cannot be counted" in refused.err

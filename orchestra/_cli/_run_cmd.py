@@ -28,7 +28,7 @@ from .._engine import (
     run_loop,
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, ConfigError, UsageError
-from .._executor import Executor, IterationOutcome, load_executor, shell_command
+from .._executor import Executor, IterationOutcome, default_price, load_executor, shell_command
 from .._policy import Layer, Policy, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
 from .._secscan import project_scanner
@@ -190,7 +190,7 @@ def cost_warning(executor: Executor, policy: Policy) -> str | None:
     spec = executor.spec
     if spec.reports_cost or spec.output == "text":
         return None
-    if spec.prices and (not spec.price_model or spec.price_model in spec.prices):
+    if default_price(spec) is not None:
         return None
     model = f"its model {spec.price_model!r}" if spec.price_model else "its model"
     return (

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._observation import Observation as Observation
     from ._observation import RateLimitEvent as RateLimitEvent
     from ._parsers import make_parser as make_parser
+    from ._pricing import default_price as default_price
     from ._pricing import estimate_cost as estimate_cost
     from ._report import ExecutorReport as ExecutorReport
     from ._report import read_report as read_report
@@ -45,7 +46,7 @@ if not TYPE_CHECKING:
                 "shell_command",
             ),
             "._limits": ("backoff_pause", "detect_limit"),
-            "._pricing": ("estimate_cost",),
+            "._pricing": ("default_price", "estimate_cost"),
             "._iteration": ("IterationContext", "IterationOutcome", "run_iteration"),
             "._observation": ("ModelTokens", "Observation", "RateLimitEvent"),
             "._parsers": ("make_parser",),

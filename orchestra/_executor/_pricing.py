@@ -37,14 +37,25 @@ def estimate_cost(spec: ExecutorSpec, observation: Observation) -> float | None:
 
 
 def unpriced_models(spec: ExecutorSpec, observation: Observation) -> tuple[str, ...]:
-    """The models the output names that the definition's price table does not price."""
-    if not spec.prices:
+    """The models whose tokens the definition's price table cannot price (their cost unknown).
+
+    Tokens the output gives no model name belong to ``price_model``; with none
+    set (or none priced), to "the executor's default model". A CLI that
+    reports its own cost has nothing to price.
+    """
+    if spec.reports_cost or observation.cost_reported:
         return ()
-    return tuple(
-        usage.model
+    names = [
+        usage.model or spec.price_model or "the executor's default model"
         for usage in observation.models
-        if usage.model and _price_for(spec, usage.model) is None
-    )
+        if (usage.input or usage.cached or usage.output) and _price_for(spec, usage.model) is None
+    ]
+    return tuple(dict.fromkeys(names))
+
+
+def default_price(spec: ExecutorSpec) -> ModelPrice | None:
+    """The price of the model the executor runs when its output names none."""
+    return _price_for(spec, "")
 
 
 def _price_for(spec: ExecutorSpec, model: str) -> ModelPrice | None:
