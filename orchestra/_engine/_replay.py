@@ -19,8 +19,6 @@ import attrs
 from .._policy import Policy
 from .._stagnation import Assessment, Signals
 from .._state import (
-    LOOP_CIRCUIT,
-    BreakerReset,
     Event,
     IterationFinished,
     IterationStarted,
@@ -31,7 +29,6 @@ from ._decide import (
     LoopRules,
     LoopState,
     admit,
-    apply_outside_event,
     cooled_down,
     decide,
     first_trip_rules,
@@ -40,6 +37,7 @@ from ._decide import (
 )
 from ._endings import Ending
 from ._gates import GateReading
+from ._outside import apply_outside_event, is_loop_reset, run_started
 from ._record import IterationRecord, record_from_event, secscan_reading
 from ._recovery import in_force
 
@@ -114,6 +112,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
+            state = run_started(state, supervised=event.supervised)
             ended = False
             # Each run's own pre-flight scan, not what the last run left.
             secscan = secscan_reading(event.gates)
@@ -125,7 +124,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             continue
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
-            if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
+            if is_loop_reset(event):
                 measured = []
             continue
         try:
