@@ -14,11 +14,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
+import trio
+import trio.testing
+
 from orchestra._engine import EXHAUSTED, replay
-from orchestra._policy import load_policy
+from orchestra._policy import AlertsPolicy, RunPolicy, load_policy
+from orchestra._ratelimit import MemoryBackend, RateLimiter
 from orchestra._state import read_timeline
 
 from .support import Repo
+from .test_monitoring_e2e import quiet_policy, work
+from .test_supervised_loop import agent, supervise_one, timeline
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 
@@ -76,3 +83,32 @@ def test_the_iteration_cap_after_a_reset_that_followed_refusals(repo: Repo) -> N
     # shifts the first run's cap, not the second's.
     assert endings == [(4, EXHAUSTED), (3, EXHAUSTED)], endings
     assert replayed.not_run == 0
+
+
+async def test_the_replay_raises_and_clears_the_live_alerts_calls_remaining_included(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    limiter = RateLimiter(MemoryBackend(trio.current_time), 5, 3600.0, 0.8, clock=trio.current_time)
+    policy = attrs.evolve(
+        quiet_policy(),
+        run=RunPolicy(max_iterations=8),
+        alerts=AlertsPolicy(no_tasks=3),
+    )
+    (tmp_path / "tasks.md").write_text("- [ ] the task\n")
+    steps = [work(1), work(2), work(3), work(4, task=True), *(work(n) for n in range(5, 9))]
+    cmd = agent(tmp_path, *steps)
+    await supervise_one(tmp_path, mock_clock, policy, cmd, limiter=limiter)
+    events = timeline(tmp_path)
+    live_raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    live_cleared = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.cleared"]
+    assert (5, "calls-remaining") in live_raised, live_raised
+    assert (3, "no-tasks") in live_raised, live_raised
+
+    replayed = replay(read_timeline(tmp_path / ".forge/changes/c/timeline.jsonl").typed(), policy)
+    raised = [(s.record.iteration, name) for s in replayed.steps for name in s.raised]
+    cleared = [(s.record.iteration, name) for s in replayed.steps for name in s.cleared]
+    assert raised == live_raised
+    assert cleared == live_cleared
+    # The risk each iteration recorded is the one the replay reaches.
+    live_risk = [e["risk"] for e in events if e["event"] == "iteration.finished"]
+    assert [s.risk for s in replayed.steps] == live_risk

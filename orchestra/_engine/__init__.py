@@ -9,9 +9,10 @@
 - ``_loop``: :func:`run_loop`, the loop itself (I/O at the edges).
 - ``_gates``, ``_endings``, ``_progress``: gate readings, ending names, live progress.
 - ``_recovery``: the strategy handed out after an opening, and the watch after a close (pure).
-- ``_alerts``: the monitored figures against ``[alerts]`` (pure).
-- ``_watch``: alerts, recovery steps, the status log (``_statuslog``) and the
-  lessons file (``_lessons``), written as each iteration is committed.
+- ``_alerts``: the monitored figures against ``[alerts]``, raised and cleared by
+  :func:`decide` (pure).
+- ``_watch``: recovery steps, the status log (``_statuslog``) and the lessons file
+  (``_lessons``), rendered from each committed iteration.
 """
 
 from ._decide import TRIP_CONDITIONS as TRIP_CONDITIONS

@@ -40,7 +40,7 @@ from .._spend import NO_SPEND, SpendTotals, budget_exceeded
 from .._stagnation import Assessment, Signals, assess
 from .._verify import NEW, PASS, VerifyAttempts, record_verdict
 from . import _recovery as recovery
-from ._alerts import clears, promoted
+from ._alerts import Alert, clears, promoted, step_alerts
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,
@@ -135,6 +135,13 @@ class LoopState:
     # Calls a provider refused in this run (they use no iteration), and in a row.
     refused: int = 0
     refusals_in_a_row: int = 0
+    # The alerts raised and not cleared since (name, what it says), by name.
+    alerts: tuple[tuple[str, str], ...] = ()
+    # What the alerts look back on: the measured iterations since a person's
+    # reset, the last ALERT_MEMORY of them (openings do not clear it).
+    measured: tuple[Signals, ...] = ()
+    # The last judged iteration's stagnation risk, raised by the alerts holding.
+    risk: str | None = None
 
 
 @attrs.frozen
@@ -178,6 +185,8 @@ class Verdict:
         assessment: The stagnation detectors' view, when signals were measured.
         pause_until: A provider limit's reset (wall-clock epoch) to wait for.
         ending: How the loop ends here, if it does.
+        raised: The alerts raised by this iteration (a supervised loop's).
+        cleared: The names of the alerts it cleared.
     """
 
     judged: bool = True
@@ -187,6 +196,8 @@ class Verdict:
     assessment: Assessment | None = None
     pause_until: float | None = None
     ending: Ending | None = None
+    raised: tuple[Alert, ...] = ()
+    cleared: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------
@@ -250,8 +261,43 @@ def decide(
     """Judge one iteration: the state after it, and what it means for the loop.
 
     ``now`` is wall-clock epoch seconds (the circuit's ``opened_at``),
-    ``now_iso`` the same instant as the state files write it.
+    ``now_iso`` the same instant as the state files write it. A supervised
+    loop's alerts are judged too (``verdict.raised``, ``verdict.cleared``).
     """
+    state, verdict = _judge(state, record, policy, rules, now=now, now_iso=now_iso)
+    if not rules.supervised:
+        return state, verdict
+    if not verdict.judged:
+        return attrs.evolve(state, risk=None), verdict
+    return _watch_alerts(state, record, verdict, policy)
+
+
+def _watch_alerts(
+    state: LoopState, record: IterationRecord, verdict: Verdict, policy: Policy
+) -> tuple[LoopState, Verdict]:
+    """The alerts after a judged iteration: which hold, and the risk they raise."""
+    assessment = verdict.assessment
+    found = step_alerts(
+        state.measured,
+        (name for name, _ in state.alerts),
+        record.signals,
+        policy,
+        risk=assessment.risk if assessment is not None else None,
+        calls=record.calls,
+    )
+    state = attrs.evolve(state, alerts=found.holding, measured=found.measured, risk=found.risk)
+    return state, attrs.evolve(verdict, raised=found.raised, cleared=found.cleared)
+
+
+def _judge(
+    state: LoopState,
+    record: IterationRecord,
+    policy: Policy,
+    rules: LoopRules,
+    *,
+    now: float,
+    now_iso: str,
+) -> tuple[LoopState, Verdict]:
     state = attrs.evolve(
         state,
         spend=_add_spend(state.spend, record, now_iso),

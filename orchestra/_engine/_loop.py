@@ -36,12 +36,13 @@ from .._redact import Redact
 from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
     FORGE_WRITES,
+    AlertCleared,
+    AlertRaised,
     BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
     ChangePaths,
     Event,
-    IterationFinished,
     IterationStarted,
     ProtectViolation,
     RunStarted,
@@ -392,7 +393,9 @@ class _Loop:
                 verify_report=report,
                 tree=tree,
             )
-        self.watch.calls = _calls_left(limiter)
+        # The rate window's calls left after this iteration's permit: the
+        # calls-remaining alert judges them, and the record keeps them for a replay.
+        record = attrs.evolve(record, calls=_calls_left(limiter))
         # The clock is read here, on the event loop (a test's clock lives there).
         # One reading of the loop's wall clock (a fleet's is its server's) for
         # both the decision and the times it persists.
@@ -489,6 +492,8 @@ class _Loop:
             readings.append(record.secscan)
         assessment = verdict.assessment
         pause = None if verdict.pause_until is None else max(0.0, verdict.pause_until - now)
+        # The risk, raised by the alerts holding (a supervised loop's).
+        risk = after.risk if after.risk is not None else assessment.risk if assessment else None
         events.append(
             finished_event(
                 record,
@@ -498,18 +503,10 @@ class _Loop:
                 trip=opening_reason(verdict, after, self.rules),
                 score=assessment.score if assessment else None,
                 window_score=assessment.window_score if assessment else None,
-                risk=assessment.risk if assessment else None,
+                risk=risk,
                 circuit=after.circuit.state if self.rules.supervised else None,
             )
         )
-        finished_at = len(events) - 1
-        calls = self.watch.calls
-        if calls is not None:
-            # The rate window's calls left after this iteration's permit, beside its record.
-            finished = events[-1]
-            events[-1] = attrs.evolve(
-                finished, extra={**finished.extra, "calls_remaining": calls.remaining}
-            )
         if verdict.opened:
             events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
             events.extend(self.watch.opened(after.circuit, record.iteration))
@@ -517,12 +514,28 @@ class _Loop:
             events.append(
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
-        events.extend(self.watch.judged(record, state, after, verdict, now_iso))
-        scored = events[finished_at]
-        if self.watch.risk is not None and isinstance(scored, IterationFinished):
-            # The risk, raised by the alerts holding.
-            events[finished_at] = attrs.evolve(scored, risk=self.watch.risk)
+        events.extend(self._alert_events(record.iteration, verdict))
+        self.watch.judged(record, state, after, verdict, now_iso)
         return after, verdict, events
+
+    def _alert_events(self, iteration: int, verdict: Verdict) -> list[Event]:
+        """The alerts the decision raised and cleared, for the timeline."""
+        run_id = self.plan.run_id
+        raised: list[Event] = [
+            AlertRaised(
+                run_id=run_id,
+                iteration=iteration,
+                alert=alert.name,
+                detail=alert.detail,
+                value=alert.value,
+                threshold=alert.threshold,
+            )
+            for alert in verdict.raised
+        ]
+        cleared = [
+            AlertCleared(run_id=run_id, iteration=iteration, alert=name) for name in verdict.cleared
+        ]
+        return [*raised, *cleared]
 
     async def _pause(self, until: float) -> None:
         """A provider limit: wait for its reset (every loop on the limiter waits too)."""
@@ -643,6 +656,10 @@ class _Loop:
         verdict: Verdict,
     ) -> None:
         progress = self.progress
+        # The alerts this iteration raised (told to [notify] as they happen) and those holding.
+        progress.raised = [(alert.name, alert.detail) for alert in verdict.raised]
+        if self.rules.supervised and verdict.judged:
+            progress.alerts = [name for name, _ in state.alerts]
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
         progress.cost_estimated = state.spend.cost_estimated
         progress.circuit = state.circuit.state
@@ -653,7 +670,7 @@ class _Loop:
             progress.verify = verify_cell(record.verify, streak, threshold)
         if verdict.assessment is not None:
             progress.score = verdict.assessment.score
-            progress.risk = self.watch.risk or verdict.assessment.risk
+            progress.risk = state.risk or verdict.assessment.risk
         if self.on_iteration is not None:
             self.on_iteration(outcome, record)
         if not verdict.judged:

@@ -26,6 +26,8 @@ from .._stagnation import Signals
 from .._state import (
     LOOP_CIRCUIT,
     VERIFY_BREAKER,
+    AlertCleared,
+    AlertRaised,
     BreakerOpened,
     BreakerReset,
     Event,
@@ -37,6 +39,7 @@ from .._state import (
     VerifyRecorded,
 )
 from .._verify import PASS, record_verdict, reset
+from ._alerts import ALERT_MEMORY
 from ._decide import LoopState
 
 
@@ -45,9 +48,14 @@ def afresh(state: LoopState, circuit: CircuitState = CLOSED_CIRCUIT) -> LoopStat
 
     Its iterations are counted again, so calls a provider refused before the
     reset (which used no iteration) no longer shift the cap; the detectors
-    start over. The verify streak and the spend have resets of their own.
+    start over, and so does what the alerts look back on. The alerts raised
+    stay raised until the next iteration clears those that no longer hold, so
+    that each raised alert's clearing is on record. The verify streak and the
+    spend have resets of their own.
     """
-    return attrs.evolve(state, circuit=circuit, history=(), refused=0, refusals_in_a_row=0)
+    return attrs.evolve(
+        state, circuit=circuit, history=(), measured=(), refused=0, refusals_in_a_row=0
+    )
 
 
 def was_reset(held: CircuitState, read: CircuitState) -> bool:
@@ -123,11 +131,15 @@ class Resumed:
         refused: Calls a provider refused in the supervised runs since the
             last reset (they use no iteration).
         started: The highest iteration a supervised run started since then.
+        measured: What the alerts look back on (as :attr:`LoopState.measured`).
+        alerts: The alerts raised and not cleared since (as :attr:`LoopState.alerts`).
     """
 
     history: tuple[Signals, ...] = ()
     refused: int = 0
     started: int = 0
+    measured: tuple[Signals, ...] = ()
+    alerts: tuple[tuple[str, str], ...] = ()
 
 
 def resume(events: Iterable[Event]) -> Resumed:
@@ -150,7 +162,26 @@ def resume(events: Iterable[Event]) -> Resumed:
             started = max(started, event.iteration)
         elif isinstance(event, IterationFinished):
             state = _resume_iteration(state, event, supervised=supervised)
-    return Resumed(history=state.history, refused=state.refused, started=started)
+        elif isinstance(event, AlertRaised | AlertCleared):
+            state = attrs.evolve(state, alerts=_alerts_after(state.alerts, event))
+    return Resumed(
+        history=state.history,
+        refused=state.refused,
+        started=started,
+        measured=state.measured,
+        alerts=state.alerts,
+    )
+
+
+def _alerts_after(
+    alerts: tuple[tuple[str, str], ...], event: AlertRaised | AlertCleared
+) -> tuple[tuple[str, str], ...]:
+    held = dict(alerts)
+    if isinstance(event, AlertRaised):
+        held[event.alert] = event.detail
+    else:
+        held.pop(event.alert, None)
+    return tuple(sorted(held.items()))
 
 
 def _resume_iteration(state: LoopState, event: IterationFinished, *, supervised: bool) -> LoopState:
@@ -164,7 +195,11 @@ def _resume_iteration(state: LoopState, event: IterationFinished, *, supervised:
         signals = Signals.from_record(event.signals)
     except ValueError:
         return state  # unreadable signals are skipped rather than trusted
-    return attrs.evolve(state, history=(*state.history, signals))
+    return attrs.evolve(
+        state,
+        history=(*state.history, signals),
+        measured=(*state.measured, signals)[-ALERT_MEMORY:],
+    )
 
 
 def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:

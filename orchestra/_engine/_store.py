@@ -117,6 +117,8 @@ class ChangeStore:
                 spend=self._read_spend(),
                 history=resumed.history,
                 refused=resumed.refused if self._owns_circuit else 0,
+                measured=resumed.measured,
+                alerts=resumed.alerts,
             )
         return self._state
 

@@ -178,6 +178,8 @@ class RedisChangeStore:
             history=resumed.history,
             # Refused calls use no iteration: the loop that takes over counts without them.
             refused=resumed.refused if self._owns_circuit else 0,
+            measured=resumed.measured,
+            alerts=resumed.alerts,
         )
         return self._state
 
