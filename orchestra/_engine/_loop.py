@@ -45,6 +45,7 @@ from .._state import (
     Event,
     IterationStarted,
     ProtectViolation,
+    RecoveryStep,
     RunStarted,
     RunStopped,
     utc_iso,
@@ -225,16 +226,16 @@ class _Loop:
     # The agent session the last iteration ran in (continued when the executor can).
     session: str | None = None
     hook_attempts: int = 0  # the breaker's attempts before the iteration (see _hook_verdict)
-    # Alerts, the status log and the lessons file: what a person watching sees.
+    # The status log and the lessons file: what a person watching reads.
     watch: IterationWatch = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.watch = IterationWatch(
             self.plan.paths,
             self.plan.workdir,
-            self.settings,
-            self.plan.run_id,
-            self.progress,
+            self.settings.policy,
+            active=self.settings.rules.supervised,
+            progress=self.progress,
             redact=self.plan.redact,
         )
 
@@ -287,8 +288,9 @@ class _Loop:
             )
             if admission.opened is not None:
                 event = self._circuit_event(BreakerOpened, state, admission.opened)
-                extra = self.watch.opened(state.circuit, None)
+                extra = self._recovery_events(state, None)
                 state = await _in_thread(self.store.save_circuit, state.circuit, event, *extra)
+                self._show_recovery(state)
                 self._show_transition(event, state)
             if admission.ending is not None or admission.wait is None:
                 return state, admission.ending
@@ -400,8 +402,9 @@ class _Loop:
         # One reading of the loop's wall clock (a fleet's is its server's) for
         # both the decision and the times it persists.
         now = self.settings.wall_clock()
-        judge = partial(self._judge, now, utc_iso(now))
-        conclude = partial(self._conclude, record, outcome, after, measured, judge)
+        now_iso = utc_iso(now)
+        judge = partial(self._judge, now, now_iso)
+        conclude = partial(self._conclude, record, outcome, after, measured, state, now_iso, judge)
         state, verdict, record, secscan = await _in_thread(conclude)
         self.progress.completed += 1
         self._show_iteration(outcome, record, state, verdict)
@@ -453,9 +456,11 @@ class _Loop:
         outcome: IterationOutcome,
         after: Snapshot | None,
         measured: bool,
+        ran_in: LoopState,
+        now_iso: str,
         judge: Callable[[IterationRecord, LoopState], tuple[LoopState, Verdict, list[Event]]],
     ) -> tuple[LoopState, Verdict, IterationRecord, GateReading]:
-        """Measure, scan, then judge and commit the iteration."""
+        """Measure, scan, judge and commit the iteration, then render what a person reads."""
         probe, before = self.probe, self.before
         fresh = after
         if measured and probe is not None and before is not None and after is not None:
@@ -472,6 +477,9 @@ class _Loop:
         secscan = self.settings.secscan.check(self.status)
         record = attrs.evolve(record, secscan=secscan)
         state, verdict = self.store.commit(record, partial(judge, record))
+        # After the commit, outside the change's lock: the status log and the
+        # lessons file are renderings of what was committed, not part of it.
+        self.watch.render(record, ran_in, state, verdict, now_iso)
         return state, verdict, record, secscan
 
     def _judge(
@@ -509,14 +517,29 @@ class _Loop:
         )
         if verdict.opened:
             events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
-            events.extend(self.watch.opened(after.circuit, record.iteration))
+            events.extend(self._recovery_events(after, record.iteration))
         elif verdict.closed:
             events.append(
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
         events.extend(self._alert_events(record.iteration, verdict))
-        self.watch.judged(record, state, after, verdict, now_iso)
         return after, verdict, events
+
+    def _recovery_events(self, state: LoopState, iteration: int | None) -> list[Event]:
+        """The circuit just opened: the strategy the iterations after it are given."""
+        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        if strategy is None:
+            return []
+        step = RecoveryStep(
+            run_id=self.plan.run_id,
+            iteration=iteration,
+            trip_kind=strategy.kind,
+            step=strategy.step,
+            steps=strategy.steps,
+            strategy=strategy.text,
+            escalated=state.circuit.escalated,
+        )
+        return [step]
 
     def _alert_events(self, iteration: int, verdict: Verdict) -> list[Event]:
         """The alerts the decision raised and cleared, for the timeline."""
@@ -660,6 +683,8 @@ class _Loop:
         progress.raised = [(alert.name, alert.detail) for alert in verdict.raised]
         if self.rules.supervised and verdict.judged:
             progress.alerts = [name for name, _ in state.alerts]
+        if verdict.opened:
+            self._show_recovery(state)
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
         progress.cost_estimated = state.spend.cost_estimated
         progress.circuit = state.circuit.state
@@ -689,6 +714,12 @@ class _Loop:
         elif verdict.closed:
             closed = BreakerClosed(run_id=self.plan.run_id, reason="the probe made progress")
             self._show_transition(closed, state)
+
+    def _show_recovery(self, state: LoopState) -> None:
+        """The recovery strategy an opening hands out (none once escalated)."""
+        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        if strategy is not None:
+            self.progress.recovery = "" if state.circuit.escalated else strategy.describe()
 
     def _show_transition(
         self, event: BreakerOpened | BreakerHalfOpen | BreakerClosed, state: LoopState

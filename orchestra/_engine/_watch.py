@@ -1,26 +1,20 @@
-"""What a person watching a supervised loop sees of it, written as each iteration is judged.
+"""What a person watching a supervised loop reads of it: the status log and the lessons file.
 
-:class:`IterationWatch` records the recovery strategy handed to the
-iterations after an opening (``recovery.step``), and renders each judged
-iteration into a section of the status log (``status.md``) and, when the loop
-stalled, an entry in the lessons file. The alerts raised and cleared, and the
-risk they raise, are :func:`decide`'s (``verdict.raised``, ``LoopState.alerts``):
-the watch only shows them. Its methods run inside the change store's commit,
-under the change's lock and off the event loop.
+:class:`IterationWatch` renders each committed iteration into a section of
+the status log (``status.md``) and, when the loop stalled, an entry in the
+lessons file. It decides nothing: the alerts raised and cleared, the risk
+they raise and the recovery strategy are :func:`decide`'s, read from the
+committed state and verdict. The loop calls it after the commit, outside the
+change's lock, in the same worker thread (off the event loop).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._circuit import CircuitState
+from .._policy import Policy
 from .._redact import Redact
-from .._state import (
-    ChangePaths,
-    Event,
-    RecoveryStep,
-    atomic_write,
-)
+from .._state import ChangePaths, atomic_write
 from ._decide import LoopState, Verdict
 from ._errorlines import error_lines
 from ._lessons import Lesson, append_lesson
@@ -32,18 +26,26 @@ from ._statuslog import STATUS_FILE, StatusEntry, read_sections, render_log, ren
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ._loop import LoopSettings
-
 
 class IterationWatch:
-    """Alerts, recovery steps, the status log and lessons for one supervised loop."""
+    """The status log and the lessons file of one loop, rendered from what it committed.
+
+    Args:
+        paths: The change's folder (the status log lives there).
+        workdir: The loop's working tree (the lessons file lives there).
+        policy: The loop's policy (``[alerts] status_log``, ``[recovery] lessons``).
+        active: The loop is supervised; an unsupervised one keeps neither file.
+        progress: The loop's live progress (output to review is noted there).
+        redact: Redaction for the error lines quoted from the iteration's log.
+    """
 
     def __init__(
         self,
         paths: ChangePaths,
         workdir: Path,
-        settings: LoopSettings,
-        run_id: str,
+        policy: Policy,
+        *,
+        active: bool,
         progress: LoopProgress,
         redact: Redact | None = None,
     ) -> None:
@@ -51,32 +53,13 @@ class IterationWatch:
         self._redact = redact
         # The lessons file lives in the loop's working tree: its agent reads it there.
         self._workdir = workdir
-        self._policy = settings.policy
-        self._active = settings.rules.supervised
-        self._run_id = run_id
+        self._policy = policy
+        self._active = active
         self._progress = progress
         # The status log's sections so far (read from the file once).
         self._sections: list[str] | None = None
 
-    def opened(self, circuit: CircuitState, iteration: int | None) -> list[Event]:
-        """The circuit just opened: the strategy the iterations after it are given."""
-        strategy = in_force(circuit, self._policy) if self._active else None
-        if strategy is None:
-            return []
-        self._progress.recovery = "" if circuit.escalated else strategy.describe()
-        return [
-            RecoveryStep(
-                run_id=self._run_id,
-                iteration=iteration,
-                trip_kind=strategy.kind,
-                step=strategy.step,
-                steps=strategy.steps,
-                strategy=strategy.text,
-                escalated=circuit.escalated,
-            )
-        ]
-
-    def judged(
+    def render(
         self,
         record: IterationRecord,
         before: LoopState,
@@ -84,7 +67,15 @@ class IterationWatch:
         verdict: Verdict,
         now_iso: str,
     ) -> None:
-        """An iteration was judged: a section of the status log, and a lesson if it stalled."""
+        """A committed iteration: a section of the status log, and a lesson if it stalled.
+
+        Args:
+            record: The iteration's record.
+            before: The state the iteration ran in.
+            after: The committed state after it.
+            verdict: What :func:`decide` made of it.
+            now_iso: When it was judged, as the state files write it.
+        """
         if not self._active or not verdict.judged:
             return
         if self._sections is None:
