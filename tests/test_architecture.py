@@ -185,13 +185,8 @@ def test_circles_are_found() -> None:
     assert circles({"a": {"b"}, "b": set()}) == []
 
 
-# The engine's loop and its watch import each other; the engine's rework
-# removes the circle, and then this exemption goes.
-EXEMPT_CIRCLES = [["orchestra._engine._loop", "orchestra._engine._watch"]]
-
-
 def test_no_import_circles() -> None:
-    found = [group for group in circles(import_graph()) if group not in EXEMPT_CIRCLES]
+    found = circles(import_graph())
     assert found == [], "modules that import one another:\n" + "\n".join(
         " <-> ".join(group) for group in found
     )

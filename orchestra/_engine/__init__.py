@@ -2,14 +2,17 @@
 
 - ``_record``: :class:`IterationRecord`, one iteration's facts as judged and recorded.
 - ``_decide``: :func:`admit` and :func:`decide`, every trip and stop rule, pure.
+- ``_outside``: what a reset, a hook's verdict or a moved file does to a loop's
+  state between its iterations (the one reset rule, live and replayed), pure.
 - ``_store``: :class:`ChangeStore`, a change's state loaded once and committed once
   per iteration; :class:`Store`, what any other keeper of that state implements.
 - ``_loop``: :func:`run_loop`, the loop itself (I/O at the edges).
 - ``_gates``, ``_endings``, ``_progress``: gate readings, ending names, live progress.
 - ``_recovery``: the strategy handed out after an opening, and the watch after a close (pure).
-- ``_alerts``: the monitored figures against ``[alerts]`` (pure).
-- ``_watch``: alerts, recovery steps, the status log (``_statuslog``) and the
-  lessons file (``_lessons``), written as each iteration is committed.
+- ``_alerts``: the monitored figures against ``[alerts]``, raised and cleared by
+  :func:`decide` (pure).
+- ``_watch``: recovery steps, the status log (``_statuslog``) and the lessons file
+  (``_lessons``), rendered from each committed iteration.
 """
 
 from ._decide import TRIP_CONDITIONS as TRIP_CONDITIONS
@@ -19,13 +22,9 @@ from ._decide import LoopState as LoopState
 from ._decide import Trip as Trip
 from ._decide import Verdict as Verdict
 from ._decide import admit as admit
-from ._decide import apply_outside_event as apply_outside_event
 from ._decide import cooled_down as cooled_down
 from ._decide import decide as decide
 from ._decide import first_trip_rules as first_trip_rules
-from ._decide import fold_history as fold_history
-from ._decide import refused_calls as refused_calls
-from ._decide import started_iterations as started_iterations
 from ._decide import supervised_rules as supervised_rules
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
 from ._endings import DONE as DONE
@@ -54,6 +53,14 @@ from ._loop import counted_label as counted_label
 from ._loop import iteration_time_limit as iteration_time_limit
 from ._loop import loop_integrity as loop_integrity
 from ._loop import run_loop as run_loop
+from ._outside import Resumed as Resumed
+from ._outside import afresh as afresh
+from ._outside import apply_outside_event as apply_outside_event
+from ._outside import circuit_read as circuit_read
+from ._outside import fold_history as fold_history
+from ._outside import refused_calls as refused_calls
+from ._outside import resume as resume
+from ._outside import started_iterations as started_iterations
 from ._progress import LoopProgress as LoopProgress
 from ._record import IterationRecord as IterationRecord
 from ._record import record_from_event as record_from_event

@@ -29,6 +29,10 @@ from .._stagnation import Signals, score, trailing_streak
 
 CALLS_REMAINING = "calls-remaining"
 
+# Iterations the alerts look back on, live and in a replay (the longest
+# threshold is far shorter).
+ALERT_MEMORY = 200
+
 
 @attrs.frozen
 class Alert:
@@ -132,12 +136,64 @@ def evaluate(
     return found
 
 
+@attrs.frozen
+class AlertStep:
+    """What one judged iteration did to a loop's alerts.
+
+    Attributes:
+        measured: What the alerts look back on after it (the last
+            :data:`ALERT_MEMORY` measured iterations).
+        holding: The alerts that hold after it, by name (name, what it says).
+        raised: The alerts that hold now and did not before.
+        cleared: The names of those that held before and no longer do.
+        risk: The stagnation risk, raised by the quality alerts holding.
+    """
+
+    measured: tuple[Signals, ...]
+    holding: tuple[tuple[str, str], ...]
+    raised: tuple[Alert, ...]
+    cleared: tuple[str, ...]
+    risk: str | None
+
+
+def step_alerts(
+    measured: tuple[Signals, ...],
+    before: Iterable[str],
+    signals: Signals | None,
+    policy: Policy,
+    *,
+    risk: str | None,
+    calls: CallsLeft | None,
+) -> AlertStep:
+    """Judge the alerts after one iteration: which hold, which were raised or cleared.
+
+    Args:
+        measured: What the alerts looked back on before the iteration.
+        before: The names of the alerts raised before it.
+        signals: What the iteration measured, if it did.
+        policy: The loop's policy (``[alerts]``, ``[stagnation]``).
+        risk: The stagnation detectors' risk for the iteration.
+        calls: The rate window's calls left after its permit, if known.
+    """
+    if signals is not None:
+        measured = (*measured, signals)[-ALERT_MEMORY:]
+    holding = evaluate(measured, policy, calls=calls)
+    held = set(before)
+    return AlertStep(
+        measured=measured,
+        holding=tuple((name, alert.detail) for name, alert in sorted(holding.items())),
+        raised=tuple(alert for name, alert in sorted(holding.items()) if name not in held),
+        cleared=tuple(sorted(held - set(holding))),
+        risk=risk_with_alerts(risk, holding),
+    )
+
+
 def promoted(history: Sequence[Signals], policy: Policy) -> Alert | None:
     """The first alert ``[alerts] trip_on`` promotes to a trip, if one holds.
 
     Judged over the iterations since the circuit last opened, as the
-    stagnation detectors are; the rate window's calls are not part of an
-    iteration's record, so ``calls-remaining`` cannot trip.
+    stagnation detectors are. The rate window's calls are the provider's
+    doing, not the loop's: ``calls-remaining`` warns but cannot trip.
     """
     if not policy.alerts.trip_on or not history:
         return None

@@ -19,7 +19,6 @@ escalates on the first one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import UTC, datetime
 
 import attrs
@@ -39,22 +38,9 @@ from .._executor import backoff_pause
 from .._policy import Policy
 from .._spend import NO_SPEND, SpendTotals, budget_exceeded
 from .._stagnation import Assessment, Signals, assess
-from .._state import (
-    LOOP_CIRCUIT,
-    VERIFY_BREAKER,
-    BreakerOpened,
-    BreakerReset,
-    Event,
-    IterationFinished,
-    IterationStarted,
-    RunStarted,
-    SpendReset,
-    StateCorrupt,
-    VerifyRecorded,
-)
-from .._verify import NEW, PASS, VerifyAttempts, record_verdict, reset
+from .._verify import NEW, PASS, VerifyAttempts, record_verdict
 from . import _recovery as recovery
-from ._alerts import clears, promoted
+from ._alerts import Alert, clears, promoted, step_alerts
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,
@@ -149,6 +135,13 @@ class LoopState:
     # Calls a provider refused in this run (they use no iteration), and in a row.
     refused: int = 0
     refusals_in_a_row: int = 0
+    # The alerts raised and not cleared since (name, what it says), by name.
+    alerts: tuple[tuple[str, str], ...] = ()
+    # What the alerts look back on: the measured iterations since a person's
+    # reset, the last ALERT_MEMORY of them (openings do not clear it).
+    measured: tuple[Signals, ...] = ()
+    # The last judged iteration's stagnation risk, raised by the alerts holding.
+    risk: str | None = None
 
 
 @attrs.frozen
@@ -192,6 +185,8 @@ class Verdict:
         assessment: The stagnation detectors' view, when signals were measured.
         pause_until: A provider limit's reset (wall-clock epoch) to wait for.
         ending: How the loop ends here, if it does.
+        raised: The alerts raised by this iteration (a supervised loop's).
+        cleared: The names of the alerts it cleared.
     """
 
     judged: bool = True
@@ -201,6 +196,8 @@ class Verdict:
     assessment: Assessment | None = None
     pause_until: float | None = None
     ending: Ending | None = None
+    raised: tuple[Alert, ...] = ()
+    cleared: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------
@@ -264,8 +261,43 @@ def decide(
     """Judge one iteration: the state after it, and what it means for the loop.
 
     ``now`` is wall-clock epoch seconds (the circuit's ``opened_at``),
-    ``now_iso`` the same instant as the state files write it.
+    ``now_iso`` the same instant as the state files write it. A supervised
+    loop's alerts are judged too (``verdict.raised``, ``verdict.cleared``).
     """
+    state, verdict = _judge(state, record, policy, rules, now=now, now_iso=now_iso)
+    if not rules.supervised:
+        return state, verdict
+    if not verdict.judged:
+        return attrs.evolve(state, risk=None), verdict
+    return _watch_alerts(state, record, verdict, policy)
+
+
+def _watch_alerts(
+    state: LoopState, record: IterationRecord, verdict: Verdict, policy: Policy
+) -> tuple[LoopState, Verdict]:
+    """The alerts after a judged iteration: which hold, and the risk they raise."""
+    assessment = verdict.assessment
+    found = step_alerts(
+        state.measured,
+        (name for name, _ in state.alerts),
+        record.signals,
+        policy,
+        risk=assessment.risk if assessment is not None else None,
+        calls=record.calls,
+    )
+    state = attrs.evolve(state, alerts=found.holding, measured=found.measured, risk=found.risk)
+    return state, attrs.evolve(verdict, raised=found.raised, cleared=found.cleared)
+
+
+def _judge(
+    state: LoopState,
+    record: IterationRecord,
+    policy: Policy,
+    rules: LoopRules,
+    *,
+    now: float,
+    now_iso: str,
+) -> tuple[LoopState, Verdict]:
     state = attrs.evolve(
         state,
         spend=_add_spend(state.spend, record, now_iso),
@@ -597,93 +629,3 @@ def _fold_verify(
 
 def _utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-# ---------------------------------------------------------------------------
-# A recorded history
-
-
-def fold_history(events: Iterable[Event]) -> tuple[Signals, ...]:
-    """The signals a restarted loop's detectors look back on, from its timeline.
-
-    The same rule as :func:`decide`: the history starts afresh wherever the
-    circuit opened and where a human reset the loop circuit. An iteration
-    whose signals do not parse is skipped rather than trusted.
-    """
-    history: list[Signals] = []
-    for event in events:
-        if isinstance(event, BreakerOpened) or (
-            isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT
-        ):
-            history = []
-        elif isinstance(event, IterationFinished) and event.signals is not None and event.judged:
-            try:
-                signals = Signals.from_record(event.signals)
-            except ValueError:
-                continue
-            history.append(signals)
-    return tuple(history)
-
-
-def started_iterations(events: Iterable[Event]) -> int:
-    """The highest iteration a supervised loop of this change started, by its timeline."""
-    supervised = False
-    highest = 0
-    for event in events:
-        if isinstance(event, RunStarted):
-            supervised = event.supervised
-        elif isinstance(event, IterationStarted) and supervised:
-            highest = max(highest, event.iteration)
-        elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
-            highest = 0  # a human's reset counts the iterations afresh
-    return highest
-
-
-def refused_calls(events: Iterable[Event]) -> int:
-    """Calls a provider refused in the supervised loops of this change, by its timeline.
-
-    They use no iteration: a restarted loop counts its iterations without them.
-    """
-    supervised = False
-    refused = 0
-    for event in events:
-        if isinstance(event, RunStarted):
-            supervised = event.supervised
-        elif (
-            isinstance(event, IterationFinished)
-            and supervised
-            and not event.judged
-            and event.rate_limit is not None
-        ):
-            refused += 1
-        elif isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
-            refused = 0  # as started_iterations: a human's reset counts afresh
-    return refused
-
-
-def apply_outside_event(state: LoopState, event: Event, policy: Policy) -> LoopState:
-    """What an event written outside a loop's iterations does to its state, for a replay.
-
-    A verdict recorded by a hook or a person, a human's reset of a breaker or
-    of the spend totals, and a state file moved aside all change what the next
-    iteration is judged against.
-    """
-    if isinstance(event, VerifyRecorded) and event.run_id is None:
-        passed = event.verdict == PASS
-        verify = record_verdict(
-            state.verify,
-            passed=passed,
-            max_failures=policy.verify.max_failures,
-            now=event.ts or "",
-        )
-        return attrs.evolve(state, verify=verify)
-    if isinstance(event, BreakerReset) and event.breaker == VERIFY_BREAKER:
-        return attrs.evolve(state, verify=reset(state.verify, now=event.ts or ""))
-    if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
-        return attrs.evolve(state, circuit=CLOSED_CIRCUIT, history=())
-    if isinstance(event, SpendReset):
-        return attrs.evolve(state, spend=NO_SPEND)
-    if isinstance(event, StateCorrupt) and event.file == "verify-attempts.yaml":
-        moved = f"moved aside to {event.moved_to}"
-        return attrs.evolve(state, verify=attrs.evolve(state.verify, blocked=moved))
-    return state

@@ -36,14 +36,16 @@ from .._redact import Redact
 from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
     FORGE_WRITES,
+    AlertCleared,
+    AlertRaised,
     BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
     ChangePaths,
     Event,
-    IterationFinished,
     IterationStarted,
     ProtectViolation,
+    RecoveryStep,
     RunStarted,
     RunStopped,
     utc_iso,
@@ -224,16 +226,16 @@ class _Loop:
     # The agent session the last iteration ran in (continued when the executor can).
     session: str | None = None
     hook_attempts: int = 0  # the breaker's attempts before the iteration (see _hook_verdict)
-    # Alerts, the status log and the lessons file: what a person watching sees.
+    # The status log and the lessons file: what a person watching reads.
     watch: IterationWatch = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.watch = IterationWatch(
             self.plan.paths,
             self.plan.workdir,
-            self.settings,
-            self.plan.run_id,
-            self.progress,
+            self.settings.policy,
+            active=self.settings.rules.supervised,
+            progress=self.progress,
             redact=self.plan.redact,
         )
 
@@ -286,8 +288,9 @@ class _Loop:
             )
             if admission.opened is not None:
                 event = self._circuit_event(BreakerOpened, state, admission.opened)
-                extra = self.watch.opened(state.circuit, None)
+                extra = self._recovery_events(state, None)
                 state = await _in_thread(self.store.save_circuit, state.circuit, event, *extra)
+                self._show_recovery(state)
                 self._show_transition(event, state)
             if admission.ending is not None or admission.wait is None:
                 return state, admission.ending
@@ -392,13 +395,16 @@ class _Loop:
                 verify_report=report,
                 tree=tree,
             )
-        self.watch.calls = _calls_left(limiter)
+        # The rate window's calls left after this iteration's permit: the
+        # calls-remaining alert judges them, and the record keeps them for a replay.
+        record = attrs.evolve(record, calls=_calls_left(limiter))
         # The clock is read here, on the event loop (a test's clock lives there).
         # One reading of the loop's wall clock (a fleet's is its server's) for
         # both the decision and the times it persists.
         now = self.settings.wall_clock()
-        judge = partial(self._judge, now, utc_iso(now))
-        conclude = partial(self._conclude, record, outcome, after, measured, judge)
+        now_iso = utc_iso(now)
+        judge = partial(self._judge, now, now_iso)
+        conclude = partial(self._conclude, record, outcome, after, measured, state, now_iso, judge)
         state, verdict, record, secscan = await _in_thread(conclude)
         self.progress.completed += 1
         self._show_iteration(outcome, record, state, verdict)
@@ -463,9 +469,11 @@ class _Loop:
         outcome: IterationOutcome,
         after: Snapshot | None,
         measured: bool,
+        ran_in: LoopState,
+        now_iso: str,
         judge: Callable[[IterationRecord, LoopState], tuple[LoopState, Verdict, list[Event]]],
     ) -> tuple[LoopState, Verdict, IterationRecord, GateReading]:
-        """Measure, scan, then judge and commit the iteration."""
+        """Measure, scan, judge and commit the iteration, then render what a person reads."""
         probe, before = self.probe, self.before
         fresh = after
         if measured and probe is not None and before is not None and after is not None:
@@ -482,6 +490,9 @@ class _Loop:
         secscan = self.settings.secscan.check(self.status)
         record = attrs.evolve(record, secscan=secscan)
         state, verdict = self.store.commit(record, partial(judge, record))
+        # After the commit, outside the change's lock: the status log and the
+        # lessons file are renderings of what was committed, not part of it.
+        self.watch.render(record, ran_in, state, verdict, now_iso)
         return state, verdict, record, secscan
 
     def _judge(
@@ -502,6 +513,8 @@ class _Loop:
             readings.append(record.secscan)
         assessment = verdict.assessment
         pause = None if verdict.pause_until is None else max(0.0, verdict.pause_until - now)
+        # The risk, raised by the alerts holding (a supervised loop's).
+        risk = after.risk if after.risk is not None else assessment.risk if assessment else None
         events.append(
             finished_event(
                 record,
@@ -511,31 +524,54 @@ class _Loop:
                 trip=opening_reason(verdict, after, self.rules),
                 score=assessment.score if assessment else None,
                 window_score=assessment.window_score if assessment else None,
-                risk=assessment.risk if assessment else None,
+                risk=risk,
                 circuit=after.circuit.state if self.rules.supervised else None,
             )
         )
-        finished_at = len(events) - 1
-        calls = self.watch.calls
-        if calls is not None:
-            # The rate window's calls left after this iteration's permit, beside its record.
-            finished = events[-1]
-            events[-1] = attrs.evolve(
-                finished, extra={**finished.extra, "calls_remaining": calls.remaining}
-            )
         if verdict.opened:
             events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
-            events.extend(self.watch.opened(after.circuit, record.iteration))
+            events.extend(self._recovery_events(after, record.iteration))
         elif verdict.closed:
             events.append(
                 self._circuit_event(BreakerClosed, after, reason="the probe made progress")
             )
-        events.extend(self.watch.judged(record, state, after, verdict, now_iso))
-        scored = events[finished_at]
-        if self.watch.risk is not None and isinstance(scored, IterationFinished):
-            # The risk, raised by the alerts holding.
-            events[finished_at] = attrs.evolve(scored, risk=self.watch.risk)
+        events.extend(self._alert_events(record.iteration, verdict))
         return after, verdict, events
+
+    def _recovery_events(self, state: LoopState, iteration: int | None) -> list[Event]:
+        """The circuit just opened: the strategy the iterations after it are given."""
+        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        if strategy is None:
+            return []
+        step = RecoveryStep(
+            run_id=self.plan.run_id,
+            iteration=iteration,
+            trip_kind=strategy.kind,
+            step=strategy.step,
+            steps=strategy.steps,
+            strategy=strategy.text,
+            escalated=state.circuit.escalated,
+        )
+        return [step]
+
+    def _alert_events(self, iteration: int, verdict: Verdict) -> list[Event]:
+        """The alerts the decision raised and cleared, for the timeline."""
+        run_id = self.plan.run_id
+        raised: list[Event] = [
+            AlertRaised(
+                run_id=run_id,
+                iteration=iteration,
+                alert=alert.name,
+                detail=alert.detail,
+                value=alert.value,
+                threshold=alert.threshold,
+            )
+            for alert in verdict.raised
+        ]
+        cleared = [
+            AlertCleared(run_id=run_id, iteration=iteration, alert=name) for name in verdict.cleared
+        ]
+        return [*raised, *cleared]
 
     async def _pause(self, until: float) -> None:
         """A provider limit: wait for its reset (every loop on the limiter waits too)."""
@@ -656,6 +692,12 @@ class _Loop:
         verdict: Verdict,
     ) -> None:
         progress = self.progress
+        # The alerts this iteration raised (told to [notify] as they happen) and those holding.
+        progress.raised = [(alert.name, alert.detail) for alert in verdict.raised]
+        if self.rules.supervised and verdict.judged:
+            progress.alerts = [name for name, _ in state.alerts]
+        if verdict.opened:
+            self._show_recovery(state)
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
         progress.cost_estimated = state.spend.cost_estimated
         progress.circuit = state.circuit.state
@@ -666,7 +708,7 @@ class _Loop:
             progress.verify = verify_cell(record.verify, streak, threshold)
         if verdict.assessment is not None:
             progress.score = verdict.assessment.score
-            progress.risk = self.watch.risk or verdict.assessment.risk
+            progress.risk = state.risk or verdict.assessment.risk
         if self.on_iteration is not None:
             self.on_iteration(outcome, record)
         if not verdict.judged:
@@ -685,6 +727,12 @@ class _Loop:
         elif verdict.closed:
             closed = BreakerClosed(run_id=self.plan.run_id, reason="the probe made progress")
             self._show_transition(closed, state)
+
+    def _show_recovery(self, state: LoopState) -> None:
+        """The recovery strategy an opening hands out (none once escalated)."""
+        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        if strategy is not None:
+            self.progress.recovery = "" if state.circuit.escalated else strategy.describe()
 
     def _show_transition(
         self, event: BreakerOpened | BreakerHalfOpen | BreakerClosed, state: LoopState

@@ -20,6 +20,7 @@ from .._stagnation import Signals
 from .._state import IterationFinished
 from .._verify import PASS, VerifyReport
 from .._workspace import TreeState
+from ._alerts import CallsLeft
 from ._gates import SECSCAN_GATE, GateReading
 
 # Through ``sh -c``, 126 and 127 mean the command could not be run at all.
@@ -44,6 +45,9 @@ class IterationRecord:
             of its own, and the breaker already counts it).
         secscan: The secret scan's reading after it (None: not read).
         signals: What it changed, measured (None: the loop does not measure).
+        calls: The shared rate window's calls left after its permit, read
+            just before it was judged (None: no limiter); the
+            ``calls-remaining`` alert judges it.
     """
 
     run_id: str
@@ -78,6 +82,7 @@ class IterationRecord:
     verify_by_hook: bool = False
     secscan: GateReading | None = None
     signals: Signals | None = None
+    calls: CallsLeft | None = None
     # Kept for the verify event and the tree it judged; not part of the record.
     verify_report: VerifyReport | None = attrs.field(default=None, eq=False, repr=False)
     tree: TreeState | None = attrs.field(default=None, eq=False, repr=False)
@@ -158,6 +163,10 @@ def iteration_record(
     )
 
 
+# The keys of the rate window's calls in an ``iteration.finished`` event.
+_CALLS_LEFT = "calls_remaining"
+_CALLS = "calls_allowed"
+
 # Fields the record and its event hold alike, copied as they are both ways.
 _PLAIN_FIELDS = (
     "run_id",
@@ -203,6 +212,10 @@ def finished_event(
     pause: float | None = None,
 ) -> IterationFinished:
     """The ``iteration.finished`` event: the record and what was decided about it."""
+    calls = record.calls
+    # The rate window's calls left after the permit, beside the record (and the
+    # window's size, so that a replay judges the calls-remaining alert too).
+    extra = {} if calls is None else {_CALLS_LEFT: calls.remaining, _CALLS: calls.calls}
     return IterationFinished(
         **{name: getattr(record, name) for name in _PLAIN_FIELDS},
         rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
@@ -217,6 +230,7 @@ def finished_event(
         risk=risk,
         circuit=circuit,
         pause=pause,
+        extra=extra,
     )
 
 
@@ -259,4 +273,13 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
         harmed=tuple(event.integrity) if event.integrity is not None else None,
         secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
+        calls=_calls_from(event.extra),
     )
+
+
+def _calls_from(extra: dict[str, Any]) -> CallsLeft | None:
+    """The rate window's calls an event recorded (older timelines hold only the calls left)."""
+    remaining, calls = extra.get(_CALLS_LEFT), extra.get(_CALLS)
+    if type(remaining) is not int or type(calls) is not int:
+        return None
+    return CallsLeft(remaining=remaining, calls=calls)

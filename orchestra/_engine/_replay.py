@@ -17,21 +17,17 @@ from datetime import datetime
 import attrs
 
 from .._policy import Policy
-from .._stagnation import Assessment, Signals
+from .._stagnation import Assessment
 from .._state import (
-    LOOP_CIRCUIT,
-    BreakerReset,
     Event,
     IterationFinished,
     IterationStarted,
     RunStarted,
 )
-from ._alerts import evaluate, risk_with_alerts
 from ._decide import (
     LoopRules,
     LoopState,
     admit,
-    apply_outside_event,
     cooled_down,
     decide,
     first_trip_rules,
@@ -40,6 +36,7 @@ from ._decide import (
 )
 from ._endings import Ending
 from ._gates import GateReading
+from ._outside import apply_outside_event, run_started
 from ._record import IterationRecord, record_from_event, secscan_reading
 from ._recovery import in_force
 
@@ -74,6 +71,9 @@ class ReplayStep:
     # opening here (escalated: none left), and the alerts holding after it.
     recovery: str | None = None
     alerts: tuple[str, ...] = ()
+    # The alerts raised and cleared by this iteration, as the live loop records them.
+    raised: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -109,11 +109,10 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     # whatever a hook wrote during the iteration comes after that decision).
     admitted: Ending | None = None
     started = False
-    # Every measured iteration since a person's reset: what the alerts look back on.
-    measured: list[Signals] = []
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
+            state = run_started(state, supervised=event.supervised)
             ended = False
             # Each run's own pre-flight scan, not what the last run left.
             secscan = secscan_reading(event.gates)
@@ -125,8 +124,6 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             continue
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
-            if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
-                measured = []
             continue
         try:
             record = record_from_event(event)
@@ -150,16 +147,23 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         secscan = record.secscan
         would_open = opening_reason(verdict, state, rules)
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
-        if verdict.judged and record.signals is not None:
-            measured.append(record.signals)
         strategy = in_force(state.circuit, policy) if verdict.opened else None
         recovery = None
         if strategy is not None:
             recovery = "escalate" if state.circuit.escalated else strategy.describe()
-        alerts = tuple(sorted(evaluate(measured, policy))) if rules.supervised else ()
-        risk = risk_with_alerts(step.risk, alerts) if verdict.judged else step.risk
+        # The alerts as the live loop judged them, the rate window's calls included.
+        alerts = tuple(name for name, _ in state.alerts) if rules.supervised else ()
+        risk = state.risk if verdict.judged and rules.supervised else step.risk
         steps.append(
-            attrs.evolve(step, judged=verdict.judged, recovery=recovery, alerts=alerts, risk=risk)
+            attrs.evolve(
+                step,
+                judged=verdict.judged,
+                recovery=recovery,
+                alerts=alerts,
+                raised=tuple(alert.name for alert in verdict.raised),
+                cleared=verdict.cleared,
+                risk=risk,
+            )
         )
         ended = verdict.ending is not None
     return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)

@@ -34,7 +34,8 @@ from .._state import (
     save_states,
 )
 from .._verify import VerifyAttempts, load_verify_locked
-from ._decide import LoopState, Verdict, fold_history, refused_calls, started_iterations
+from ._decide import LoopState, Verdict
+from ._outside import circuit_read, resume
 from ._record import IterationRecord
 
 _Signature = tuple[int, int, int] | None
@@ -105,20 +106,19 @@ class ChangeStore:
     def load(self) -> LoopState:
         """Read the change's state and its detectors' history from the timeline."""
         with exclusive_lock(self.paths.lock):
-            timeline = read_timeline(self.paths.timeline)
-            events = timeline.typed()
+            resumed = resume(read_timeline(self.paths.timeline).typed())
             circuit = self._read_circuit()
-            if self._owns_circuit:
+            if self._owns_circuit and resumed.started > circuit.iterations_used:
                 # An iteration that started but was never committed was spent too.
-                started = started_iterations(events)
-                if started > circuit.iterations_used:
-                    circuit = attrs.evolve(circuit, iterations_used=started, finished=None)
+                circuit = attrs.evolve(circuit, iterations_used=resumed.started, finished=None)
             self._state = LoopState(
                 circuit=circuit,
                 verify=self._read_verify(),
                 spend=self._read_spend(),
-                history=fold_history(events),
-                refused=refused_calls(events) if self._owns_circuit else 0,
+                history=resumed.history,
+                refused=resumed.refused if self._owns_circuit else 0,
+                measured=resumed.measured,
+                alerts=resumed.alerts,
             )
         return self._state
 
@@ -205,13 +205,8 @@ class ChangeStore:
         state = self._state
         paths = self.paths
         if self._changed(paths.breaker):
-            circuit = self._read_circuit()
-            if circuit.opens < state.circuit.opens:
-                # A person reset the loop circuit: the detectors start afresh too.
-                state = attrs.evolve(state, history=())
-            if circuit.iterations_used < state.circuit.iterations_used:
-                state = attrs.evolve(state, refused=0)  # the iterations are counted afresh
-            state = attrs.evolve(state, circuit=circuit)
+            # A person's reset starts the loop afresh, by the same rule a replay folds.
+            state = circuit_read(state, self._read_circuit())
         if self._changed(paths.verify_attempts):
             state = attrs.evolve(state, verify=self._read_verify())
         if self._changed(paths.spend):

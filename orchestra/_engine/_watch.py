@@ -1,34 +1,20 @@
-"""What a person watching a supervised loop sees of it, written as each iteration is judged.
+"""What a person watching a supervised loop reads of it: the status log and the lessons file.
 
-:class:`IterationWatch` turns each judged iteration into the alerts raised and
-cleared (``alert.raised`` / ``alert.cleared``), the recovery strategy handed to
-the iterations after an opening (``recovery.step``), a section of the status
-log (``status.md``) and, when the loop stalled, an entry in the lessons file.
-Its methods run inside the change store's commit, under the change's lock
-and off the event loop; the events they return go into the same timeline
-append as the iteration's own.
+:class:`IterationWatch` renders each committed iteration into a section of
+the status log (``status.md``) and, when the loop stalled, an entry in the
+lessons file. It decides nothing: the alerts raised and cleared, the risk
+they raise and the recovery strategy are :func:`decide`'s, read from the
+committed state and verdict. The loop calls it after the commit, outside the
+change's lock, in the same worker thread (off the event loop).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._circuit import CircuitState
+from .._policy import Policy
 from .._redact import Redact
-from .._stagnation import Signals
-from .._state import (
-    LOOP_CIRCUIT,
-    AlertCleared,
-    AlertRaised,
-    BreakerReset,
-    ChangePaths,
-    Event,
-    IterationFinished,
-    RecoveryStep,
-    atomic_write,
-    read_timeline,
-)
-from ._alerts import CallsLeft, evaluate, risk_with_alerts
+from .._state import ChangePaths, atomic_write
 from ._decide import LoopState, Verdict
 from ._errorlines import error_lines
 from ._lessons import Lesson, append_lesson
@@ -40,21 +26,26 @@ from ._statuslog import STATUS_FILE, StatusEntry, read_sections, render_log, ren
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ._loop import LoopSettings
-
-# Iterations the alerts look back on (the longest threshold is far shorter).
-_KEPT = 200
-
 
 class IterationWatch:
-    """Alerts, recovery steps, the status log and lessons for one supervised loop."""
+    """The status log and the lessons file of one loop, rendered from what it committed.
+
+    Args:
+        paths: The change's folder (the status log lives there).
+        workdir: The loop's working tree (the lessons file lives there).
+        policy: The loop's policy (``[alerts] status_log``, ``[recovery] lessons``).
+        active: The loop is supervised; an unsupervised one keeps neither file.
+        progress: The loop's live progress (output to review is noted there).
+        redact: Redaction for the error lines quoted from the iteration's log.
+    """
 
     def __init__(
         self,
         paths: ChangePaths,
         workdir: Path,
-        settings: LoopSettings,
-        run_id: str,
+        policy: Policy,
+        *,
+        active: bool,
         progress: LoopProgress,
         redact: Redact | None = None,
     ) -> None:
@@ -62,107 +53,38 @@ class IterationWatch:
         self._redact = redact
         # The lessons file lives in the loop's working tree: its agent reads it there.
         self._workdir = workdir
-        self._policy = settings.policy
-        self._active = settings.rules.supervised
-        self._run_id = run_id
+        self._policy = policy
+        self._active = active
         self._progress = progress
-        self._history: list[Signals] | None = None
-        self._raised: dict[str, str] = {}
-        self._sections: list[str] = []
-        # The last judged iteration's stagnation risk, raised by the alerts holding.
-        self.risk: str | None = None
-        # The rate window's calls, read on the event loop just before the commit.
-        self.calls: CallsLeft | None = None
+        # The status log's sections so far (read from the file once).
+        self._sections: list[str] | None = None
 
-    def opened(self, circuit: CircuitState, iteration: int | None) -> list[Event]:
-        """The circuit just opened: the strategy the iterations after it are given."""
-        strategy = in_force(circuit, self._policy) if self._active else None
-        if strategy is None:
-            return []
-        self._progress.recovery = "" if circuit.escalated else strategy.describe()
-        return [
-            RecoveryStep(
-                run_id=self._run_id,
-                iteration=iteration,
-                trip_kind=strategy.kind,
-                step=strategy.step,
-                steps=strategy.steps,
-                strategy=strategy.text,
-                escalated=circuit.escalated,
-            )
-        ]
-
-    def judged(
+    def render(
         self,
         record: IterationRecord,
         before: LoopState,
         after: LoopState,
         verdict: Verdict,
         now_iso: str,
-    ) -> list[Event]:
-        """An iteration was judged: alerts, a status section, maybe a lesson."""
-        self._progress.raised = []
-        self.risk = None
+    ) -> None:
+        """A committed iteration: a section of the status log, and a lesson if it stalled.
+
+        Args:
+            record: The iteration's record.
+            before: The state the iteration ran in.
+            after: The committed state after it.
+            verdict: What :func:`decide` made of it.
+            now_iso: When it was judged, as the state files write it.
+        """
         if not self._active or not verdict.judged:
-            return []
-        history = self._seeded()
-        if record.signals is not None:
-            history.append(record.signals)
-            del history[:-_KEPT]
-        holding = evaluate(history, self._policy, calls=self.calls)
-        events: list[Event] = []
-        for name, alert in sorted(holding.items()):
-            if name not in self._raised:
-                events.append(
-                    AlertRaised(
-                        run_id=self._run_id,
-                        iteration=record.iteration,
-                        alert=name,
-                        detail=alert.detail,
-                        value=alert.value,
-                        threshold=alert.threshold,
-                    )
-                )
-        for name in sorted(set(self._raised) - set(holding)):
-            events.append(AlertCleared(run_id=self._run_id, iteration=record.iteration, alert=name))
-        self._progress.raised = [
-            (name, alert.detail)
-            for name, alert in sorted(holding.items())
-            if name not in self._raised
-        ]
-        self._raised = {name: alert.detail for name, alert in holding.items()}
-        self._progress.alerts = sorted(holding)
-        assessment = verdict.assessment
-        self.risk = risk_with_alerts(assessment.risk if assessment else None, holding)
+            return
+        if self._sections is None:
+            self._sections = read_sections(self._paths.folder / STATUS_FILE)
         self._write_status(record, before, after, verdict, now_iso)
         if verdict.opened and _stalled(verdict):
             self._lesson(record, before, after, verdict, now_iso)
-        return events
 
     # -- the pieces ----------------------------------------------------------------
-
-    def _seeded(self) -> list[Signals]:
-        """The iterations so far, and the alerts raised, from the timeline (read once)."""
-        if self._history is not None:
-            return self._history
-        history: list[Signals] = []
-        raised: dict[str, str] = {}
-        for event in read_timeline(self._paths.timeline).typed():
-            if isinstance(event, BreakerReset) and event.breaker == LOOP_CIRCUIT:
-                history = []
-            elif isinstance(event, IterationFinished) and event.signals and event.judged:
-                try:
-                    history.append(Signals.from_record(event.signals))
-                except ValueError:
-                    continue
-            elif isinstance(event, AlertRaised):
-                raised[event.alert] = event.detail
-            elif isinstance(event, AlertCleared):
-                raised.pop(event.alert, None)
-        self._history = history[-_KEPT:]
-        self._raised = raised
-        self._sections = read_sections(self._paths.folder / STATUS_FILE)
-        return self._history
 
     def _write_status(
         self,
@@ -188,16 +110,18 @@ class IterationWatch:
             signals=record.signals,
             error=record.failure or record.error,
             score=assessment.score if assessment else None,
-            calls_remaining=self.calls.remaining if self.calls is not None else None,
-            risk=None if verdict.ending is not None and record.done else self.risk,
+            calls_remaining=record.calls.remaining if record.calls is not None else None,
+            risk=None if verdict.ending is not None and record.done else after.risk,
             recovery=strategy.describe() if strategy is not None else "",
-            alerts=tuple(f"{name} ({detail})" for name, detail in sorted(self._raised.items())),
+            alerts=tuple(f"{name} ({detail})" for name, detail in after.alerts),
             review=review,
             errors=tuple(self._errors(record)),
         )
-        self._sections.append(render_section(entry))
-        del self._sections[:-keep]
-        text = render_log(self._paths.name, self._sections, keep)
+        sections = self._sections if self._sections is not None else []
+        sections.append(render_section(entry))
+        del sections[:-keep]
+        self._sections = sections
+        text = render_log(self._paths.name, sections, keep)
         atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"), ordinary=True)
 
     def _errors(self, record: IterationRecord) -> list[str]:

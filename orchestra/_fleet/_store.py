@@ -30,9 +30,8 @@ from .._engine import (
     Judge,
     LoopState,
     Verdict,
-    fold_history,
-    refused_calls,
-    started_iterations,
+    circuit_read,
+    resume,
 )
 from .._spend import SpendTotals
 from .._state import (
@@ -167,28 +166,29 @@ class RedisChangeStore:
     def load(self) -> LoopState:
         """The change's state and its detectors' history, from the server."""
         state, events = self._read()
+        resumed = resume(events)
         circuit = state.circuit
-        if self._owns_circuit:
+        if self._owns_circuit and resumed.started > circuit.iterations_used:
             # An iteration that started but was never committed was spent too
             # (a host that died mid-iteration): the next one goes on after it.
-            started = started_iterations(events)
-            if started > circuit.iterations_used:
-                circuit = attrs.evolve(circuit, iterations_used=started, finished=None)
+            circuit = attrs.evolve(circuit, iterations_used=resumed.started, finished=None)
         self._state = attrs.evolve(
             state,
             circuit=circuit,
-            history=fold_history(events),
+            history=resumed.history,
             # Refused calls use no iteration: the loop that takes over counts without them.
-            refused=refused_calls(events) if self._owns_circuit else 0,
+            refused=resumed.refused if self._owns_circuit else 0,
+            measured=resumed.measured,
+            alerts=resumed.alerts,
         )
         return self._state
 
     def refresh(self) -> LoopState:
         """The state as the server holds it (only the lease holder writes it)."""
         state, _ = self._read()
-        self._state = attrs.evolve(
-            self._state, circuit=state.circuit, verify=state.verify, spend=state.spend
-        )
+        # A person's reset starts the loop afresh, by the same rule a replay folds.
+        fresh = circuit_read(self._state, state.circuit)
+        self._state = attrs.evolve(fresh, verify=state.verify, spend=state.spend)
         return self._state
 
     def append(self, *events: Event) -> None:

@@ -1,0 +1,114 @@
+"""The replay agrees with the live loop where a person stepped in between runs.
+
+A reset starts a change afresh: the iterations are counted again from the
+first, and calls a provider refused before it no longer shift the iteration
+cap. ``forge policy simulate`` folds the same reset through the same rule, so
+its cap falls where the live loop's fell.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from orchestra._engine import EXHAUSTED, replay
+from orchestra._policy import AlertsPolicy, RunPolicy, load_policy
+from orchestra._ratelimit import MemoryBackend, RateLimiter
+from orchestra._state import read_timeline
+
+from .support import Repo
+from .test_monitoring_e2e import quiet_policy, work
+from .test_supervised_loop import agent, supervise_one, timeline
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+
+
+def _result(**fields: Any) -> str:
+    base = {"type": "result", "subtype": "success", "is_error": False, "result": "working"}
+    return json.dumps(base | fields) + "\n"
+
+
+def _progress(n: int) -> dict[str, Any]:
+    return {"print": _result(result=f"step {n}"), "append": {"work.py": f"# {n}\n"}}
+
+
+def _refused() -> dict[str, Any]:
+    # A reset time already past: the loop does not wait for it.
+    limited = {
+        "type": "rate_limit_event",
+        "rate_limit_info": {"status": "rejected", "resetsAt": time.time() - 1},
+    }
+    return {"print": json.dumps(limited) + "\n" + _result(is_error=True)}
+
+
+def test_the_iteration_cap_after_a_reset_that_followed_refusals(repo: Repo) -> None:
+    script = repo.root.parent / "claude.json"
+    argv = [sys.executable, str(FAKE_AGENT), str(script)]
+    repo.write("executors/fakeclaude.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        '[run]\nmax_iterations = 3\n[[loop]]\nchange = "c"\nexecutor = "fakeclaude"\n',
+    )
+    # First run: one refused call, then three iterations that use the cap.
+    script.write_text(json.dumps({"steps": [_refused(), *(_progress(n) for n in range(2, 6))]}))
+    first = repo.forge("supervise", "--json")
+    assert first.code == 1, first
+    assert json.loads(first.out)["loops"][0]["reason"] == EXHAUSTED
+    reset = repo.forge("circuit", "c", "--reset", "--reason", "reviewed")
+    assert reset.code == 0, reset
+    # After the reset: three iterations, no refusal; the cap falls at the third.
+    script.write_text(json.dumps({"steps": [_progress(n) for n in range(1, 6)]}))
+    second = repo.forge("supervise", "--json")
+    assert second.code == 1, second
+    loop = json.loads(second.out)["loops"][0]
+    assert loop["reason"] == EXHAUSTED
+
+    policy = load_policy(repo.root / "forge.toml", root=repo.root).policy
+    events = read_timeline(repo.change_dir("c") / "timeline.jsonl").typed()
+    replayed = replay(events, policy)
+    endings = [
+        (step.record.iteration, step.ending.reason)
+        for step in replayed.steps
+        if step.ending is not None
+    ]
+    # Each run's cap where the live loop's fell: the refused call before the reset
+    # shifts the first run's cap, not the second's.
+    assert endings == [(4, EXHAUSTED), (3, EXHAUSTED)], endings
+    assert replayed.not_run == 0
+
+
+async def test_the_replay_raises_and_clears_the_live_alerts_calls_remaining_included(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    limiter = RateLimiter(MemoryBackend(trio.current_time), 5, 3600.0, 0.8, clock=trio.current_time)
+    policy = attrs.evolve(
+        quiet_policy(),
+        run=RunPolicy(max_iterations=8),
+        alerts=AlertsPolicy(no_tasks=3),
+    )
+    (tmp_path / "tasks.md").write_text("- [ ] the task\n")
+    steps = [work(1), work(2), work(3), work(4, task=True), *(work(n) for n in range(5, 9))]
+    cmd = agent(tmp_path, *steps)
+    await supervise_one(tmp_path, mock_clock, policy, cmd, limiter=limiter)
+    events = timeline(tmp_path)
+    live_raised = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.raised"]
+    live_cleared = [(e["iteration"], e["alert"]) for e in events if e["event"] == "alert.cleared"]
+    assert (5, "calls-remaining") in live_raised, live_raised
+    assert (3, "no-tasks") in live_raised, live_raised
+
+    replayed = replay(read_timeline(tmp_path / ".forge/changes/c/timeline.jsonl").typed(), policy)
+    raised = [(s.record.iteration, name) for s in replayed.steps for name in s.raised]
+    cleared = [(s.record.iteration, name) for s in replayed.steps for name in s.cleared]
+    assert raised == live_raised
+    assert cleared == live_cleared
+    # The risk each iteration recorded is the one the replay reaches.
+    live_risk = [e["risk"] for e in events if e["event"] == "iteration.finished"]
+    assert [s.risk for s in replayed.steps] == live_risk
