@@ -1,15 +1,15 @@
 """Memory: peak RSS of forge supervising many loops, and of a run whose agent prints 1 GB.
 
 (a) ``forge supervise`` over L ``[[loop]]`` tables (default 200) whose executor is
-``sleep 0.2``, a few iterations each, each loop in a folder of its own, every gate that cannot trip on a no-op left
-on (the sqlite rate limiter, stagnation probing in git, the secscan slot), with
-``--dry-run`` of the same file and L/10 loops alongside, so that the cost of one
-running loop is the slope between the two runs. (b) ``forge run --yes`` of one
-iteration whose executor prints 1 GB in 1 KiB lines, with ``[secscan]`` off and
-then on (the output is then redacted line by line), each after the same run
-printing 1 MB. The log on disk must hold every byte (checked against the
-timeline's count) and the process must not: its peak may not grow over the 1 MB
-run's by 1% of the output.
+``sleep 0.2``, a few iterations each, each loop in a folder of its own, every
+gate that cannot trip on a no-op left on (the sqlite rate limiter, stagnation
+probing in git, the secscan slot), with ``--dry-run`` of the same file and L/10
+loops alongside, so that the cost of one running loop is the slope between the
+two runs. (b) ``forge run --yes`` of one iteration whose executor prints 1 GB in
+1 KiB lines, with ``[secscan]`` off and then on (the output is then redacted
+line by line), each after the same run printing 1 MB. The log on disk must hold
+every byte (checked against the timeline's count) and the process must not: its
+peak may not grow over the 1 MB run's by 1% of the output.
 
 Peak RSS is ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` read by a fresh ``python -c``
 wrapper around each command: the largest single process of the tree (forge
