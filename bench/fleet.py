@@ -15,6 +15,7 @@ A ``redis-server`` on a free loopback port, without persistence, is started
 and stopped by the script.
 
     .venv/bin/python bench/fleet.py [--acquires 500] [--live 100] [--rounds 3] [--loops 60]
+        [--quick]
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import redis
 import trio
+from _quick import parse_args
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -51,11 +53,11 @@ def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
+    # In this script's process group: whoever stops the bench stops the server too.
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--dir", str(folder), "--logfile", str(folder / "redis.log")],
         stdin=subprocess.DEVNULL,
-        start_new_session=True,
     )  # fmt: skip
     client = redis.Redis(port=port, retry=Retry(NoBackoff(), 0))
     for _ in range(500):
@@ -183,7 +185,7 @@ def main() -> None:
     parser.add_argument("--live", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loops", type=int, default=60)
-    args = parser.parse_args()
+    args = parse_args(parser, acquires=20, live=10, rounds=1, loops=3)
     with tempfile.TemporaryDirectory(prefix="forge-bench-fleet-") as scratch:
         folder = Path(scratch)
         process, port = start_server(folder)

@@ -7,16 +7,24 @@ as a loop does. Each iteration: rewrite the state files (Forge's own writes,
 before the manifest; not timed), then ``arm()`` and ``inspect()``. Printed: microseconds of wall
 and CPU time per iteration, and the files left in the snapshot folder.
 
-    .venv/bin/python bench/integrity_check.py [--iterations 2000] [--specs 20]
+Baseline, interleaved with it in the same loop: the least a check that trusts
+``stat`` for unchanged files does, twice per iteration (once for ``arm()``, once
+for ``inspect()``): ``os.stat`` of every file of the tree, then read and SHA-256
+the three state files that were rewritten.
+
+    .venv/bin/python bench/integrity_check.py [--iterations 2000] [--specs 20] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import tempfile
 import time
 from pathlib import Path
+
+from _quick import parse_args
 
 from orchestra._policy import Policy
 from orchestra._protect import integrity_check
@@ -39,6 +47,17 @@ def _tree(root: Path, specs: int) -> None:
         os.utime(path, ns=(old, old))
 
 
+STATE_FILES = ("spend.yaml", "breaker.yaml", "verify-attempts.yaml")
+
+
+def _bare_pass(files: list[str], rewritten: list[str]) -> None:
+    for name in files:
+        os.stat(name)
+    for name in rewritten:
+        with open(name, "rb") as handle:
+            hashlib.sha256(handle.read()).digest()
+
+
 def _forge_writes(state: Path, n: int) -> None:
     (state / "spend.yaml").write_text(f"tokens: {n * 100}\ncost: {n}\n")
     (state / "breaker.yaml").write_text(f"state: closed\nfailures: 0\nseen: {n}\n")
@@ -49,17 +68,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--specs", type=int, default=20)
-    args = parser.parse_args()
+    args = parse_args(parser, iterations=20, specs=3)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         _tree(root, args.specs)
         state = root / ".forge" / "changes" / "c"
         state.mkdir(parents=True)
-        check = integrity_check(Policy(), workdir=root, root=root, change="c", state_folder=state)
+        check = integrity_check(Policy(), workdir=root, root=root, state_folder=state)
         _forge_writes(state, 0)
         check.arm()
         check.inspect("warm")
-        wall = cpu = 0.0
+        files = sorted(str(path) for path in root.rglob("*") if path.is_file())
+        rewritten = [str(state / name) for name in STATE_FILES]
+        wall = cpu = bare_wall = bare_cpu = 0.0
         for n in range(args.iterations):
             _forge_writes(state, n + 1)
             started, started_cpu = time.perf_counter(), time.process_time()
@@ -67,6 +88,11 @@ def main() -> None:
             report = check.inspect(f"i{n}")
             wall += time.perf_counter() - started
             cpu += time.process_time() - started_cpu
+            started, started_cpu = time.perf_counter(), time.process_time()
+            _bare_pass(files, rewritten)
+            _bare_pass(files, rewritten)
+            bare_wall += time.perf_counter() - started
+            bare_cpu += time.process_time() - started_cpu
             if report.harmed:
                 raise SystemExit(f"unexpected harm: {report.detail()}")
         snapshots = state / "protect" / "snapshots"
@@ -77,6 +103,11 @@ def main() -> None:
             f"{args.iterations} iterations, {report.checked} protected paths: "
             f"{wall * per:.0f} us wall, {cpu * per:.0f} us CPU per arm()+inspect(); "
             f"{kept} files in the snapshot folder before finish()"
+        )
+        print(
+            f"baseline (stat {len(files)} files, hash {len(rewritten)}, twice): "
+            f"{bare_wall * per:.0f} us wall, {bare_cpu * per:.0f} us CPU; "
+            f"ratio {wall / bare_wall:.2f}x wall, {cpu / bare_cpu:.2f}x CPU"
         )
 
 

@@ -20,7 +20,7 @@ disk (every sqlite commit is an fsync) weighs on both alike.
   no fsync and what is left is the CPU's share.
 
     .venv/bin/python bench/limiter.py [--acquires 100] [--rounds 5] [--processes 8] [--dir D]
-        [--no-tmpfs]
+        [--no-tmpfs] [--quick]
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import trio
+from _quick import parse_args
 
 from orchestra._durations import Duration
 from orchestra._policy import RateLimitPolicy
@@ -48,6 +49,8 @@ CALLS = 10**9  # never reached: nothing waits
 WINDOW = Duration(86400)  # a day: nothing leaves the log while it is timed
 TABLE = "CREATE TABLE grants (at REAL NOT NULL, who TEXT NOT NULL)"
 INDEX = "CREATE INDEX grants_by_time ON grants (at)"
+SIZES = (0, 100, 1000, 10_000)  # K: the permits the log holds before the timed acquires
+QUICK_SIZES = (0, 100)
 
 
 def limiter(backend: str, folder: Path) -> RateLimiter:
@@ -203,8 +206,9 @@ def filesystem(path: Path) -> str:
     return kind
 
 
-def sqlite_figures(folder: Path, count: int, rounds: int, processes: int) -> None:
-    sizes = (0, 100, 1000, 10_000)
+def sqlite_figures(
+    folder: Path, count: int, rounds: int, processes: int, sizes: tuple[int, ...]
+) -> None:
     run = iter(range(10**9))  # a fresh folder name for every measurement
     where = f"{folder.parent} ({filesystem(folder)})"
     print(f"sqlite backend, 1 process, in {where}")
@@ -242,9 +246,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--dir", default=None, help="where the sqlite files go (default: tmp)")
     parser.add_argument("--no-tmpfs", action="store_true", help="skip the run in /dev/shm")
-    args = parser.parse_args()
+    args = parse_args(parser, acquires=10, rounds=1, processes=2, no_tmpfs=True)
     count, rounds, processes = args.acquires, args.rounds, args.processes
-    sizes = (0, 100, 1000, 10_000)
+    sizes = QUICK_SIZES if args.quick else SIZES
 
     print(f"machine: {os.cpu_count()} cores; sqlite {sqlite3.sqlite_version}")
     print(
@@ -273,7 +277,7 @@ def main() -> None:
         places.append(str(shm))  # no fsync cost: the bookkeeping alone
     for place in places:
         with tempfile.TemporaryDirectory(dir=place) as name:
-            sqlite_figures(Path(name), count, rounds, processes)
+            sqlite_figures(Path(name), count, rounds, processes, sizes)
 
 
 if __name__ == "__main__":

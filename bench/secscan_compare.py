@@ -24,7 +24,7 @@ files:
 Both tools scan git-tracked files; detect-secrets runs with ``-n`` (no network
 verification of what it finds) on every core, ours in one process.
 
-    .venv/bin/python bench/secscan_compare.py [--files 20000] [--seed 7]
+    .venv/bin/python bench/secscan_compare.py [--files 3000] [--seed 7] [--copies 3] [--quick]
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from _quick import parse_args
 
 from orchestra._secscan import load_rules, scan_tree
 from orchestra._secscan._rules import Ruleset
@@ -700,10 +702,10 @@ def speed_section(workdir: Path, files: int, seed: int, ruleset: Ruleset) -> Non
     )
 
 
-def recall_section(workdir: Path, seed: int, ruleset: Ruleset) -> None:
+def recall_section(workdir: Path, seed: int, ruleset: Ruleset, copies: int) -> None:
     root = workdir / "planted"
     root.mkdir()
-    planted = plant_corpus(root, seed)
+    planted = plant_corpus(root, seed, copies)
     git_commit_all(root)
     ours = ours_api(root, ruleset, None).findings
     theirs = detect_secrets_scan(root).findings
@@ -775,7 +777,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=3_000, help="files in the speed tree")
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--copies", type=int, default=3, help="planted files per secret kind and syntax"
+    )
+    args = parse_args(parser, files=150, copies=1)
     version = ensure_detect_secrets()
     ruleset = load_rules("secscan")
     print(
@@ -787,7 +792,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="secscan-bench-") as folder:
         workdir = Path(folder)
         speed_section(workdir, args.files, args.seed, ruleset)
-        recall_section(workdir, args.seed, ruleset)
+        recall_section(workdir, args.seed, ruleset, args.copies)
         false_positive_section(workdir, args.seed, ruleset)
     print(
         f"\n(bench took {time.perf_counter() - started:.0f} s; "

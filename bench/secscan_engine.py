@@ -7,7 +7,7 @@ of both engines, with the keyword pre-filter (as the scan runs) and without it
 (every rule over every file: the engines' raw difference). Last, it times
 ``scan_tree`` with each engine, cold and after touching 10 files.
 
-    .venv/bin/python bench/secscan_engine.py [--files 2000] [--kib 12]
+    .venv/bin/python bench/secscan_engine.py [--files 2000] [--kib 12] [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import string
 import tempfile
 import time
 from pathlib import Path
+
+from _quick import parse_args
 
 from orchestra._secscan import find_secrets, load_rules, scan_tree
 from orchestra._secscan._rules import Ruleset
@@ -115,7 +117,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--kib", type=int, default=12)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, files=40, kib=4, repeat=1)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "tree"
         total = generate(root, args.files, args.kib)

@@ -8,7 +8,8 @@ Forge spawns for its executor and its verify, the way Forge spawns them
   ``forge supervise`` with every gate on: a verify (``true``) after every
   iteration and its breaker, a budget with a ceiling, the secret scan, the
   protected paths' integrity check, the sqlite rate limiter, stagnation probing
-  in git. Baseline: per iteration, ``sh -c true`` (the executor) then
+  in git. Each loop works in its own small repository (forge refuses two loops
+  in one working tree). Baseline: per iteration, ``sh -c true`` (the executor) then
   ``sh -c true`` (the verify), L loops at once.
 - ``run``: ``forge run --max-iterations N`` of the same no-op agent (forge run
   runs no verify of its own). Baseline: N sequential ``sh -c true``. A forge
@@ -23,7 +24,7 @@ PATH), and the CPU time (user + system, Forge and all it spawned) per
 iteration of both.
 
     .venv/bin/python bench/supervisor_overhead.py [--mode both] [--loops 50]
-        [--iterations 20] [--run-iterations 20]
+        [--iterations 20] [--run-iterations 20] [--quick]
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pathlib import Path
 
 import attrs
 import trio
+from _quick import parse_args
 
 FORGE = Path(sys.executable).with_name("forge")
 EXECUTOR = ["sh", "-c", "true"]  # how Forge starts a --cmd or [[loop]] cmd, and a verify
@@ -67,29 +69,54 @@ def timed(action: Callable[[], object]) -> Timing:
     return Timing(time.perf_counter() - wall, _cpu_self_and_children() - cpu)
 
 
+FILES = {
+    "AGENTS.md": "# Agents\n",
+    "IMPLEMENTATION_PLAN.md": "- [ ] nothing\n",
+    "specs/one.md": "# One\n",
+    "specs/two.md": "# Two\n",
+    "src/app.py": "print('hello')\n" * 20,
+    "src/util.py": "X = 1\n" * 20,
+    "README.md": "readme\n",
+    ".gitignore": ".forge/\n",
+}
+
+
+def small_repository(root: Path, extra: dict[str, str] | None = None) -> None:
+    """A small committed repository: AGENTS.md, specs/, a few source files."""
+    for name, text in {**FILES, **(extra or {})}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=root, check=True)
+
+
 @contextmanager
 def project(tables: str) -> Iterator[Path]:
-    """A small committed repository with a forge.toml."""
+    """A small committed repository with a forge.toml (one loop: ``forge run``)."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        files = {
-            "AGENTS.md": "# Agents\n",
-            "IMPLEMENTATION_PLAN.md": "- [ ] nothing\n",
-            "specs/one.md": "# One\n",
-            "specs/two.md": "# Two\n",
-            "src/app.py": "print('hello')\n" * 20,
-            "src/util.py": "X = 1\n" * 20,
-            "README.md": "readme\n",
-        }
-        for name, text in files.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_text(text)
+        small_repository(root, {"forge.toml": tables})
+        yield root
+
+
+@contextmanager
+def loops_project(tables: str, loops: int) -> Iterator[Path]:
+    """A folder with a forge.toml and ``loops/loop-N``, one small repository per loop.
+
+    Each loop has a working tree of its own, as parallel changes are laid out (a
+    clone each): forge refuses two loops in one tree.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        template = root / "template"
+        template.mkdir()
+        small_repository(template)
+        for n in range(loops):
+            shutil.copytree(template, root / "loops" / f"loop-{n}", symlinks=True)
+        shutil.rmtree(template)
         (root / "forge.toml").write_text(tables)
-        (root / ".gitignore").write_text(".forge/\n")
-        git = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
-        subprocess.run([*git, "init", "-q"], cwd=root, check=True)
-        subprocess.run([*git, "add", "-A"], cwd=root, check=True)
-        subprocess.run([*git, "commit", "-qm", "start"], cwd=root, check=True)
         yield root
 
 
@@ -123,7 +150,10 @@ def _forge(root: Path, args: list[str], env: dict[str, str] | None = None) -> di
 
 
 def supervise_toml(loops: int, iterations: int) -> str:
-    tables = "".join(f'[[loop]]\nchange = "loop-{n}"\ncmd = "true"\n' for n in range(loops))
+    tables = "".join(
+        f'[[loop]]\nchange = "loop-{n}"\ndir = "loops/loop-{n}"\ncmd = "true"\n'
+        for n in range(loops)
+    )
     return (
         '[verify]\ncommand = "true"\nspecs = []\n'
         f"[run]\nmax_iterations = {iterations}\n"
@@ -136,7 +166,7 @@ def supervise_toml(loops: int, iterations: int) -> str:
 
 
 def forge_supervise(loops: int, iterations: int, env: dict[str, str] | None = None) -> Timing:
-    with project(supervise_toml(loops, iterations)) as root:
+    with loops_project(supervise_toml(loops, iterations), loops) as root:
 
         def go() -> None:
             summary = _forge(root, ["supervise", "--json"], env)
@@ -244,7 +274,7 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=50)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--run-iterations", type=int, default=20)
-    args = parser.parse_args()
+    args = parse_args(parser, loops=3, iterations=2, run_iterations=2)
     if args.mode in ("supervise", "both"):
         bench_supervise(args.loops, args.iterations)
     if args.mode in ("run", "both"):
