@@ -13,14 +13,7 @@ from .support import Repo
 
 def bash_c(repo: Repo, env: dict[str, str], command: str) -> subprocess.CompletedProcess[str]:
     # As Gemini CLI runs a command: `bash -c COMMAND`, bash found on PATH.
-    return subprocess.run(
-        ["bash", "-c", command],
-        cwd=repo.root,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_bash(repo, env, "-c", command)
 
 
 def test_a_command_harming_a_protected_path_is_refused_before_it_runs(
@@ -71,13 +64,12 @@ def test_the_wrapper_is_found_first_and_written_once(tmp_path: Path) -> None:
     assert str(wrapper) not in wrapper.read_text()
 
 
-def run_bash(
-    repo: Repo, env: dict[str, str], *args: str, extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_bash(repo: Repo, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``bash ARGS`` in the repository, with the guarding bash first on PATH."""
     return subprocess.run(
         ["bash", *args],
         cwd=repo.root,
-        env={**os.environ, **env, **(extra or {})},
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=60,
