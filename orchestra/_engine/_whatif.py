@@ -11,7 +11,7 @@ ending now is unknown, and the row says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -113,11 +113,53 @@ def what_if(
     stopped = [e for e in events if isinstance(e, RunStopped) and in_run(e.run_id)]
     recorded = [s.record for s in steps if s.ran] + unreached
     last_stop = stopped[-1] if stopped else None
-    ending_then = (
-        Moment(_last_iteration(recorded, last_stop.iterations), last_stop.reason)
-        if last_stop is not None
-        else None
+    return WhatIf(
+        change=change,
+        ending_then=_ending_then(recorded, last_stop),
+        ending_now=_ending_now(result, steps, run_id, last_stop),
+        trip_then=_first_trip_then(events, in_run),
+        trip_now=_first_trip_now(steps),
+        iterations_then=len(recorded),
+        iterations_now=sum(1 for s in steps if s.ran),
+        tokens_saved=sum(r.tokens for r in unreached),
+        cost_saved=sum(r.cost_usd for r in unreached),
+        done_then=last_stop is not None and last_stop.reason == "done",
     )
+
+
+def _first_trip_then(events: Sequence[Event], in_run: Callable[[str], bool]) -> Moment | None:
+    """Where the recorded run first tripped."""
+    return next(
+        (
+            Moment(e.iteration, e.trip)
+            for e in events
+            if isinstance(e, IterationFinished) and e.trip and in_run(e.run_id)
+        ),
+        None,
+    )
+
+
+def _first_trip_now(steps: Sequence[ReplayStep]) -> Moment | None:
+    """Where the candidate would first trip."""
+    return next(
+        (Moment(s.record.iteration, s.would_open) for s in steps if s.ran and s.would_open),
+        None,
+    )
+
+
+def _ending_then(
+    recorded: Sequence[IterationRecord], last_stop: RunStopped | None
+) -> Moment | None:
+    """How the recorded run ended, at its last recorded iteration."""
+    if last_stop is None:
+        return None
+    return Moment(_last_iteration(recorded, last_stop.iterations), last_stop.reason)
+
+
+def _ending_now(
+    result: Replay, steps: Sequence[ReplayStep], run_id: str | None, last_stop: RunStopped | None
+) -> Moment | None:
+    """How the candidate ends the run compared, if its replay ends it."""
     # Endings are compared within one run: the one asked for, or (over a whole
     # history) the last one, since every new run starts its loop again.
     ending_run = run_id if run_id is not None else (last_stop.run_id if last_stop else None)
@@ -131,35 +173,11 @@ def what_if(
     )
     if ended is None and run_id is not None and not steps:
         ended = _done_before(result, run_id)
-    ending_now = None
-    if ended is not None and ended.ending is not None:
-        # An ending before an iteration comes after the one before it.
-        at = ended.record.iteration if ended.ran else ended.record.iteration - 1
-        ending_now = Moment(at, ended.ending.reason)
-    trip_then = next(
-        (
-            Moment(e.iteration, e.trip)
-            for e in events
-            if isinstance(e, IterationFinished) and e.trip and in_run(e.run_id)
-        ),
-        None,
-    )
-    trip_now = next(
-        (Moment(s.record.iteration, s.would_open) for s in steps if s.ran and s.would_open),
-        None,
-    )
-    return WhatIf(
-        change=change,
-        ending_then=ending_then,
-        ending_now=ending_now,
-        trip_then=trip_then,
-        trip_now=trip_now,
-        iterations_then=len(recorded),
-        iterations_now=sum(1 for s in steps if s.ran),
-        tokens_saved=sum(r.tokens for r in unreached),
-        cost_saved=sum(r.cost_usd for r in unreached),
-        done_then=last_stop is not None and last_stop.reason == "done",
-    )
+    if ended is None or ended.ending is None:
+        return None
+    # An ending before an iteration comes after the one before it.
+    at = ended.record.iteration if ended.ran else ended.record.iteration - 1
+    return Moment(at, ended.ending.reason)
 
 
 def _done_before(result: Replay, run_id: str) -> ReplayStep | None:
