@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from .._policy import ALERTS, Policy
+from .._policy import ALERTS, AlertsPolicy, Policy
 from .._stagnation import Signals, score, trailing_streak
 
 CALLS_REMAINING = "calls-remaining"
@@ -66,74 +66,100 @@ def evaluate(
     history: Sequence[Signals], policy: Policy, *, calls: CallsLeft | None = None
 ) -> dict[str, Alert]:
     """The alerts that hold after the last iteration of ``history`` (oldest first)."""
-    p = policy.alerts
-    if not p.enabled:
+    if not policy.alerts.enabled:
         return {}
-    found: dict[str, Alert] = {}
+    found = [*_history_alerts(history, policy)] if history else []
+    if (calls_alert := _calls_alert(calls, policy.alerts)) is not None:
+        found.append(calls_alert)
+    return {alert.name: alert for alert in found}
 
-    def add(name: str, detail: str, value: float, threshold: float) -> None:
-        found[name] = Alert(name, detail, value, threshold)
 
-    if history:
-        # Without a tasks file there is no task to complete: those two stay quiet.
-        since_task = (
-            trailing_streak(history, lambda s: s.tasks_completed == 0)
-            if history[-1].tasks_measured
-            else 0
-        )
-        if since_task > p.loop_count:
-            add(
-                "loop-count",
-                f"{since_task} iterations without a task completed",
-                since_task,
-                p.loop_count,
-            )
-        if since_task and since_task >= p.no_tasks:
-            add(
-                "no-tasks", f"no task completed for {since_task} iterations", since_task, p.no_tasks
-            )
-        no_files = trailing_streak(history, lambda s: s.files_modified == 0)
-        if no_files >= p.no_files:
-            add("no-files", f"no file modified for {no_files} iterations", no_files, p.no_files)
-        rates = [rate for s in history if (rate := s.pass_rate) is not None]
-        falling = _rising_streak([-rate for rate in rates])
-        if falling >= p.pass_rate:
-            detail = f"test pass rate fell {falling} times in a row, now {rates[-1]:.0%}"
-            add("pass-rate", detail, falling, p.pass_rate)
-        rising = _rising_streak([s.errors for s in history])
-        if rising >= p.error_frequency:
-            detail = f"errors rose {rising} times in a row, now {history[-1].errors}"
-            add("error-frequency", detail, rising, p.error_frequency)
-        window = history[-policy.stagnation.window :]
-        peak = max(s.output_lines for s in window)
-        last = window[-1].output_lines
-        if peak >= max(1, policy.stagnation.output_min_lines) and not window[-1].done:
-            decline = (peak - last) / peak
-            if decline >= p.output_volume:
-                detail = f"output fell {decline:.0%} (from {peak} to {last} lines)"
-                add("output-volume", detail, round(decline, 3), p.output_volume)
-        scores = [
-            score(current, history[index - 1] if index else None, policy.stagnation.weights)
-            for index, current in enumerate(history)
-        ]
-        negative = 0
-        for value in reversed(scores):
-            if value >= 0:
-                break
-            negative += 1
-        if negative >= p.negative_score:
-            add(
-                "negative-score",
-                f"progress score negative for {negative} iterations",
-                negative,
-                p.negative_score,
-            )
-    if calls is not None and calls.calls > 0:
-        share = calls.remaining / calls.calls
-        if share < p.calls_remaining:
-            detail = f"{calls.remaining} of {calls.calls} calls left in the rate window"
-            add(CALLS_REMAINING, detail, round(share, 3), p.calls_remaining)
+def _history_alerts(history: Sequence[Signals], policy: Policy) -> list[Alert]:
+    """The alerts the iterations' own signals raise, in a stable order."""
+    p = policy.alerts
+    candidates = [
+        *_task_alerts(history, p),
+        _files_alert(history, p),
+        _pass_rate_alert(history, p),
+        _errors_alert(history, p),
+        _output_alert(history, policy),
+        _score_alert(history, policy),
+    ]
+    return [alert for alert in candidates if alert is not None]
+
+
+def _task_alerts(history: Sequence[Signals], p: AlertsPolicy) -> list[Alert]:
+    # Without a tasks file there is no task to complete: those two stay quiet.
+    if not history[-1].tasks_measured:
+        return []
+    since_task = trailing_streak(history, lambda s: s.tasks_completed == 0)
+    found = []
+    if since_task > p.loop_count:
+        detail = f"{since_task} iterations without a task completed"
+        found.append(Alert("loop-count", detail, since_task, p.loop_count))
+    if since_task and since_task >= p.no_tasks:
+        detail = f"no task completed for {since_task} iterations"
+        found.append(Alert("no-tasks", detail, since_task, p.no_tasks))
     return found
+
+
+def _files_alert(history: Sequence[Signals], p: AlertsPolicy) -> Alert | None:
+    no_files = trailing_streak(history, lambda s: s.files_modified == 0)
+    if no_files < p.no_files:
+        return None
+    return Alert("no-files", f"no file modified for {no_files} iterations", no_files, p.no_files)
+
+
+def _pass_rate_alert(history: Sequence[Signals], p: AlertsPolicy) -> Alert | None:
+    rates = [rate for s in history if (rate := s.pass_rate) is not None]
+    falling = _rising_streak([-rate for rate in rates])
+    if falling < p.pass_rate:
+        return None
+    detail = f"test pass rate fell {falling} times in a row, now {rates[-1]:.0%}"
+    return Alert("pass-rate", detail, falling, p.pass_rate)
+
+
+def _errors_alert(history: Sequence[Signals], p: AlertsPolicy) -> Alert | None:
+    rising = _rising_streak([s.errors for s in history])
+    if rising < p.error_frequency:
+        return None
+    detail = f"errors rose {rising} times in a row, now {history[-1].errors}"
+    return Alert("error-frequency", detail, rising, p.error_frequency)
+
+
+def _output_alert(history: Sequence[Signals], policy: Policy) -> Alert | None:
+    window = history[-policy.stagnation.window :]
+    peak = max(s.output_lines for s in window)
+    last = window[-1].output_lines
+    if peak < max(1, policy.stagnation.output_min_lines) or window[-1].done:
+        return None
+    decline = (peak - last) / peak
+    if decline < policy.alerts.output_volume:
+        return None
+    detail = f"output fell {decline:.0%} (from {peak} to {last} lines)"
+    return Alert("output-volume", detail, round(decline, 3), policy.alerts.output_volume)
+
+
+def _score_alert(history: Sequence[Signals], policy: Policy) -> Alert | None:
+    scores = [
+        score(current, history[index - 1] if index else None, policy.stagnation.weights)
+        for index, current in enumerate(history)
+    ]
+    negative = sum(1 for _ in itertools.takewhile(lambda value: value < 0, reversed(scores)))
+    if negative < policy.alerts.negative_score:
+        return None
+    detail = f"progress score negative for {negative} iterations"
+    return Alert("negative-score", detail, negative, policy.alerts.negative_score)
+
+
+def _calls_alert(calls: CallsLeft | None, p: AlertsPolicy) -> Alert | None:
+    if calls is None or calls.calls <= 0:
+        return None
+    share = calls.remaining / calls.calls
+    if share >= p.calls_remaining:
+        return None
+    detail = f"{calls.remaining} of {calls.calls} calls left in the rate window"
+    return Alert(CALLS_REMAINING, detail, round(share, 3), p.calls_remaining)
 
 
 @attrs.frozen
