@@ -45,22 +45,56 @@ def _listed(items: Sequence[str]) -> str:
 
 def render_section(entry: StatusEntry) -> str:
     """One iteration's section, in Markdown."""
-    signals = entry.signals
-    measured = signals is not None and signals.tasks_measured
-    tasks = str(signals.tasks_completed) if signals and measured else "not measured"
+    errors = _errors(entry)
+    score = "not measured" if entry.score is None else f"{entry.score:+d}"
+    calls = "unlimited" if entry.calls_remaining is None else str(entry.calls_remaining)
+    lines = [
+        f"## Iteration {entry.iteration} — {entry.when}",
+        f"- Circuit state: {entry.circuit}",
+        f"- Tasks completed: {_tasks(entry.signals)}",
+        f"- Files modified: {_files(entry.signals)}",
+        f"- Tests: {_tests(entry.signals)}",
+        f"- Errors encountered: {'; '.join(errors) if errors else 'none'}",
+        f"- Progress score: {score}",
+        f"- API calls remaining: {calls}",
+        f"- Stagnation risk: {(entry.risk or 'not measured').upper()}",
+    ]
+    optional = (
+        ("Recovery strategy", entry.recovery),
+        ("Alerts", "; ".join(entry.alerts)),
+        ("Review", entry.review),
+    )
+    lines.extend(f"- {label}: {value}" for label, value in optional if value)
+    return "\n".join(lines) + "\n"
+
+
+def _tasks(signals: Signals | None) -> str:
+    if signals is None or not signals.tasks_measured:
+        return "not measured"
+    return str(signals.tasks_completed)
+
+
+def _files(signals: Signals | None) -> str:
     if signals is None:
-        files = "not measured"
-    else:
-        files = _listed(signals.files)
-        if signals.files_modified > len(signals.files):
-            files += f" (and {signals.files_modified - len(signals.files)} more)"
+        return "not measured"
+    files = _listed(signals.files)
+    if signals.files_modified > len(signals.files):
+        files += f" (and {signals.files_modified - len(signals.files)} more)"
+    return files
+
+
+def _tests(signals: Signals | None) -> str:
     if signals is None or signals.tests_passed + signals.tests_failed + signals.tests_skipped == 0:
-        tests = "no report"
-    else:
-        tests = (
-            f"{signals.tests_passed} passed, {signals.tests_failed} failed, "
-            f"{signals.tests_skipped} skipped"
-        )
+        return "no report"
+    return (
+        f"{signals.tests_passed} passed, {signals.tests_failed} failed, "
+        f"{signals.tests_skipped} skipped"
+    )
+
+
+def _errors(entry: StatusEntry) -> list[str]:
+    """The errors the iteration met: its own lines, else its error, and the failing checks."""
+    signals = entry.signals
     errors = list(entry.errors)
     if not errors and entry.error:
         errors.append(entry.error.strip().splitlines()[0][:200])
@@ -68,26 +102,7 @@ def render_section(entry: StatusEntry) -> str:
         errors.append(f"{signals.tests_failed} failing test(s)")
     if signals is not None and signals.lint_errors:
         errors.append(f"{signals.lint_errors} lint error(s)")
-    score = "not measured" if entry.score is None else f"{entry.score:+d}"
-    calls = "unlimited" if entry.calls_remaining is None else str(entry.calls_remaining)
-    lines = [
-        f"## Iteration {entry.iteration} — {entry.when}",
-        f"- Circuit state: {entry.circuit}",
-        f"- Tasks completed: {tasks}",
-        f"- Files modified: {files}",
-        f"- Tests: {tests}",
-        f"- Errors encountered: {'; '.join(errors) if errors else 'none'}",
-        f"- Progress score: {score}",
-        f"- API calls remaining: {calls}",
-        f"- Stagnation risk: {(entry.risk or 'not measured').upper()}",
-    ]
-    if entry.recovery:
-        lines.append(f"- Recovery strategy: {entry.recovery}")
-    if entry.alerts:
-        lines.append(f"- Alerts: {'; '.join(entry.alerts)}")
-    if entry.review:
-        lines.append(f"- Review: {entry.review}")
-    return "\n".join(lines) + "\n"
+    return errors
 
 
 def render_log(change: str, sections: Sequence[str], keep: int) -> str:
