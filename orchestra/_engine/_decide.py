@@ -382,28 +382,9 @@ def _decide_supervised(
     circuit = state.circuit
     opened = closed = False
     if circuit.state == HALF_OPEN:
-        # The probe succeeds with a positive progress score (or by finishing).
-        progressed = (
-            found is None
-            and not record.failed
-            and record.verify_passed
-            and (record.done or (assessment is not None and assessment.score > 0))
+        circuit, opened, closed = _judge_probe(
+            circuit, record, found, assessment, policy, history, now
         )
-        # After a promoted alert, progress must also clear what the alert measured.
-        held = circuit.recovery_alert
-        if held is not None and (record.done or clears(held, record.signals)):
-            held = None
-        uncleared = progressed and held is not None
-        progressed = progressed and held is None
-        if progressed:
-            circuit, closed = close(circuit), True
-        else:
-            reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
-            if uncleared:
-                reason = f"probe failed: the {held} alert still holds"
-            curable = found.curable if found else True
-            failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
-            circuit, opened = _recover(circuit, failed, found, policy, history), True
     elif found is not None:
         circuit, opened = _open(circuit, found, policy, now, history), True
     else:
@@ -413,20 +394,62 @@ def _decide_supervised(
     if circuit.state == OPEN:
         history = ()  # each opening starts the detectors afresh
     state = attrs.evolve(state, circuit=circuit, history=history)
-    ending = None
-    leak = record.secscan if record.secscan is not None and record.secscan.open else None
-    if opened and circuit.escalated:
-        ending = _escalation(circuit, policy)
-    elif leak is not None:
-        # A secret the scan found (or a scan that failed) stops the loop now,
-        # a finishing iteration included: done with a leak is not done.
-        ending = _gate_ending(leak)
-    elif finished:
-        ending = Ending(DONE)
+    ending = _supervised_ending(circuit, opened, record, finished, policy)
     verdict = Verdict(
         trip=found, opened=opened, closed=closed, assessment=assessment, ending=ending
     )
     return state, verdict
+
+
+def _judge_probe(
+    circuit: CircuitState,
+    record: IterationRecord,
+    found: Trip | None,
+    assessment: Assessment | None,
+    policy: Policy,
+    history: tuple[Signals, ...],
+    now: float,
+) -> tuple[CircuitState, bool, bool]:
+    """The probe's verdict: the circuit after it, and whether it (re)opened or closed."""
+    # The probe succeeds with a positive progress score (or by finishing).
+    progressed = (
+        found is None
+        and not record.failed
+        and record.verify_passed
+        and (record.done or (assessment is not None and assessment.score > 0))
+    )
+    # After a promoted alert, progress must also clear what the alert measured.
+    held = circuit.recovery_alert
+    if held is not None and (record.done or clears(held, record.signals)):
+        held = None
+    if progressed and held is None:
+        return close(circuit), False, True
+    reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
+    if progressed:
+        reason = f"probe failed: the {held} alert still holds"
+    curable = found.curable if found else True
+    failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
+    return _recover(circuit, failed, found, policy, history), True, False
+
+
+def _supervised_ending(
+    circuit: CircuitState,
+    opened: bool,
+    record: IterationRecord,
+    finished: bool,
+    policy: Policy,
+) -> Ending | None:
+    """How the loop ends after this iteration, if it does."""
+    leak = record.secscan if record.secscan is not None and record.secscan.open else None
+    if opened and circuit.escalated:
+        return _escalation(circuit, policy)
+    if leak is not None:
+        # A secret the scan found (or a scan that failed) stops the loop now,
+        # a finishing iteration included: done with a leak is not done.
+        return _gate_ending(leak)
+    if finished:
+        return Ending(DONE)
+    return None
 
 
 def _first_trip(
