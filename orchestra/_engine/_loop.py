@@ -369,32 +369,7 @@ class _Loop:
         )
         judged = not (record.provider_refused and not record.is_harmful)
         measured = judged and not record.cannot_start
-        report = None
-        tree = None
-        verify_wanted = measured and self.rules.run_verify and not record.is_harmful
-        by_hook = await _in_thread(self._hook_verdict) if verify_wanted else None
-        if by_hook is not None:
-            # The agent's Stop hook verified this very tree and counted it: one
-            # verify per iteration, the hook's.
-            record = attrs.evolve(record, verify=by_hook, verify_by_hook=True)
-        elif verify_wanted:
-            # After harm to a protected path the loop stops: verifying the
-            # restored tree would only add a verdict nobody asked for.
-            self.progress.status = "verifying"
-            if self.status is not None:
-                tree = tree_state_from(self.status)
-            else:
-                tree = await _in_thread(tree_state, self.plan.workdir)
-            report = await run_verify(
-                self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
-            )
-        if by_hook is None:
-            record = attrs.evolve(
-                record,
-                verify=report.verdict if report is not None else None,
-                verify_report=report,
-                tree=tree,
-            )
+        record = await self._verified(record, measured)
         # The rate window's calls left after this iteration's permit: the
         # calls-remaining alert judges them, and the record keeps them for a replay.
         record = attrs.evolve(record, calls=_calls_left(limiter))
@@ -409,6 +384,27 @@ class _Loop:
         self.progress.completed += 1
         self._show_iteration(outcome, record, state, verdict)
         return state, verdict, secscan
+
+    async def _verified(self, record: IterationRecord, measured: bool) -> IterationRecord:
+        """The record with the iteration's verdict: the Stop hook's that stands, or the loop's."""
+        if not (measured and self.rules.run_verify and not record.is_harmful):
+            # After harm to a protected path the loop stops: verifying the
+            # restored tree would only add a verdict nobody asked for.
+            return attrs.evolve(record, verify=None, verify_report=None, tree=None)
+        by_hook = await _in_thread(self._hook_verdict)
+        if by_hook is not None:
+            # The agent's Stop hook verified this very tree and counted it: one
+            # verify per iteration, the hook's.
+            return attrs.evolve(record, verify=by_hook, verify_by_hook=True)
+        self.progress.status = "verifying"
+        if self.status is not None:
+            tree = tree_state_from(self.status)
+        else:
+            tree = await _in_thread(tree_state, self.plan.workdir)
+        report = await run_verify(
+            self.plan.workdir, self.policy.verify, self.plan.grace, self.plan.redact
+        )
+        return attrs.evolve(record, verify=report.verdict, verify_report=report, tree=tree)
 
     # -- blocking steps, each run in one worker thread ------------------------
 
