@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+
+# Not typing's, nor collections.abc at run time: the agent hooks' facade
+# (orchestra._guard) uses this module on every tool call. Type checkers treat
+# a module-level TYPE_CHECKING as True all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
 
 
 def lazy_exports(

@@ -15,32 +15,22 @@ the modules behind the names it asks for.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports
 
 # Not typing's: importing typing costs more than the agent hooks' whole check.
 # Type checkers treat a module-level TYPE_CHECKING as True all the same.
 TYPE_CHECKING = False
-
-_EXPORTS = {
-    "Refusal": "._shell",
-    "analyse_command": "._shell",
-    "check_file_write": "._shell",
-    "shell_guard_environment": "._wrapper",
-}
 
 if TYPE_CHECKING:
     from ._shell import Refusal as Refusal
     from ._shell import analyse_command as analyse_command
     from ._shell import check_file_write as check_file_write
     from ._wrapper import shell_guard_environment as shell_guard_environment
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(_EXPORTS)
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "._shell": ("Refusal", "analyse_command", "check_file_write"),
+            "._wrapper": ("shell_guard_environment",),
+        },
+    )
