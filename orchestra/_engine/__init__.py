@@ -2,6 +2,10 @@
 
 - ``_record``: :class:`IterationRecord`, one iteration's facts as judged and recorded.
 - ``_decide``: :func:`admit` and :func:`decide`, every trip and stop rule, pure.
+- ``_course``: what the rules make of a run beyond its verdicts (where it
+  starts counting, what an interrupted run counts), pure.
+- ``_decision``: :class:`Decision`, one iteration's decision and the events
+  that record it, the value a store commits (pure).
 - ``_outside``: what a reset, a hook's verdict or a moved file does to a loop's
   state between its iterations (the one reset rule, live and replayed), pure.
 - ``_store``: :class:`ChangeStore`, a change's state loaded once and committed once
@@ -15,10 +19,13 @@
   (``_lessons``), rendered from each committed iteration.
 """
 
+from ._course import Start as Start
+from ._course import counted_label as counted_label
 from ._decide import TRIP_CONDITIONS as TRIP_CONDITIONS
 from ._decide import Admission as Admission
 from ._decide import LoopRules as LoopRules
 from ._decide import LoopState as LoopState
+from ._decide import Pause as Pause
 from ._decide import Trip as Trip
 from ._decide import Verdict as Verdict
 from ._decide import admit as admit
@@ -26,6 +33,8 @@ from ._decide import cooled_down as cooled_down
 from ._decide import decide as decide
 from ._decide import first_trip_rules as first_trip_rules
 from ._decide import supervised_rules as supervised_rules
+from ._decision import Decision as Decision
+from ._decision import decided as decided
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
 from ._endings import DONE as DONE
 from ._endings import EXECUTOR_FAILED as EXECUTOR_FAILED
@@ -49,7 +58,6 @@ from ._gates import SecscanGate as SecscanGate
 from ._loop import EventSink as EventSink
 from ._loop import LoopPlan as LoopPlan
 from ._loop import LoopSettings as LoopSettings
-from ._loop import counted_label as counted_label
 from ._loop import iteration_time_limit as iteration_time_limit
 from ._loop import loop_integrity as loop_integrity
 from ._loop import run_loop as run_loop
@@ -71,7 +79,6 @@ from ._replay import Replay as Replay
 from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay
 from ._store import ChangeStore as ChangeStore
-from ._store import Judge as Judge
 from ._store import Store as Store
 from ._whatif import WhatIf as WhatIf
 from ._whatif import what_if as what_if

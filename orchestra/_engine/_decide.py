@@ -174,6 +174,19 @@ class Admission:
 
 
 @attrs.frozen
+class Pause:
+    """A provider's limit to wait out before the next call (wall-clock epoch ``until``).
+
+    ``shared``: a supervised loop's wait is the shared limiter's (every loop
+    on it waits for its next permit); otherwise the loop waits here itself,
+    bounded by ``[run] max_limit_wait``.
+    """
+
+    until: float
+    shared: bool
+
+
+@attrs.frozen
 class Verdict:
     """What :func:`decide` made of one iteration.
 
@@ -183,10 +196,11 @@ class Verdict:
         opened: The circuit opened (or re-opened) on this iteration.
         closed: A probe made progress and closed the circuit.
         assessment: The stagnation detectors' view, when signals were measured.
-        pause_until: A provider limit's reset (wall-clock epoch) to wait for.
+        pause: A provider limit's reset to wait for.
         ending: How the loop ends here, if it does.
         raised: The alerts raised by this iteration (a supervised loop's).
         cleared: The names of the alerts it cleared.
+        holding: The names of the alerts holding after it (None: not judged).
     """
 
     judged: bool = True
@@ -194,10 +208,11 @@ class Verdict:
     opened: bool = False
     closed: bool = False
     assessment: Assessment | None = None
-    pause_until: float | None = None
+    pause: Pause | None = None
     ending: Ending | None = None
     raised: tuple[Alert, ...] = ()
     cleared: tuple[str, ...] = ()
+    holding: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -286,7 +301,8 @@ def _watch_alerts(
         calls=record.calls,
     )
     state = attrs.evolve(state, alerts=found.holding, measured=found.measured, risk=found.risk)
-    return state, attrs.evolve(verdict, raised=found.raised, cleared=found.cleared)
+    holding = tuple(name for name, _ in found.holding)
+    return state, attrs.evolve(verdict, raised=found.raised, cleared=found.cleared, holding=holding)
 
 
 def _judge(
@@ -522,11 +538,11 @@ def _provider_limit(
         )
     elif rules.supervised:
         until = resets_at if resets_at is not None else now + backoff
-        return Verdict(judged=False, pause_until=until)
+        return Verdict(judged=False, pause=Pause(until, shared=True))
     elif resets_at is not None and resets_at - now <= rules.max_limit_wait:
-        return Verdict(judged=False, pause_until=resets_at)
+        return Verdict(judged=False, pause=Pause(resets_at, shared=False))
     elif overloaded and backoff <= rules.max_limit_wait:
-        return Verdict(judged=False, pause_until=now + backoff)
+        return Verdict(judged=False, pause=Pause(now + backoff, shared=False))
     elif resets_at is None:
         detail = "the provider refused the call and gave no reset time"
     else:

@@ -36,47 +36,52 @@ from .._redact import Redact
 from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
     FORGE_WRITES,
-    AlertCleared,
-    AlertRaised,
     BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
     ChangePaths,
-    Event,
     IterationStarted,
     ProtectViolation,
-    RecoveryStep,
     RunStarted,
     RunStopped,
     utc_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
-from .._verify import VerifyReport, read_breaker, run_verify, verify_event
+from .._verify import read_breaker, run_verify
 from .._workspace import tree_state, tree_state_from
 from ._alerts import CallsLeft
+from ._course import (
+    Start,
+    counted_iterations,
+    counted_label,
+    in_force_for,
+    kept_ending,
+    may_run,
+    moves_circuit,
+    start,
+)
 from ._decide import (
     LoopRules,
     LoopState,
-    Trip,
+    Pause,
     Verdict,
     admit,
     cooled_down,
-    decide,
     exhausted,
-    opening_reason,
 )
-from ._endings import DONE, GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
-from ._gates import (
-    STATE_GATE,
-    GateReading,
-    SecscanGate,
-    budget_reading,
-    gate_states,
-    verify_reading,
+from ._decision import (
+    CircuitEvent,
+    Decision,
+    circuit_event,
+    decided,
+    recovery_events,
+    started_event,
 )
+from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
+from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
-from ._record import IterationRecord, finished_event, iteration_record
-from ._recovery import Strategy, in_force, with_strategy
+from ._record import IterationRecord, iteration_record
+from ._recovery import Strategy, with_strategy
 from ._store import ChangeStore, Store
 from ._watch import IterationWatch
 
@@ -168,7 +173,7 @@ async def run_loop(
     a fleet passes its Redis store).
     """
     if store is None:
-        store = ChangeStore(plan.paths, owns_circuit=settings.rules.supervised)
+        store = ChangeStore(plan.paths, owns_circuit=moves_circuit(settings.rules))
     loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
     try:
         summary = await loop.run()
@@ -183,12 +188,14 @@ async def run_loop(
         # Cancelled or interrupted: the executor tree is already stopped by the
         # process runner. Record it (unwinding: no thread to hop to, so this one
         # write runs here), but never let a failing record hide the interruption.
-        done = progress.iteration if settings.rules.supervised else progress.completed
+        done = counted_iterations(
+            settings.rules, started=progress.iteration, completed=progress.completed
+        )
         with contextlib.suppress(StateError, OSError):
             store.stop(RunStopped(run_id=plan.run_id, reason=INTERRUPTED, iterations=done))
         progress.finish(INTERRUPTED)
         raise
-    finished = summary.reason if settings.rules.supervised else None
+    finished = kept_ending(settings.rules, summary.reason)
     stopped = RunStopped(
         run_id=plan.run_id,
         reason=summary.reason,
@@ -208,7 +215,72 @@ async def run_loop(
     return summary
 
 
-@attrs.define
+@attrs.frozen
+class _Sight:
+    """How the loop reads the working tree, fixed when it starts.
+
+    ``probe`` measures what each iteration changed (when the loop measures);
+    otherwise ``prefix`` (the working tree within its repository, if it is
+    one) is what a git status reads for the secret scan.
+    """
+
+    probe: WorkspaceProbe | None = None
+    prefix: str | None = None
+
+
+@attrs.frozen
+class _Tree:
+    """The working tree as last read: one git status serves the measurement
+    after an iteration, the next iteration's "before" and the secret scan."""
+
+    status: TreeStatus | None = None
+    before: Snapshot | None = None
+
+
+@attrs.frozen
+class _Between:
+    """What one iteration hands the next."""
+
+    state: LoopState
+    secscan: GateReading
+    tree: _Tree
+    # The agent session the last iteration ran in (continued when the executor can).
+    session: str | None = None
+    last: IterationOutcome | None = None
+
+
+@attrs.frozen
+class _Run:
+    """What a run fixed as it started: where it counts from, how it sees the tree, its watch."""
+
+    start: Start
+    sight: _Sight
+    # The status log and the lessons file: what a person watching reads.
+    watch: IterationWatch
+
+
+@attrs.frozen
+class _Ran:
+    """The executor's part of an iteration, as measured right after it."""
+
+    outcome: IterationOutcome
+    integrity: IntegrityReport | None
+    after: Snapshot | None
+    tree: _Tree
+    hook_attempts: int
+
+
+@attrs.frozen
+class _Concluded:
+    """An iteration committed: its record as written, the decision, and the tree after it."""
+
+    record: IterationRecord
+    decision: Decision
+    tree: _Tree
+    secscan: GateReading
+
+
+@attrs.frozen
 class _Loop:
     plan: LoopPlan
     settings: LoopSettings
@@ -216,84 +288,68 @@ class _Loop:
     progress: LoopProgress
     on_event: EventSink | None
     on_iteration: IterationCallback | None
-    probe: WorkspaceProbe | None = None
-    last: IterationOutcome | None = None
-    # The working tree as last read: one git status serves the measurement
-    # after an iteration, the next iteration's "before" and the secret scan.
-    before: Snapshot | None = None
-    status: TreeStatus | None = None
-    prefix: str | None = None
-    # The agent session the last iteration ran in (continued when the executor can).
-    session: str | None = None
-    hook_attempts: int = 0  # the breaker's attempts before the iteration (see _hook_verdict)
-    # The status log and the lessons file: what a person watching reads.
-    watch: IterationWatch = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self.watch = IterationWatch(
-            self.plan.paths,
-            self.plan.workdir,
-            self.settings.policy,
-            active=self.settings.rules.supervised,
-            progress=self.progress,
-            redact=self.plan.redact,
-        )
-
-    @property
-    def rules(self) -> LoopRules:
-        return self.settings.rules
 
     @property
     def policy(self) -> Policy:
         return self.settings.policy
 
     async def run(self) -> RunSummary:
+        rules = self.settings.rules
         state = await _in_thread(self.store.load)
-        await _in_thread(self._look_at_the_tree)
-        secscan = await _in_thread(self.settings.secscan.check, self.status)
+        begun = start(state, rules)
+        sight, tree = await _in_thread(self._look_at_the_tree, begun.measures)
+        secscan = await _in_thread(self.settings.secscan.check, tree.status)
         await _in_thread(self.store.append, self._started(state, secscan))
-        self._show_state(state)
-        circuit = state.circuit
-        used = circuit.iterations_used if self.rules.supervised else 0
-        if self.rules.supervised and circuit.finished == DONE:
+        self._show_state(state, begun)
+        if begun.ending is not None:
             self._say("loop", "already done in an earlier run; nothing to do")
-            return RunSummary(reason=DONE, iterations=used, detail="done in an earlier run")
-        number = used
-        # A call a provider refused uses no iteration: the cap counts the others.
-        while number - state.refused < self.rules.max_iterations:
+            return self._summary(begun.ending, begun.used, _Between(state, secscan, tree))
+        watch = IterationWatch(
+            self.plan.paths,
+            self.plan.workdir,
+            self.policy,
+            active=begun.keeps_status,
+            progress=self.progress,
+            redact=self.plan.redact,
+        )
+        run = _Run(begun, sight, watch)
+        between = _Between(state, secscan, tree)
+        number = begun.used
+        while may_run(between.state, number + 1, rules):
             number += 1
-            state, ending = await self._admit(state, secscan)
+            between, ending = await self._admit(between)
             if ending is not None:
-                return self._summary(ending, number - 1, state)
-            state, verdict, secscan = await self._iterate(state, number)
-            if verdict.pause_until is not None:
-                await self._pause(verdict.pause_until)
+                return self._summary(ending, number - 1, between)
+            between, verdict = await self._iterate(between, number, run)
+            if verdict.pause is not None:
+                await self._pause(verdict.pause)
             if verdict.ending is not None:
-                return self._summary(verdict.ending, number, state)
+                return self._summary(verdict.ending, number, between)
         # Nothing left to run: an earlier run used every iteration.
-        return self._summary(exhausted(self.rules.max_iterations), self.rules.max_iterations, state)
+        most = self.plan.max_iterations
+        return self._summary(exhausted(most), most, between)
 
     # -- before an iteration -------------------------------------------------
 
-    async def _admit(
-        self, state: LoopState, secscan: GateReading
-    ) -> tuple[LoopState, Ending | None]:
+    async def _admit(self, between: _Between) -> tuple[_Between, Ending | None]:
+        run_id, rules = self.plan.run_id, self.settings.rules
+        state = between.state
         while True:
             state, admission = admit(
                 state,
                 self.policy,
-                self.rules,
+                rules,
                 now=self.settings.wall_clock(),
-                secscan=secscan,
+                secscan=between.secscan,
             )
             if admission.opened is not None:
-                event = self._circuit_event(BreakerOpened, state, admission.opened)
-                extra = self._recovery_events(state, None)
+                event = circuit_event(BreakerOpened, state, run_id, admission.opened)
+                extra = recovery_events(state, self.policy, rules, run_id, None)
                 state = await _in_thread(self.store.save_circuit, state.circuit, event, *extra)
                 self._show_recovery(state)
                 self._show_transition(event, state)
             if admission.ending is not None or admission.wait is None:
-                return state, admission.ending
+                return attrs.evolve(between, state=state), admission.ending
             await self._cool_down(admission.wait)
             # A person may have reset the circuit (or a breaker) meanwhile: look
             # again before moving it, and admit afresh when it is no longer open.
@@ -301,7 +357,7 @@ class _Loop:
             if state.circuit.state != OPEN:
                 continue
             state = cooled_down(state)
-            event = self._circuit_event(BreakerHalfOpen, state, reason="the cooldown has elapsed")
+            event = circuit_event(BreakerHalfOpen, state, run_id, reason="the cooldown has elapsed")
             state = await _in_thread(self.store.save_circuit, state.circuit, event)
             self._show_transition(event, state)
 
@@ -317,13 +373,46 @@ class _Loop:
 
     # -- one iteration -------------------------------------------------------
 
-    async def _iterate(
-        self, state: LoopState, number: int
-    ) -> tuple[LoopState, Verdict, GateReading]:
+    async def _iterate(self, between: _Between, number: int, run: _Run) -> tuple[_Between, Verdict]:
         """One iteration, in three hops off the event loop around the executor and verify."""
+        ran = await self._run_executor(between, number, run.sight)
+        outcome = ran.outcome
+        record = iteration_record(
+            self.plan.run_id,
+            outcome,
+            log=str(outcome.log_path.relative_to(self.plan.paths.folder)),
+            templated=self.plan.executor.templated,
+            integrity=ran.integrity,
+        )
+        judged = not (record.provider_refused and not record.is_harmful)
+        measured = judged and not record.cannot_start
+        record = await self._verified(record, ran, measured and run.start.verifies)
+        # The rate window's calls left after this iteration's permit: the
+        # calls-remaining alert judges them, and the record keeps them for a replay.
+        record = attrs.evolve(record, calls=_calls_left(self.settings.limiter))
+        # The clock is read here, on the event loop (a test's clock lives there).
+        # One reading of the loop's wall clock (a fleet's is its server's) for
+        # both the decision and the times it persists.
+        now = self.settings.wall_clock()
+        concluded = await _in_thread(self._conclude, record, ran, measured, between.state, run, now)
+        self.progress.completed += 1
+        decision = concluded.decision
+        self._show_iteration(outcome, concluded.record, decision.after, decision.verdict)
+        after = _Between(
+            state=decision.after,
+            secscan=concluded.secscan,
+            tree=concluded.tree,
+            session=outcome.observation.session_id or between.session,
+            last=outcome,
+        )
+        return after, decision.verdict
+
+    async def _run_executor(self, between: _Between, number: int, sight: _Sight) -> _Ran:
+        """Take a permit; run the executor between arming the integrity check and inspecting."""
+        state = between.state
         probing = state.circuit.state == HALF_OPEN
         # A fresh session after the circuit opened: a recovery wants a fresh look.
-        session = None if probing or state.circuit.state == OPEN else self.session
+        session = None if probing or state.circuit.state == OPEN else between.session
         limiter = self.settings.limiter
         if limiter is not None:
             self.progress.status = "waiting for a permit"
@@ -331,8 +420,8 @@ class _Loop:
         self.progress.status = "probing" if probing else "running"
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
-        await _in_thread(self._before_executor, number)
-        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        hook_attempts = await _in_thread(self._before_executor, number)
+        strategy = in_force_for(state, self.policy, self.settings.rules)
         self.progress.recovery = strategy.describe() if strategy is not None else ""
         context = self.plan.context(number, strategy)
         if self.plan.executor.verifies_at_stop:
@@ -357,48 +446,26 @@ class _Loop:
                         self.plan, self.store, number, self.plan.integrity, label
                     )
             raise
-        self.last = outcome
-        self.session = outcome.observation.session_id or self.session
-        integrity, after = await _in_thread(self._after_executor, number, label)
-        record = iteration_record(
-            self.plan.run_id,
-            outcome,
-            log=str(outcome.log_path.relative_to(self.plan.paths.folder)),
-            templated=self.plan.executor.templated,
-            integrity=integrity,
+        integrity, after, tree = await _in_thread(
+            self._after_executor, number, label, sight, between.tree
         )
-        judged = not (record.provider_refused and not record.is_harmful)
-        measured = judged and not record.cannot_start
-        record = await self._verified(record, measured)
-        # The rate window's calls left after this iteration's permit: the
-        # calls-remaining alert judges them, and the record keeps them for a replay.
-        record = attrs.evolve(record, calls=_calls_left(limiter))
-        # The clock is read here, on the event loop (a test's clock lives there).
-        # One reading of the loop's wall clock (a fleet's is its server's) for
-        # both the decision and the times it persists.
-        now = self.settings.wall_clock()
-        now_iso = utc_iso(now)
-        judge = partial(self._judge, now, now_iso)
-        conclude = partial(self._conclude, record, outcome, after, measured, state, now_iso, judge)
-        state, verdict, record, secscan = await _in_thread(conclude)
-        self.progress.completed += 1
-        self._show_iteration(outcome, record, state, verdict)
-        return state, verdict, secscan
+        return _Ran(outcome, integrity, after, tree, hook_attempts)
 
-    async def _verified(self, record: IterationRecord, measured: bool) -> IterationRecord:
+    async def _verified(self, record: IterationRecord, ran: _Ran, verify: bool) -> IterationRecord:
         """The record with the iteration's verdict: the Stop hook's that stands, or the loop's."""
-        if not (measured and self.rules.run_verify and not record.is_harmful):
+        if not verify or record.is_harmful:
             # After harm to a protected path the loop stops: verifying the
             # restored tree would only add a verdict nobody asked for.
             return attrs.evolve(record, verify=None, verify_report=None, tree=None)
-        by_hook = await _in_thread(self._hook_verdict)
+        by_hook = await _in_thread(self._hook_verdict, ran)
         if by_hook is not None:
             # The agent's Stop hook verified this very tree and counted it: one
             # verify per iteration, the hook's.
             return attrs.evolve(record, verify=by_hook, verify_by_hook=True)
         self.progress.status = "verifying"
-        if self.status is not None:
-            tree = tree_state_from(self.status)
+        status = ran.tree.status
+        if status is not None:
+            tree = tree_state_from(status)
         else:
             tree = await _in_thread(tree_state, self.plan.workdir)
         report = await run_verify(
@@ -408,20 +475,25 @@ class _Loop:
 
     # -- blocking steps, each run in one worker thread ------------------------
 
-    def _before_executor(self, number: int) -> None:
-        """Record the start (counted as used: a rerun goes on after it) and arm the check."""
+    def _before_executor(self, number: int) -> int:
+        """Record the start (counted as used: a rerun goes on after it) and arm the check.
+
+        Returns the breaker's attempts before the iteration (see :meth:`_hook_verdict`).
+        """
         self.store.begin(IterationStarted(run_id=self.plan.run_id, iteration=number))
+        attempts = 0
         if self.plan.executor.verifies_at_stop:
-            self.hook_attempts = read_breaker(self.plan.paths).after.total_attempts
+            attempts = read_breaker(self.plan.paths).after.total_attempts
         if self.plan.integrity is not None:
             self.plan.integrity.arm()
+        return attempts
 
     def _loop_verify(self) -> tuple[str, str]:
         """The loop's ``[verify]``, for the Stop hook whose verdict is the iteration's."""
         table = policy_as_dict(self.policy)["verify"]
         return LOOP_VERIFY, json.dumps({k: v for k, v in table.items() if v is not None})
 
-    def _hook_verdict(self) -> str | None:
+    def _hook_verdict(self, ran: _Ran) -> str | None:
         """The verdict the executor's Stop hook recorded during the iteration, if it stands.
 
         It stands for the iteration only when it was reached during it, under
@@ -433,155 +505,91 @@ class _Loop:
         if not self.plan.executor.verifies_at_stop:
             return None
         breaker = read_breaker(self.plan.paths).after
-        if breaker.total_attempts <= self.hook_attempts or breaker.last_verdict is None:
+        if breaker.total_attempts <= ran.hook_attempts or breaker.last_verdict is None:
             return None
         if breaker.last_checks != verify_digest(self.policy):
             return None
-        status = self.status
+        status = ran.tree.status
         tree = tree_state_from(status) if status is not None else tree_state(self.plan.workdir)
         if tree.fingerprint is None or breaker.last_tree != tree.fingerprint:
             return None
         return breaker.last_verdict
 
     def _after_executor(
-        self, number: int, label: str
-    ) -> tuple[IntegrityReport | None, Snapshot | None]:
+        self, number: int, label: str, sight: _Sight, tree: _Tree
+    ) -> tuple[IntegrityReport | None, Snapshot | None, _Tree]:
         """Restore and record any harm, then read the tree once."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
-        if self.probe is None:
-            if self.prefix is not None:
-                self.status = read_status(self.plan.workdir, self.prefix)
-            return report, None
+        if sight.probe is None:
+            if sight.prefix is not None:
+                tree = attrs.evolve(tree, status=read_status(self.plan.workdir, sight.prefix))
+            return report, None, tree
         # The agent's work is what changed before the verify ran: files the
         # verify writes (reports, caches) are not the agent's progress.
-        after = self.probe.take()
-        self.status = after.status
-        return report, after
+        after = sight.probe.take()
+        return report, after, attrs.evolve(tree, status=after.status)
 
     def _conclude(
         self,
         record: IterationRecord,
-        outcome: IterationOutcome,
-        after: Snapshot | None,
+        ran: _Ran,
         measured: bool,
         ran_in: LoopState,
-        now_iso: str,
-        judge: Callable[[IterationRecord, LoopState], tuple[LoopState, Verdict, list[Event]]],
-    ) -> tuple[LoopState, Verdict, IterationRecord, GateReading]:
+        run: _Run,
+        now: float,
+    ) -> _Concluded:
         """Measure, scan, judge and commit the iteration, then render what a person reads."""
-        probe, before = self.probe, self.before
-        fresh = after
-        if measured and probe is not None and before is not None and after is not None:
+        probe, tree = run.sight.probe, ran.tree
+        before, fresh = tree.before, ran.after
+        if measured and probe is not None and before is not None and fresh is not None:
             report = record.verify_report
-            signals = probe.measure(before, outcome, report, after=after)
+            signals = probe.measure(before, ran.outcome, report, after=fresh)
             record = attrs.evolve(record, signals=signals)
             if report is not None:
                 # The next "before" is the tree after the verify: the files it
                 # writes (reports, caches) are not the next iteration's work.
                 fresh = probe.take()
-                self.status = fresh.status
+                tree = attrs.evolve(tree, status=fresh.status)
         if probe is not None and fresh is not None:
-            self.before = probe.mark_seen(fresh)
-        secscan = self.settings.secscan.check(self.status)
+            tree = attrs.evolve(tree, before=probe.mark_seen(fresh))
+        secscan = self.settings.secscan.check(tree.status)
         record = attrs.evolve(record, secscan=secscan)
-        state, verdict = self.store.commit(record, partial(judge, record))
+        now_iso = utc_iso(now)
+        decision = self._commit(record, now, now_iso)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
-        self.watch.render(record, ran_in, state, verdict, now_iso)
-        return state, verdict, record, secscan
+        run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)
+        return _Concluded(record, decision, tree, secscan)
 
-    def _judge(
-        self, now: float, now_iso: str, record: IterationRecord, state: LoopState
-    ) -> tuple[LoopState, Verdict, list[Event]]:
-        """Runs inside the store's commit: decide, then the events that record it."""
-        after, verdict = decide(state, record, self.policy, self.rules, now=now, now_iso=now_iso)
-        events: list[Event] = []
-        report: VerifyReport | None = record.verify_report
-        if report is not None:
-            events.append(
-                verify_event(
-                    report, after.verify, run_id=self.plan.run_id, iteration=record.iteration
-                )
-            )
-        readings = [verify_reading(after.verify), budget_reading(after.spend, self.policy.budget)]
-        if record.secscan is not None:
-            readings.append(record.secscan)
-        assessment = verdict.assessment
-        pause = None if verdict.pause_until is None else max(0.0, verdict.pause_until - now)
-        # The risk, raised by the alerts holding (a supervised loop's).
-        risk = after.risk if after.risk is not None else assessment.risk if assessment else None
-        events.append(
-            finished_event(
+    def _commit(self, record: IterationRecord, now: float, now_iso: str) -> Decision:
+        """Decide on the state as it stands and commit it; decide again if it moved meanwhile."""
+        while True:
+            decision = decided(
+                self.store.current(),
                 record,
-                pause=round(pause, 3) if pause is not None else None,
-                gates=gate_states(readings),
-                judged=verdict.judged,
-                trip=opening_reason(verdict, after, self.rules),
-                score=assessment.score if assessment else None,
-                window_score=assessment.window_score if assessment else None,
-                risk=risk,
-                circuit=after.circuit.state if self.rules.supervised else None,
+                self.policy,
+                self.settings.rules,
+                run_id=self.plan.run_id,
+                now=now,
+                now_iso=now_iso,
             )
-        )
-        if verdict.opened:
-            events.append(self._circuit_event(BreakerOpened, after, verdict.trip))
-            events.extend(self._recovery_events(after, record.iteration))
-        elif verdict.closed:
-            events.append(
-                self._circuit_event(BreakerClosed, after, reason="the probe made progress")
-            )
-        events.extend(self._alert_events(record.iteration, verdict))
-        return after, verdict, events
+            if self.store.commit(record, decision):
+                return decision
 
-    def _recovery_events(self, state: LoopState, iteration: int | None) -> list[Event]:
-        """The circuit just opened: the strategy the iterations after it are given."""
-        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
-        if strategy is None:
-            return []
-        step = RecoveryStep(
-            run_id=self.plan.run_id,
-            iteration=iteration,
-            trip_kind=strategy.kind,
-            step=strategy.step,
-            steps=strategy.steps,
-            strategy=strategy.text,
-            escalated=state.circuit.escalated,
-        )
-        return [step]
-
-    def _alert_events(self, iteration: int, verdict: Verdict) -> list[Event]:
-        """The alerts the decision raised and cleared, for the timeline."""
-        run_id = self.plan.run_id
-        raised: list[Event] = [
-            AlertRaised(
-                run_id=run_id,
-                iteration=iteration,
-                alert=alert.name,
-                detail=alert.detail,
-                value=alert.value,
-                threshold=alert.threshold,
-            )
-            for alert in verdict.raised
-        ]
-        cleared = [
-            AlertCleared(run_id=run_id, iteration=iteration, alert=name) for name in verdict.cleared
-        ]
-        return [*raised, *cleared]
-
-    async def _pause(self, until: float) -> None:
+    async def _pause(self, pause: Pause) -> None:
         """A provider limit: wait for its reset (every loop on the limiter waits too)."""
         limiter = self.settings.limiter
         reason = f"provider limit reported by {self.plan.paths.name}"
-        if self.rules.supervised:
-            seconds = max(until - self.settings.wall_clock(), 0.0)
+        if pause.shared:
+            seconds = max(pause.until - self.settings.wall_clock(), 0.0)
             self._say("limit", f"provider limit — no executor starts for {seconds:.0f}s")
         if limiter is not None:
-            await limiter.pause_until(until, reason)
-        if not self.rules.supervised or limiter is None:
+            await limiter.pause_until(pause.until, reason)
+        if not pause.shared or limiter is None:
             # forge run waits here itself (bounded by [run] max_limit_wait); a
             # supervised loop waits for its next permit instead.
-            seconds = until - self.settings.wall_clock()
+            seconds = pause.until - self.settings.wall_clock()
             if seconds > 0:
                 self.progress.status = "waiting for the provider's reset"
                 self._say("limit", f"provider limit — waiting {seconds:.0f}s for its reset")
@@ -589,18 +597,18 @@ class _Loop:
 
     # -- the working tree ----------------------------------------------------
 
-    def _look_at_the_tree(self) -> None:
+    def _look_at_the_tree(self, measures: bool) -> tuple[_Sight, _Tree]:
         """Before the first iteration (blocking): where the tree is, and its state."""
-        if self.rules.judge_stagnation:
-            self.probe = WorkspaceProbe(
+        if measures:
+            probe = WorkspaceProbe(
                 self.plan.workdir, self.policy.stagnation, forge_files=self._forge_files()
             )
-            self.before = self.probe.snapshot()
-            self.status = self.before.status
-        else:
-            self.prefix = work_tree_prefix(self.plan.workdir)
-            if self.prefix is not None:
-                self.status = read_status(self.plan.workdir, self.prefix)
+            before = probe.snapshot()
+            return _Sight(probe=probe), _Tree(status=before.status, before=before)
+        prefix = work_tree_prefix(self.plan.workdir)
+        if prefix is None:
+            return _Sight(), _Tree()
+        return _Sight(prefix=prefix), _Tree(status=read_status(self.plan.workdir, prefix))
 
     def _forge_files(self) -> tuple[str, ...]:
         """Files Forge writes inside the working tree, relative to it (the lessons file)."""
@@ -615,61 +623,33 @@ class _Loop:
 
     def _started(self, state: LoopState, secscan: GateReading) -> RunStarted:
         plan = self.plan
-        readings = [
-            verify_reading(state.verify),
-            budget_reading(state.spend, self.policy.budget),
-            secscan,
-        ]
-        return RunStarted(
-            run_id=plan.run_id,
-            supervised=self.rules.supervised,
-            plan={
-                "max_iterations": plan.max_iterations,
-                "executor": plan.describe_executor(),
-                "timeout": plan.time_limit,
-                "grace": plan.grace,
-                "iterations_used": state.circuit.iterations_used if self.rules.supervised else 0,
-            },
-            circuit=state.circuit.state,
-            gates=gate_states(readings),
+        described = {
+            "max_iterations": plan.max_iterations,
+            "executor": plan.describe_executor(),
+            "timeout": plan.time_limit,
+            "grace": plan.grace,
+        }
+        return started_event(
+            plan.run_id, state, self.policy, self.settings.rules, plan=described, secscan=secscan
         )
 
-    def _circuit_event(
-        self,
-        kind: type[BreakerOpened] | type[BreakerHalfOpen] | type[BreakerClosed],
-        state: LoopState,
-        found: Trip | None = None,
-        *,
-        reason: str | None = None,
-    ) -> BreakerOpened | BreakerHalfOpen | BreakerClosed:
-        circuit = state.circuit
-        evidence = {"condition": found.condition, **found.evidence} if found else None
-        return kind(
-            run_id=self.plan.run_id,
-            reason=reason if reason is not None else (circuit.reason or ""),
-            cooldown=circuit.cooldown,
-            opens=circuit.opens,
-            escalated=circuit.escalated,
-            evidence=evidence,
-        )
-
-    def _summary(self, ending: Ending, iterations: int, state: LoopState) -> RunSummary:
+    def _summary(self, ending: Ending, iterations: int, between: _Between) -> RunSummary:
+        state = between.state
         return RunSummary(
             reason=ending.reason,
             iterations=iterations,
             gate=ending.gate,
             detail=ending.detail,
-            last=self.last,
+            last=between.last,
             spend=state.spend,
             refused=state.refused,
         )
 
-    def _show_state(self, state: LoopState) -> None:
+    def _show_state(self, state: LoopState, begun: Start) -> None:
         """Show what earlier runs left: circuit, trips, spend and verify."""
         progress = self.progress
         circuit = state.circuit
-        if self.rules.supervised:
-            progress.iteration = circuit.iterations_used
+        progress.iteration = begun.used
         progress.circuit = circuit.state
         progress.trips = circuit.opens
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
@@ -690,8 +670,8 @@ class _Loop:
         progress = self.progress
         # The alerts this iteration raised (told to [notify] as they happen) and those holding.
         progress.raised = [(alert.name, alert.detail) for alert in verdict.raised]
-        if self.rules.supervised and verdict.judged:
-            progress.alerts = [name for name, _ in state.alerts]
+        if verdict.holding is not None:
+            progress.alerts = list(verdict.holding)
         if verdict.opened:
             self._show_recovery(state)
         progress.tokens, progress.cost_usd = state.spend.tokens, state.spend.cost_usd
@@ -714,7 +694,7 @@ class _Loop:
             checked = f", verify {record.verify}" if record.verify else ""
             self._say(
                 "iteration",
-                f"{counted_label(record.iteration, state.refused, self.rules.max_iterations)}: "
+                f"{counted_label(record.iteration, state.refused, self.plan.max_iterations)}: "
                 f"{ending}{checked}",
             )
         if verdict.opened:
@@ -726,13 +706,11 @@ class _Loop:
 
     def _show_recovery(self, state: LoopState) -> None:
         """The recovery strategy an opening hands out (none once escalated)."""
-        strategy = in_force(state.circuit, self.policy) if self.rules.supervised else None
+        strategy = in_force_for(state, self.policy, self.settings.rules)
         if strategy is not None:
             self.progress.recovery = "" if state.circuit.escalated else strategy.describe()
 
-    def _show_transition(
-        self, event: BreakerOpened | BreakerHalfOpen | BreakerClosed, state: LoopState
-    ) -> None:
+    def _show_transition(self, event: CircuitEvent, state: LoopState) -> None:
         circuit = state.circuit
         self.progress.circuit = circuit.state
         self.progress.trips = circuit.opens
@@ -783,10 +761,3 @@ def _repair_while_unwinding(
 async def _in_thread(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """Run a blocking call (locks, fsyncs, git, the scan) off the event loop."""
     return await trio.to_thread.run_sync(partial(function, *args, **kwargs))
-
-
-def counted_label(number: int, refused: int, max_iterations: int) -> str:
-    """``3/5``, or with refused calls before it (which use no iteration) ``3 (2/5 counted)``."""
-    if not refused:
-        return f"{number}/{max_iterations}"
-    return f"{number} ({number - refused}/{max_iterations} counted)"

@@ -5,8 +5,9 @@ from it; nothing it wrote is read back to judge. Each iteration's outcome is
 committed under the change's lock in one go: spend, verify streak, circuit and
 the timeline's events (one append, one fsync). A file someone else changed in
 the meantime (a Stop hook's ``forge verify``, a person's reset in another
-terminal) is noticed by its stat and read again before the commit, so their
-update is folded in, never overwritten.
+terminal) is noticed by its stat and read again before the commit: a decision
+made on the state before it is refused, and the loop decides again on the
+fresh state, so their update is folded in, never overwritten.
 
 Every method blocks (locks, fsyncs): the loop calls them through
 ``trio.to_thread.run_sync``, so one slow disk never stalls the other loops.
@@ -15,7 +16,6 @@ Every method blocks (locks, fsyncs): the loop calls them through
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -34,12 +34,12 @@ from .._state import (
     save_states,
 )
 from .._verify import VerifyAttempts, load_verify_locked
-from ._decide import LoopState, Verdict
+from ._decide import LoopState
+from ._decision import Decision
 from ._outside import circuit_read, resume
 from ._record import IterationRecord
 
 _Signature = tuple[int, int, int] | None
-Judge = Callable[[LoopState], tuple[LoopState, Verdict, Sequence[Event]]]
 
 
 def _signature(path: Path) -> _Signature:
@@ -78,8 +78,16 @@ class Store(Protocol):
         """An iteration starts: count it as used, then record it."""
         ...
 
-    def commit(self, record: IterationRecord, judge: Judge) -> tuple[LoopState, Verdict]:
-        """Judge an iteration against the current state and write the outcome, in one go."""
+    def current(self) -> LoopState:
+        """The state the iteration that just ran is judged on (outside updates folded in)."""
+        ...
+
+    def commit(self, record: IterationRecord, decision: Decision) -> bool:
+        """Write a decision's outcome in one go, if it was made on the state as it stands.
+
+        False (nothing written) when someone else changed the state since
+        :meth:`current` returned ``decision.before``: decide again.
+        """
         ...
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:
@@ -162,25 +170,30 @@ class ChangeStore:
             append_events(self.paths.timeline, self.paths.name, [event])
         return self._state
 
-    def commit(self, record: IterationRecord, judge: Judge) -> tuple[LoopState, Verdict]:
-        """Judge an iteration against the current state and write the outcome, in one go.
+    def current(self) -> LoopState:
+        """The state an iteration is judged on: :meth:`refresh`."""
+        return self.refresh()
 
-        ``judge`` runs under the change's lock with the state as it stands
-        (another process's updates folded in) and returns the state after the
-        iteration, the verdict, and the events that record them.
+    def commit(self, record: IterationRecord, decision: Decision) -> bool:
+        """Write the decision's state files and events under the change's lock, in one go.
+
+        Refused (False) when a file changed since the state the decision was
+        made on was read: the fresh state is then what :meth:`current` returns.
         """
         with exclusive_lock(self.paths.lock):
-            before = self._fresh()
-            after, verdict, events = judge(before)
+            self._state = self._fresh()
+            if self._state is not decision.before:
+                return False
+            after = decision.after
             files: list[tuple[Path, object]] = [(self.paths.spend, after.spend)]
             if record.verify is not None and not record.verify_by_hook:
                 files.append((self.paths.verify_attempts, after.verify))
             if self._owns_circuit and after.circuit != self._on_disk_circuit:
                 files.append((self.paths.breaker, after.circuit))
             self._write_all(files)
-            append_events(self.paths.timeline, self.paths.name, events)
+            append_events(self.paths.timeline, self.paths.name, decision.events)
             self._state = after
-        return after, verdict
+        return True
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:
         """Record how the loop ended; a circuit it owns keeps the count and the ending.

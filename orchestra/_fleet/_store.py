@@ -25,14 +25,13 @@ from typing import Any
 import attrs
 
 from .._circuit import CircuitState
-from .._engine import IterationRecord as _Record
 from .._engine import (
-    Judge,
+    Decision,
     LoopState,
-    Verdict,
     circuit_read,
     resume,
 )
+from .._engine import IterationRecord as _Record
 from .._spend import SpendTotals
 from .._state import (
     STATE_CONVERTER,
@@ -213,19 +212,25 @@ class RedisChangeStore:
         self._state = state
         return state
 
-    def commit(self, record: _Record, judge: Judge) -> tuple[LoopState, Verdict]:
-        """Judge an iteration and write spend, streak, circuit and events in one script."""
-        after, verdict, events = judge(self._state)
+    def current(self) -> LoopState:
+        """The state the lease holder last wrote: nobody else writes it while the lease holds."""
+        return self._state
+
+    def commit(self, record: _Record, decision: Decision) -> bool:
+        """Write spend, streak, circuit and events in one script (the lease's fence decides)."""
+        if decision.before is not self._state:
+            return False
+        after = decision.after
         fields: dict[str, object] = {"spend": after.spend}
         if record.verify is not None:
             fields["verify"] = after.verify
         if self._owns_circuit:
             fields["circuit"] = after.circuit
-        self._write(fields, events)
+        self._write(fields, decision.events)
         self._state = after
         if self._after_commit is not None and not self._gone():
             self._after_commit()
-        return after, verdict
+        return True
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:
         """Record how the loop ended; the circuit keeps the ending."""
