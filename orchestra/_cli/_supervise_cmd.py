@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,18 +27,18 @@ from .._engine import (
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._executor import Executor
 from .._policy import relaxed_warnings
-from .._ratelimit import LimiterStatistics, RateLimiter, open_limiter
+from .._ratelimit import LimiterStatistics, open_limiter
 from .._state import STATE_DIR, atomic_write
 from .._supervise import (
     Dashboard,
     LoopRun,
     LoopSetup,
+    Supervision,
     interrupted_results,
     limiter_line,
     prepare,
     resolve_loops,
     separate_trees,
-    supervise,
 )
 from .._workspace import Project
 from ._common import policy_from, project_from
@@ -185,26 +186,23 @@ def _supervised(batch: Batch, out: Output) -> _Ran:
         else:
             out.line(f"{change}: {text}")
 
-    results: dict[str, RunSummary] = {}
     final: list[LimiterStatistics] = []
     started = time.time()
     interrupted = False
     live = _live_notices(policy, batch.project.root, batch.run_id, events)
+    supervision = Supervision(
+        runs,
+        limiter,
+        policy.supervise.max_parallel,
+        events,
+        on_iteration=None if live is None else live.iteration,
+        on_loop_end=None if live is None else live.loop_ended,
+    )
     try:
-        run_interruptible(
-            _main,
-            runs,
-            limiter,
-            policy.supervise.max_parallel,
-            events,
-            results,
-            dashboard,
-            final,
-            live,
-        )
+        results = run_interruptible(_main, supervision, dashboard, live, final)
     except KeyboardInterrupt:
         interrupted = True
-        results = interrupted_results(runs, results)
+        results = interrupted_results(runs, supervision.results())
     stats = final[0] if final else None
     return _Ran(results, interrupted, started, waits, stats, live)
 
@@ -231,34 +229,23 @@ def _finish(batch: Batch, ran: _Ran, out: Output) -> int:
 
 
 async def _main(
-    runs: list[LoopRun],
-    limiter: RateLimiter | None,
-    max_parallel: int | None,
-    events: EventSink,
-    results: dict[str, RunSummary],
+    supervision: Supervision,
     dashboard: Dashboard | None,
-    final: list[LimiterStatistics],
     live: _Live | None,
-) -> None:
+    final: list[LimiterStatistics],
+) -> dict[str, RunSummary]:
     try:
         async with trio.open_nursery() as nursery:
             if dashboard is not None:
                 nursery.start_soon(dashboard.run)
-            # Notices go out while the loops run; the batch ends once they are sent.
-            async with trio.open_nursery() as notices:
-                await supervise(
-                    runs,
-                    limiter=limiter,
-                    max_parallel=max_parallel,
-                    on_event=events,
-                    results=results,
-                    on_iteration=None if live is None else partial(live.iteration, notices),
-                    on_loop_end=None if live is None else live.loop_ended,
-                )
+            async with live.sending() if live is not None else contextlib.nullcontext():
+                results = await supervision.run()
             nursery.cancel_scope.cancel()
+        return results
     finally:
-        if limiter is not None:
-            final.append(limiter.statistics())  # it reads trio's clock: take it while in trio
+        if supervision.limiter is not None:
+            # It reads trio's clock: take it while in trio.
+            final.append(supervision.limiter.statistics())
 
 
 def _executors_pass(runs: list[LoopRun], root: Path, out: Output) -> bool:
@@ -325,9 +312,22 @@ class _Live:
 
     notices: LiveNotices
     events: EventSink
+    # Where the alerts being sent run, while :meth:`sending` is open.
+    _nursery: trio.Nursery | None = None
 
-    def iteration(self, nursery: trio.Nursery, run: LoopRun) -> None:
-        if not self.notices.tells_alerts:
+    @contextlib.asynccontextmanager
+    async def sending(self) -> AsyncIterator[None]:
+        """Alerts go out while the loops run; the batch ends once they are sent."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                yield
+            finally:
+                self._nursery = None
+
+    def iteration(self, run: LoopRun) -> None:
+        nursery = self._nursery
+        if nursery is None or not self.notices.tells_alerts:
             return
         change, folder = run.setup.change, str(run.setup.root)
         for name, detail in run.progress.raised:

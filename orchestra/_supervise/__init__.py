@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from ._shared_trees import separate_trees as separate_trees
     from ._shared_trees import shared_trees as shared_trees
     from ._supervisor import LoopRun as LoopRun
+    from ._supervisor import Supervision as Supervision
     from ._supervisor import interrupted_results as interrupted_results
     from ._supervisor import prepare as prepare
-    from ._supervisor import supervise as supervise
     from ._worktree import WorktreeError as WorktreeError
     from ._worktree import ensure_worktree as ensure_worktree
 
@@ -42,9 +42,9 @@ if not TYPE_CHECKING:
             ),
             "._supervisor": (
                 "LoopRun",
+                "Supervision",
                 "interrupted_results",
                 "prepare",
-                "supervise",
             ),
             "._worktree": ("WorktreeError", "ensure_worktree"),
         },

@@ -96,75 +96,90 @@ def executor_for(setup: LoopSetup) -> Executor:
     raise ConfigError("no executor: set cmd or executor in the [[loop]] table or in [run]")
 
 
-async def supervise(
-    runs: Sequence[LoopRun],
-    *,
-    limiter: RateLimiter | None,
-    max_parallel: int | None,
-    on_event: EventSink,
-    results: dict[str, RunSummary],
-    wall_clock: Callable[[], float] = time.time,
-    on_iteration: Callable[[LoopRun], None] | None = None,
-    on_loop_end: Callable[[LoopRun, RunSummary], Awaitable[None]] | None = None,
-) -> dict[str, RunSummary]:
-    """Run every loop, at most ``max_parallel`` at once, until each stops.
+@attrs.define
+class Supervision:
+    """A batch of loops under one supervisor, at most ``max_parallel`` at once.
 
-    ``results`` fills in as loops end, so a caller that is interrupted still
-    knows how far each got. ``on_iteration`` is called after each of a loop's
-    iterations, ``on_loop_end`` when a loop has ended (its slot already given
-    to the next loop).
+    :meth:`run` runs every loop until each stops and returns their endings.
+    :meth:`results` reads the endings so far at any moment, so that a caller
+    that was interrupted still knows how far each loop got.
+
+    Attributes:
+        on_iteration: Called after each of a loop's iterations.
+        on_loop_end: Called when a loop has ended (its slot already given to
+            the next loop).
     """
-    slots = trio.CapacityLimiter(max_parallel or max(1, len(runs)))
-    worktree_lock = trio.Lock()
 
-    async def one(run: LoopRun, slot: object) -> None:
-        key = run.key
+    runs: Sequence[LoopRun]
+    limiter: RateLimiter | None
+    max_parallel: int | None
+    on_event: EventSink
+    wall_clock: Callable[[], float] = time.time
+    on_iteration: Callable[[LoopRun], None] | None = None
+    on_loop_end: Callable[[LoopRun, RunSummary], Awaitable[None]] | None = None
+    _ended: dict[str, RunSummary] = attrs.field(factory=dict, init=False)
+
+    def results(self) -> dict[str, RunSummary]:
+        """The endings of the loops that have ended, by loop key (a copy)."""
+        return dict(self._ended)
+
+    async def run(self) -> dict[str, RunSummary]:
+        """Run every loop until each stops; their endings, by loop key."""
+        runs = self.runs
+        slots = trio.CapacityLimiter(self.max_parallel or max(1, len(runs)))
+        worktree_lock = trio.Lock()
+        async with trio.open_nursery() as nursery:
+            for run in runs:
+                # Slots are taken here, in the declared order, so with max_parallel
+                # the loops start in the order the file lists them.
+                slot = object()  # two loops in two repositories may share a change name
+                await slots.acquire_on_behalf_of(slot)
+                nursery.start_soon(self._one, run, slots, slot, worktree_lock)
+        return self.results()
+
+    async def _one(
+        self, run: LoopRun, slots: trio.CapacityLimiter, slot: object, lock: trio.Lock
+    ) -> None:
         try:
-            try:
-                plan = await _with_worktree(run, worktree_lock)
-                policy = run.setup.policy
-                scanner = project_scanner(policy.secscan, root=run.setup.root, workdir=plan.workdir)
-                plan = attrs.evolve(
-                    plan,
-                    integrity=loop_integrity(policy, plan),
-                    redact=scanner.redact if scanner is not None else None,
-                )
-                settings = LoopSettings(
-                    policy,
-                    supervised_rules(policy),
-                    SecscanGate(scanner, plan.paths.secscan_markers),
-                    limiter,
-                    wall_clock,
-                )
-                results[key] = await run_loop(
-                    plan,
-                    settings,
-                    progress=run.progress,
-                    on_event=on_event,
-                    on_iteration=(None if on_iteration is None else lambda *_: on_iteration(run)),
-                )
-            except ForgeError as exc:
-                # One loop's failure to start is that loop's ending, not the supervisor's;
-                # a worktree git would not make is no fault of the executor.
-                reason = WORKTREE_FAILED if isinstance(exc, WorktreeError) else EXECUTOR_FAILED
-                results[key] = RunSummary(
-                    reason=reason, iterations=run.progress.iteration, detail=exc.message
-                )
-                run.progress.finish(reason)
-                on_event("loop", run.setup.change, f"cannot run: {exc.message}")
+            ended = await self._loop(run, lock)
         finally:
             slots.release_on_behalf_of(slot)
-        if on_loop_end is not None and key in results:
-            await on_loop_end(run, results[key])
+        self._ended[run.key] = ended
+        if self.on_loop_end is not None:
+            await self.on_loop_end(run, ended)
 
-    async with trio.open_nursery() as nursery:
-        for run in runs:
-            # Slots are taken here, in the declared order, so with max_parallel
-            # the loops start in the order the file lists them.
-            slot = object()  # two loops in two repositories may share a change name
-            await slots.acquire_on_behalf_of(slot)
-            nursery.start_soon(one, run, slot)
-    return results
+    async def _loop(self, run: LoopRun, lock: trio.Lock) -> RunSummary:
+        try:
+            plan = await _with_worktree(run, lock)
+            policy = run.setup.policy
+            scanner = project_scanner(policy.secscan, root=run.setup.root, workdir=plan.workdir)
+            plan = attrs.evolve(
+                plan,
+                integrity=loop_integrity(policy, plan),
+                redact=scanner.redact if scanner is not None else None,
+            )
+            settings = LoopSettings(
+                policy,
+                supervised_rules(policy),
+                SecscanGate(scanner, plan.paths.secscan_markers),
+                self.limiter,
+                self.wall_clock,
+            )
+            on_iteration = self.on_iteration
+            return await run_loop(
+                plan,
+                settings,
+                progress=run.progress,
+                on_event=self.on_event,
+                on_iteration=(None if on_iteration is None else lambda *_: on_iteration(run)),
+            )
+        except ForgeError as exc:
+            # One loop's failure to start is that loop's ending, not the supervisor's;
+            # a worktree git would not make is no fault of the executor.
+            reason = WORKTREE_FAILED if isinstance(exc, WorktreeError) else EXECUTOR_FAILED
+            run.progress.finish(reason)
+            self.on_event("loop", run.setup.change, f"cannot run: {exc.message}")
+            return RunSummary(reason=reason, iterations=run.progress.iteration, detail=exc.message)
 
 
 async def _with_worktree(run: LoopRun, lock: trio.Lock) -> LoopPlan:
