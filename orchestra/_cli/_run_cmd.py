@@ -18,20 +18,17 @@ from .._engine import (
     IterationRecord,
     LoopPlan,
     LoopProgress,
-    LoopSettings,
     RunSummary,
-    SecscanGate,
     counted_label,
     first_trip_rules,
+    guarded,
     iteration_time_limit,
-    loop_integrity,
     run_loop,
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, ConfigError, UsageError
 from .._executor import Executor, IterationOutcome, default_price, load_executor, shell_command
 from .._policy import Layer, Policy, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
-from .._secscan import project_scanner
 from .._spend import read_spend
 from .._state import ChangePaths
 from .._workspace import Project, default_change
@@ -71,12 +68,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
         workdir=project.root,
         prompt=args.prompt if args.prompt is not None else policy.run.prompt,
     )
-    scanner = project_scanner(policy.secscan, root=project.root, workdir=plan.workdir)
-    plan = attrs.evolve(
-        plan,
-        integrity=loop_integrity(policy, plan),
-        redact=scanner.redact if scanner is not None else None,
-    )
+    # Guarded before the plan is shown: a secret-scan rules file that does not
+    # load is an error of the plan too.
+    plan, settings = guarded(plan, policy, first_trip_rules(policy), limiter=None)
     if args.prompt is not None and policy.run.cmd:
         out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")
     if not args.yes:
@@ -96,12 +90,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.note(f"rate limit: waiting {stats.next_free_in:.0f}s for a permit")
 
     limiter = open_limiter(policy.rate_limit, project.root, on_event=on_limiter)
-    settings = LoopSettings(
-        policy,
-        first_trip_rules(policy),
-        SecscanGate(scanner, paths.secscan_markers),
-        limiter,
-    )
+    settings = attrs.evolve(settings, limiter=limiter)
     progress = LoopProgress(paths.name, plan.max_iterations)
     try:
         summary = run_interruptible(

@@ -58,8 +58,8 @@ from ._gates import SecscanGate as SecscanGate
 from ._loop import EventSink as EventSink
 from ._loop import LoopPlan as LoopPlan
 from ._loop import LoopSettings as LoopSettings
+from ._loop import guarded as guarded
 from ._loop import iteration_time_limit as iteration_time_limit
-from ._loop import loop_integrity as loop_integrity
 from ._loop import run_loop as run_loop
 from ._outside import Resumed as Resumed
 from ._outside import afresh as afresh

@@ -33,6 +33,7 @@ from .._policy import Policy, policy_as_dict, verify_digest
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
+from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe
 from .._state import (
     FORGE_WRITES,
@@ -152,10 +153,30 @@ def iteration_time_limit(executor: Executor, policy: Policy, *, flag_set: bool =
     return policy.run.timeout.seconds
 
 
-def loop_integrity(policy: Policy, plan: LoopPlan) -> IntegrityCheck:
-    """The integrity check of a plan's working tree and of every change's state."""
+def guarded(
+    plan: LoopPlan,
+    policy: Policy,
+    rules: LoopRules,
+    *,
+    limiter: RateLimiter | None,
+    wall_clock: Callable[[], float] = time.time,
+) -> tuple[LoopPlan, LoopSettings]:
+    """A loop as every command runs it: its plan guarded, its settings with the secret scan.
+
+    The plan gains the integrity check of its working tree and of every
+    change's state, and the redaction of the secrets the project's scan knows;
+    the settings carry the scan's gate and the shared limiter.
+    """
     paths = plan.paths
-    return integrity_check(policy, workdir=plan.workdir, root=paths.root, state_folder=paths.folder)
+    scanner = project_scanner(policy.secscan, root=paths.root, workdir=plan.workdir)
+    integrity = integrity_check(
+        policy, workdir=plan.workdir, root=paths.root, state_folder=paths.folder
+    )
+    plan = attrs.evolve(
+        plan, integrity=integrity, redact=scanner.redact if scanner is not None else None
+    )
+    secscan = SecscanGate(scanner, paths.secscan_markers)
+    return plan, LoopSettings(policy, rules, secscan, limiter, wall_clock)
 
 
 async def run_loop(

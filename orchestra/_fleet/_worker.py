@@ -46,10 +46,8 @@ from .._engine import (
     WORKTREE_FAILED,
     EventSink,
     LoopProgress,
-    LoopSettings,
     RunSummary,
-    SecscanGate,
-    loop_integrity,
+    guarded,
     new_run_id,
     run_loop,
     supervised_rules,
@@ -57,7 +55,6 @@ from .._engine import (
 from .._errors import ForgeError
 from .._policy import structure_policy
 from .._ratelimit import EventHandler, RateLimiter
-from .._secscan import project_scanner
 from .._supervise import LoopSetup, ensure_worktree, prepare
 from ._config import GROUP, FleetConfig
 from ._connection import Connection, FleetUnavailable, ServerClock, host_clock
@@ -314,23 +311,13 @@ class Worker:
             if setup.worktree:
                 path = await ensure_worktree(root, spec.change, spec.base, self._worktree_lock)
                 plan = attrs.evolve(plan, workdir=path)
-            scanner = project_scanner(policy.secscan, root=root, workdir=plan.workdir)
-            plan = attrs.evolve(
-                plan,
-                integrity=loop_integrity(policy, plan),
-                redact=scanner.redact if scanner is not None else None,
+            plan, settings = guarded(
+                plan, policy, supervised_rules(policy), limiter=self.limiter, wall_clock=self.clock
             )
         except ForgeError as exc:
             reason = WORKTREE_FAILED if isinstance(exc, SourceError) else EXECUTOR_FAILED
             self.on_event("loop", spec.change, f"cannot run: {exc.message}")
             return RunSummary(reason=reason, iterations=0, detail=exc.message)
-        settings = LoopSettings(
-            policy,
-            supervised_rules(policy),
-            SecscanGate(scanner, plan.paths.secscan_markers),
-            self.limiter,
-            self.clock,
-        )
         return await run_loop(
             plan, settings, progress=running.progress, on_event=self.on_event, store=store
         )

@@ -16,18 +16,16 @@ from .._engine import (
     EventSink,
     LoopPlan,
     LoopProgress,
-    LoopSettings,
     RunSummary,
-    SecscanGate,
+    guarded,
     iteration_time_limit,
-    loop_integrity,
     run_loop,
     supervised_rules,
 )
 from .._errors import ConfigError, ForgeError
 from .._executor import Executor, load_executor, shell_command
 from .._ratelimit import RateLimiter
-from .._secscan import load_rules, project_scanner
+from .._secscan import load_rules
 from .._state import ChangePaths
 from ._loop_tables import LoopSetup
 from ._worktree import WorktreeError, ensure_worktree
@@ -152,18 +150,12 @@ class Supervision:
         try:
             plan = await _with_worktree(run, lock)
             policy = run.setup.policy
-            scanner = project_scanner(policy.secscan, root=run.setup.root, workdir=plan.workdir)
-            plan = attrs.evolve(
+            plan, settings = guarded(
                 plan,
-                integrity=loop_integrity(policy, plan),
-                redact=scanner.redact if scanner is not None else None,
-            )
-            settings = LoopSettings(
                 policy,
                 supervised_rules(policy),
-                SecscanGate(scanner, plan.paths.secscan_markers),
-                self.limiter,
-                self.wall_clock,
+                limiter=self.limiter,
+                wall_clock=self.wall_clock,
             )
             on_iteration = self.on_iteration
             return await run_loop(
