@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import attrs
 
 from orchestra._engine import LoopState, decide, supervised_rules
-from orchestra._engine._alerts import CallsLeft, evaluate
 from orchestra._engine._record import IterationRecord
+from orchestra._monitor._alerts import CallsLeft, evaluate
 from orchestra._policy import AlertsPolicy, Policy, StagnationPolicy
 from orchestra._stagnation import Signals
 

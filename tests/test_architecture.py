@@ -200,6 +200,26 @@ def test_no_subpackage_imports_the_package_root() -> None:
     assert found == []
 
 
+def test_monitoring_sits_below_the_engine() -> None:
+    # decide() judges the alerts, so the engine imports monitoring and never the
+    # other way round, not even through a third part; the glue that needs engine
+    # types (_engine/_watch.py) stays in the engine.
+    graph = import_graph()
+
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    reached: set[str] = set()
+    pending = [module for module in graph if part(module) == "orchestra._monitor"]
+    while pending:
+        module = pending.pop()
+        if module not in reached:
+            reached.add(module)
+            pending.extend(graph.get(module, ()))
+    assert len(reached) > 1  # the walk did start from monitoring's modules
+    assert sorted(module for module in reached if part(module) == "orchestra._engine") == []
+
+
 def facades() -> list[str]:
     return sorted(module_name(path) for path in PACKAGE.rglob("__init__.py"))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestra._engine._errorlines import MAX_CHARS, error_lines
+from orchestra._monitor._errorlines import MAX_CHARS, error_lines
 
 
 def test_failing_tests_are_named_with_the_first_line_of_their_message(tmp_path: Path) -> None:

@@ -13,10 +13,9 @@
 - ``_loop``: :func:`run_loop`, the loop itself (I/O at the edges).
 - ``_gates``, ``_endings``, ``_progress``: gate readings, ending names, live progress.
 - ``_recovery``: the strategy handed out after an opening, and the watch after a close (pure).
-- ``_alerts``: the monitored figures against ``[alerts]``, raised and cleared by
-  :func:`decide` (pure).
-- ``_watch``: recovery steps, the status log (``_statuslog``) and the lessons file
-  (``_lessons``), rendered from each committed iteration.
+- ``_watch``: recovery steps, the status log and the lessons file, rendered from each
+  committed iteration (what they are made of lives in ``orchestra._monitor``, below the
+  engine, as do the alerts :func:`decide` raises and clears).
 """
 
 from ._course import Start as Start

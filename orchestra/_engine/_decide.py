@@ -35,12 +35,12 @@ from .._circuit import (
     trip,
 )
 from .._executor import backoff_pause
+from .._monitor import Alert, clears, promoted, step_alerts
 from .._policy import Policy
 from .._spend import NO_SPEND, SpendTotals, budget_exceeded
 from .._stagnation import Assessment, Signals, assess
 from .._verify import NEW, PASS, VerifyAttempts, record_verdict
 from . import _recovery as recovery
-from ._alerts import Alert, clears, promoted, step_alerts
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,

@@ -29,6 +29,7 @@ from .._circuit import HALF_OPEN, OPEN
 from .._errors import StateError
 from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
 from .._hook_passing import LOOP_VERIFY
+from .._monitor import CallsLeft
 from .._policy import Policy, policy_as_dict, verify_digest
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
@@ -50,7 +51,6 @@ from .._state import (
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
 from .._verify import read_breaker, run_verify
 from .._workspace import tree_state, tree_state_from
-from ._alerts import CallsLeft
 from ._course import (
     Start,
     counted_iterations,

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import attrs
 
 from .._circuit import CLOSED_CIRCUIT, CircuitState
+from .._monitor import ALERT_MEMORY
 from .._policy import Policy
 from .._spend import NO_SPEND
 from .._stagnation import Signals
@@ -39,7 +40,6 @@ from .._state import (
     VerifyRecorded,
 )
 from .._verify import PASS, record_verdict, reset
-from ._alerts import ALERT_MEMORY
 from ._decide import LoopState
 
 

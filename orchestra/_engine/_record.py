@@ -15,12 +15,12 @@ from typing import Any
 import attrs
 
 from .._executor import IterationOutcome, RateLimitEvent
+from .._monitor import CallsLeft
 from .._protect import IntegrityReport
 from .._stagnation import Signals
 from .._state import IterationFinished
 from .._verify import PASS, VerifyReport
 from .._workspace import TreeState
-from ._alerts import CallsLeft
 from ._gates import SECSCAN_GATE, GateReading
 
 # Through ``sh -c``, 126 and 127 mean the command could not be run at all.

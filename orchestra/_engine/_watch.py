@@ -12,16 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._monitor import (
+    Lesson,
+    StatusEntry,
+    append_lesson,
+    error_lines,
+    render_log,
+    render_section,
+)
 from .._policy import Policy
 from .._redact import Redact
-from .._state import ChangePaths, atomic_write
+from .._state import STATUS_FILE, ChangePaths, atomic_write, read_sections
 from ._decide import LoopState, Verdict
-from ._errorlines import error_lines
-from ._lessons import Lesson, append_lesson
 from ._progress import LoopProgress
 from ._record import IterationRecord
 from ._recovery import in_force
-from ._statuslog import STATUS_FILE, StatusEntry, read_sections, render_log, render_section
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 import attrs
 
 from .._stagnation import Signals
-from .._state import STATUS_FILE as STATUS_FILE
-from .._state import read_sections as read_sections
 
 
 @attrs.frozen
