@@ -23,7 +23,7 @@ SHELL = Path(orchestra.__file__).parent / "_engine" / "_loop.py"
 
 
 def test_the_loop_shell_reads_no_rule() -> None:
-    """``forge run`` and ``forge supervise`` differ in their rules, read by the pure functions alone.
+    """``forge run`` and ``forge supervise`` differ in their rules, read by pure functions alone.
 
     The shell may hand ``LoopRules`` to them, never look inside: no
     ``rules.supervised``, ``settings.rules.max_iterations`` ... in ``_loop.py``.

@@ -332,11 +332,16 @@ def _judge(
         return state, Verdict(ending=ending)
     if record.unreadable and not record.is_harmful:
         # Whatever it printed (a done marker included), output that cannot be
-        # read is no clean ending: a human looks at the raw log.
+        # read is no clean ending: it is a failed iteration, whose raw log a
+        # human reads. Without supervision a failure stops the loop at once.
         detail = (
             f"the executor's output could not be read ({record.parse_note}); raw log: {record.log}"
         )
-        return state, Verdict(ending=Ending(OUTPUT_UNREADABLE, detail=detail))
+        if not rules.supervised:
+            return state, Verdict(ending=Ending(OUTPUT_UNREADABLE, detail=detail))
+        # Supervised, it is judged like any other failure: the breaker, a
+        # cooldown and a probe, never an ending of its own.
+        record = attrs.evolve(record, failure=detail, done=False)
     if rules.supervised:
         state, verdict = _decide_supervised(state, record, policy, rules, now)
     else:
