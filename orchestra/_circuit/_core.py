@@ -50,6 +50,8 @@ class CircuitState:
             with, so a probe failing on the same error is known for it.
         recovery_alert: The alert whose promotion opened it: a probe must also
             clear that alert's condition to close it.
+        recovery_detector: The stagnation detector whose pattern opened it: a
+            probe that repeats the pattern fails, however much else it did.
     """
 
     state: str = attrs.field(
@@ -73,6 +75,7 @@ class CircuitState:
     watch_left: int = attrs.field(default=0, validator=attrs.validators.ge(0))
     recovery_error: str | None = None
     recovery_alert: str | None = None
+    recovery_detector: str | None = None
 
 
 CLOSED_CIRCUIT = CircuitState()

@@ -38,7 +38,7 @@ from .._executor import backoff_pause
 from .._monitor import Alert, clears, promoted, step_alerts
 from .._policy import Policy
 from .._spend import NO_SPEND, SpendTotals, budget_exceeded
-from .._stagnation import Assessment, Signals, assess
+from .._stagnation import Assessment, Signals, assess, repeats
 from .._verify import NEW, PASS, VerifyAttempts, record_verdict
 from . import _recovery as recovery
 from ._endings import (
@@ -439,18 +439,34 @@ def _judge_probe(
         and record.verify_passed
         and (record.done or (assessment is not None and assessment.score > 0))
     )
-    # After a promoted alert, progress must also clear what the alert measured.
-    held = circuit.recovery_alert
-    if held is not None and (record.done or clears(held, record.signals)):
-        held = None
+    held = _still_held(circuit, record, policy)
     if progressed and held is None:
         return close(circuit), False, True
     reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
     if progressed:
-        reason = f"probe failed: the {held} alert still holds"
+        reason = f"probe failed: {held}"
     curable = found.curable if found else True
     failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
     return _recover(circuit, failed, found, policy, history), True, False
+
+
+def _still_held(circuit: CircuitState, record: IterationRecord, policy: Policy) -> str | None:
+    """What the opening left for the probe to clear and it did not, if anything.
+
+    After a promoted alert, progress must also clear what the alert measured;
+    after a stagnation trip, the probe must not repeat the detector's pattern.
+    Finishing clears both.
+    """
+    if record.done:
+        return None
+    alert = circuit.recovery_alert
+    if alert is not None and not clears(alert, record.signals):
+        return f"the {alert} alert still holds"
+    pattern = circuit.recovery_detector
+    error = circuit.recovery_error
+    if pattern is not None and repeats(pattern, record.signals, policy.stagnation, error=error):
+        return f"it repeats the {pattern} pattern that opened the circuit"
+    return None
 
 
 def _supervised_ending(
@@ -595,13 +611,18 @@ def _recover(
     last_error = history[-1].error_fingerprint if history else None
     detector = found.evidence.get("detector") if found is not None else None
     alert = detector if found is not None and found.condition == "alert" else None
+    stalled = detector if found is not None and found.condition == "stagnation" else None
     opened = attrs.evolve(
         opened,
+        # A failed probe keeps what it had to clear (the alert, the detector's
+        # pattern); any other opening names its own.
         recovery_error=last_error,
-        # A failed probe keeps the alert it had to clear; any other opening names its own.
         recovery_alert=alert
         if isinstance(alert, str)
         else (before.recovery_alert if found is None else None),
+        recovery_detector=stalled
+        if isinstance(stalled, str)
+        else (before.recovery_detector if found is None else None),
     )
     if found is None:  # a probe that made no progress: the strategy in force did not work
         # ... unless it failed on the very error the loop stalled on: that is the kind.

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from ._assess import MEDIUM as MEDIUM
     from ._assess import Assessment as Assessment
     from ._assess import assess as assess
+    from ._assess import repeats as repeats
     from ._assess import score as score
     from ._probe import Snapshot as Snapshot
     from ._probe import WorkspaceProbe as WorkspaceProbe
@@ -31,6 +32,7 @@ if not TYPE_CHECKING:
                 "LOW",
                 "MEDIUM",
                 "assess",
+                "repeats",
                 "score",
             ),
             "._probe": (

@@ -185,6 +185,34 @@ _DETECTORS = (
 )
 
 
+def repeats(
+    detector: str, signals: Signals | None, policy: StagnationPolicy, *, error: str | None
+) -> bool:
+    """Whether one iteration repeats the pattern ``detector`` tripped on (a probe's, after it).
+
+    A probe is one iteration, too few for a streak or a window: it is judged
+    on its own signals. It repeats ``identical-errors`` when it ends on the
+    same ``error`` fingerprint, ``permission-denials`` or ``protected-paths``
+    when it is denied again, ``test-fix-loop`` when its edits are tests above
+    the ratio, ``no-progress`` when it changed nothing meaningful. The other
+    detectors' patterns take the positive score the probe needs anyway.
+    """
+    if signals is None:
+        return False
+    if detector == "identical-errors":
+        return error is not None and signals.error_fingerprint == error
+    if detector == "permission-denials":
+        return signals.permission_denials > 0
+    if detector == "protected-paths":
+        return signals.guard_refusals > 0
+    if detector == "test-fix-loop":
+        changed = signals.files_modified
+        return changed > 0 and signals.test_files_modified / changed > policy.test_fix_ratio
+    if detector == "no-progress":
+        return _no_progress(signals)
+    return False
+
+
 def _risk(history: Sequence[Signals], scores: list[int], p: StagnationPolicy) -> str:
     """High when a detector is one iteration away; medium when the trend is flat or worse."""
 

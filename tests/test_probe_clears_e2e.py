@@ -1,0 +1,86 @@
+"""A probe must clear what opened the circuit: repeating the detector's pattern fails it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .support import Repo
+
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+BREAKER = '[breaker]\ncooldown = "0.1s"\ncooldown_max = "0.2s"\nmax_opens = 1\n'
+
+
+def supervise(repo: Repo, steps: list[dict[str, Any]], stagnation: str) -> list[dict[str, Any]]:
+    script = repo.root.parent / "steps.json"
+    script.write_text(json.dumps({"steps": steps}))
+    argv = [sys.executable, str(FAKE_AGENT), str(script)]
+    repo.write("executors/fakejson.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f"{BREAKER}[stagnation]\n{stagnation}"
+        '[[loop]]\nchange = "c"\nexecutor = "fakejson"\nmax_iterations = 6\n',
+    )
+    repo.commit("loop")
+    ran = repo.forge("supervise")
+    assert "Traceback" not in ran.err, ran.err
+    lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def result(**fields: Any) -> str:
+    reply = {"type": "result", "subtype": "success", "is_error": False, "result": "working"}
+    return json.dumps({**reply, **fields}) + "\n"
+
+
+def openings(events: list[dict[str, Any]]) -> list[str]:
+    return [e["reason"] for e in events if e["event"] == "breaker.opened"]
+
+
+def test_a_probe_that_edits_only_tests_again_does_not_close_the_circuit(repo: Repo) -> None:
+    steps = [
+        {"write": {f"tests/test_a{n}.py": f"def test_{n}():\n    assert {n}\n"}, "print": result()}
+        for n in range(1, 7)
+    ]
+    events = supervise(repo, steps, "window = 2\ntest_fix_ratio = 0.8\n")
+    reasons = openings(events)
+    assert reasons[0].startswith("stagnation: test-fix-loop"), reasons
+    assert "breaker.closed" not in [e["event"] for e in events]
+    assert (
+        reasons[1] == "probe failed: it repeats the test-fix-loop pattern that opened the circuit"
+    )
+    stopped = [(e["reason"], e["iterations"]) for e in events if e["event"] == "run.stopped"]
+    assert stopped == [("circuit-open", 3)]
+
+
+def test_a_probe_denied_again_does_not_close_the_circuit(repo: Repo) -> None:
+    denied = [{"tool_name": "Bash", "tool_input": {"command": "git push --force"}}]
+    steps = [
+        {"write": {f"src/m{n}.py": f"X = {n}\n"}, "print": result(permission_denials=denied)}
+        for n in range(1, 7)
+    ]
+    events = supervise(repo, steps, "permission_denials = 2\n")
+    reasons = openings(events)
+    assert reasons[0].startswith("stagnation: permission-denials"), reasons
+    assert "breaker.closed" not in [e["event"] for e in events]
+    assert reasons[1] == (
+        "probe failed: it repeats the permission-denials pattern that opened the circuit"
+    )
+
+
+def test_a_probe_that_clears_the_pattern_closes_the_circuit(repo: Repo) -> None:
+    denied = [{"tool_name": "Bash", "tool_input": {"command": "git push --force"}}]
+    steps: list[dict[str, Any]] = [
+        {"write": {f"src/m{n}.py": f"X = {n}\n"}, "print": result(permission_denials=denied)}
+        for n in range(1, 3)
+    ]
+    steps.append({"write": {"src/m3.py": "X = 3\n"}, "print": result()})
+    steps.append({"print": result(result="FORGE_DONE")})
+    events = supervise(repo, steps, "permission_denials = 2\n")
+    assert len(openings(events)) == 1
+    assert "breaker.closed" in [e["event"] for e in events]
+    stopped = [e["reason"] for e in events if e["event"] == "run.stopped"]
+    assert stopped == ["done"]
