@@ -358,7 +358,7 @@ async def test_raised_quality_alerts_raise_the_stagnation_risk(
     assert risks == ["- Stagnation risk: LOW"] * 3 + ["- Stagnation risk: HIGH"] * 3
 
 
-async def test_without_a_tasks_file_tasks_are_not_measured_and_their_alerts_stay_quiet(
+async def test_without_a_tasks_file_the_change_is_the_task_and_loop_count_counts_its_iterations(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     import attrs
@@ -371,6 +371,12 @@ async def test_without_a_tasks_file_tasks_are_not_measured_and_their_alerts_stay
     cmd = agent(tmp_path, *(work(n) for n in range(1, 6)))
     await supervise_one(tmp_path, mock_clock, policy, cmd)
     events = timeline(tmp_path)
-    assert not [e for e in events if e["event"] == "alert.raised"]
+    raised = [
+        (e["iteration"], e["alert"], e["detail"]) for e in events if e["event"] == "alert.raised"
+    ]
+    # More iterations than loop_count on one task, the change: no-tasks has nothing to count.
+    assert raised == [
+        (4, "loop-count", "4 iterations on the change (no tasks file to count tasks in)")
+    ]
     status = (tmp_path / ".forge/changes/c/status.md").read_text()
     assert status.count("- Tasks completed: not measured") == 5

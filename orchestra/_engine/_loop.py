@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import stat
 import time
 from collections.abc import Callable
 from functools import partial
@@ -632,13 +634,18 @@ class _Loop:
         return _Sight(prefix=prefix), _Tree(status=read_status(self.plan.workdir, prefix))
 
     def _forge_files(self) -> tuple[str, ...]:
-        """Files Forge writes inside the working tree, relative to it (the lessons file)."""
+        """Files Forge writes inside the working tree, relative to it.
+
+        The lessons file (and its folder's journal of Forge's writes), and
+        Forge's own output when it is redirected into the tree
+        (``forge supervise > nightly.log``): none of it is the agent's work.
+        """
+        files = list(_own_output(self.plan.workdir))
         lessons = self.policy.recovery.lessons
-        if not lessons:
-            return ()
-        inside = PurePosixPath(lessons)
-        # Its folder's journal of Forge's writes is Forge's too.
-        return (inside.as_posix(), (inside.parent / FORGE_WRITES).as_posix())
+        if lessons:
+            inside = PurePosixPath(lessons)
+            files += [inside.as_posix(), (inside.parent / FORGE_WRITES).as_posix()]
+        return tuple(files)
 
     # -- records and words ---------------------------------------------------
 
@@ -749,6 +756,23 @@ class _Loop:
         self.progress.last_event = text
         if self.on_event is not None:
             self.on_event(kind, self.plan.paths.name, text)
+
+
+def _own_output(workdir: Path) -> list[str]:
+    """This process's stdout and stderr, where they are files inside ``workdir`` (relative)."""
+    found = []
+    root = workdir.resolve()
+    for fd in (1, 2):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            # Linux names an open file's path here; elsewhere the redirection goes unseen.
+            path = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue
+        if path.is_relative_to(root):
+            found.append(path.relative_to(root).as_posix())
+    return found
 
 
 def _calls_left(limiter: RateLimiter | None) -> CallsLeft | None:

@@ -89,9 +89,14 @@ def _history_alerts(history: Sequence[Signals], policy: Policy) -> list[Alert]:
 
 
 def _task_alerts(history: Sequence[Signals], p: AlertsPolicy) -> list[Alert]:
-    # Without a tasks file there is no task to complete: those two stay quiet.
     if not history[-1].tasks_measured:
-        return []
+        # Without a tasks file the change is the task: loop-count counts its
+        # iterations (since a person's reset); no-tasks has nothing to count.
+        on_change = len(history)
+        if on_change <= p.loop_count:
+            return []
+        detail = f"{on_change} iterations on the change (no tasks file to count tasks in)"
+        return [Alert("loop-count", detail, on_change, p.loop_count)]
     since_task = trailing_streak(history, lambda s: s.tasks_completed == 0)
     found = []
     if since_task > p.loop_count:

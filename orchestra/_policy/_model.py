@@ -266,7 +266,13 @@ class RateLimitPolicy:
 @_table
 @attrs.frozen
 class StagnationWeights:
-    """``[stagnation.weights]``: the progress score of one iteration, summed over the window."""
+    """``[stagnation.weights]``: the progress score of one iteration, summed over the window.
+
+    An iteration that changed only tests earns nothing for its edits nor for
+    the tests they made pass (fixing the tests is not progress on the work);
+    the same error as the previous iteration's, the agent's own or the same
+    tests failing in the JUnit report, costs ``same_error`` once.
+    """
 
     test_passing: int = attrs.field(
         default=3, metadata=_doc("Per test newly passing that was failing before.")
@@ -275,11 +281,18 @@ class StagnationWeights:
         default=5, metadata=_doc("Per task checked off (- [x]) in the tasks files.")
     )
     file_modified: int = attrs.field(
-        default=1, metadata=_doc("Per file modified with a meaningful (not whitespace) change.")
+        default=1,
+        metadata=_doc(
+            "Per file other than a test modified with a meaningful (not whitespace) change."
+        ),
     )
     error_resolved: int = attrs.field(default=2, metadata=_doc("Per lint/build error resolved."))
     same_error: int = attrs.field(
-        default=-2, metadata=_doc("When the error is the same as the previous iteration's.")
+        default=-2,
+        metadata=_doc(
+            "When the error (the agent's own, or the failing tests) is the same as the "
+            "previous iteration's."
+        ),
     )
     no_files_modified: int = attrs.field(default=-3, metadata=_doc("When no file was modified."))
     revert: int = attrs.field(
@@ -556,7 +569,10 @@ class AlertsPolicy:
     loop_count: int = attrs.field(
         default=20,
         validator=at_least(1),
-        metadata=_doc("Iterations on one change with no task completed before an alert."),
+        metadata=_doc(
+            "Iterations on one task (with no task completed; without a tasks file, on the "
+            "change) before an alert."
+        ),
     )
     no_tasks: int = attrs.field(
         default=3,

@@ -19,23 +19,39 @@ LOW, MEDIUM, HIGH = "low", "medium", "high"
 
 
 def score(current: Signals, previous: Signals | None, weights: StagnationWeights) -> int:
-    """One iteration's progress score: the weighted sum of what it measurably did."""
+    """One iteration's progress score: the weighted sum of what it measurably did.
+
+    An iteration that changed only tests earns nothing for its edits nor for
+    the tests they made pass: fixing the tests is not progress on the work.
+    The same error as the previous iteration's (the agent's own, or the same
+    tests failing) costs ``same_error`` once.
+    """
     total = (
-        weights.test_passing * current.tests_newly_passing
-        + weights.task_completed * current.tasks_completed
-        + weights.file_modified * current.meaningful_files
+        weights.task_completed * current.tasks_completed
+        + weights.file_modified * current.work_files
         + weights.error_resolved * current.lint_resolved
         + weights.revert * current.reverts
     )
+    if not _tests_only(current):
+        total += weights.test_passing * current.tests_newly_passing
     if current.files_modified == 0:
         total += weights.no_files_modified
-    if (
-        previous is not None
-        and current.error_fingerprint is not None
-        and current.error_fingerprint == previous.error_fingerprint
-    ):
+    if previous is not None and _same_error(current, previous):
         total += weights.same_error
     return total
+
+
+def _tests_only(signals: Signals) -> bool:
+    """Every meaningful change of the iteration is to a test file."""
+    return signals.meaningful_tests > 0 and signals.work_files == 0
+
+
+def _same_error(current: Signals, previous: Signals) -> bool:
+    own = current.error_fingerprint
+    tests = current.failing_tests
+    return (own is not None and own == previous.error_fingerprint) or (
+        tests is not None and tests == previous.failing_tests
+    )
 
 
 @attrs.frozen
@@ -89,8 +105,11 @@ def assess(history: Sequence[Signals], policy: StagnationPolicy) -> Assessment:
 
 
 def _no_progress(signals: Signals) -> bool:
-    """No meaningful change and no task completed: whitespace edits are not progress."""
-    return signals.meaningful_files == 0 and signals.tasks_completed == 0
+    """No meaningful change to the work and no task completed.
+
+    Whitespace edits are not progress, and neither are edits to tests alone.
+    """
+    return signals.work_files == 0 and signals.tasks_completed == 0
 
 
 _Found = tuple[str, dict[str, object]] | None

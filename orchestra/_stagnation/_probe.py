@@ -145,8 +145,8 @@ class WorkspaceProbe:
             if new.exact != _DELETED and new.exact in seen - {old.exact}:
                 reverts += 1
             seen.update((old.exact, new.exact))
-        meaningful = sum(1 for old, new in changed.values() if old.loose != new.loose)
-        tests = sum(1 for path in changed if any(rx.fullmatch(path) for rx in self._test_globs))
+        meaningful = {path for path, (old, new) in changed.items() if old.loose != new.loose}
+        tests = {path for path in changed if any(rx.fullmatch(path) for rx in self._test_globs)}
         passing, failing = self._tests_changed()
         lint_errors, lint_resolved = self._lint(verify)
         diff = None
@@ -160,7 +160,7 @@ class WorkspaceProbe:
             error_text = "\n".join(lines) or outcome.failure
         return Signals(
             files_modified=len(changed),
-            meaningful_files=meaningful,
+            meaningful_files=len(meaningful),
             tasks_completed=max(0, after.tasks_checked - before.tasks_checked),
             tests_newly_passing=passing,
             tests_newly_failing=failing,
@@ -171,7 +171,9 @@ class WorkspaceProbe:
             output_lines=process.output.total_lines,
             permission_denials=outcome.observation.permission_denials,
             guard_refusals=outcome.observation.guard_refusals,
-            test_files_modified=tests,
+            test_files_modified=len(tests),
+            meaningful_tests=len(tests & meaningful),
+            failing_tests=self._failing_tests(),
             reverts=reverts,
             diff_fingerprint=diff,
             done=outcome.done,
@@ -234,6 +236,13 @@ class WorkspaceProbe:
                 continue
             total += count_checked(text)
         return total
+
+    def _failing_tests(self) -> str | None:
+        """The failing tests of the last report, as one fingerprint (None: none failing)."""
+        failing = sorted(name for name, state in self._tests.items() if state == "fail")
+        if not failing:
+            return None
+        return hashlib.sha256("\n".join(failing).encode()).hexdigest()[:16]
 
     def _tests_changed(self) -> tuple[int, int]:
         path = self._workdir / self._policy.junit_xml

@@ -78,6 +78,9 @@ class Signals:
         guard_refusals: Tool uses Forge's guard refused: the agent reached for a
             protected path.
         test_files_modified: Modified files matching the test globs.
+        meaningful_tests: Of those, files whose change is more than whitespace.
+        failing_tests: A hash of the failing tests' names in the JUnit report
+            after it (None: none failing, or no report).
         reverts: Files whose content returned to what it was after an earlier iteration.
         diff_fingerprint: A hash of the iteration's change set (None: no change).
         done: The executor signalled done.
@@ -109,6 +112,13 @@ class Signals:
     files: tuple[str, ...] = ()
     tasks_measured: bool = True
     guard_refusals: int = 0
+    meaningful_tests: int = 0
+    failing_tests: str | None = None
+
+    @property
+    def work_files(self) -> int:
+        """Meaningfully changed files that are not tests: the work a test-only iteration lacks."""
+        return max(0, self.meaningful_files - self.meaningful_tests)
 
     @property
     def errors(self) -> int:
@@ -137,7 +147,7 @@ class Signals:
             if field.name not in data:
                 continue
             value = data[field.name]
-            if field.name in ("error_fingerprint", "diff_fingerprint"):
+            if field.name in ("error_fingerprint", "diff_fingerprint", "failing_tests"):
                 if value is not None and not isinstance(value, str):
                     raise ValueError(f"{field.name}: {value!r}")
             elif field.name == "files":
