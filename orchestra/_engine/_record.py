@@ -17,7 +17,14 @@ import attrs
 from .._executor import IterationOutcome, RateLimitEvent
 from .._protect import IntegrityReport
 from .._stagnation import Signals
-from .._state import IterationFinished
+from .._state import (
+    IterationDecision,
+    IterationFacts,
+    IterationFinished,
+    TypedFactsAsJson,
+    facts_of,
+    strict_structure,
+)
 from .._verify import PASS, VerifyReport
 from .._workspace import TreeState
 from ._alerts import CallsLeft
@@ -27,22 +34,19 @@ from ._gates import SECSCAN_GATE, GateReading
 _CANNOT_RUN = (126, 127)
 
 
-@attrs.frozen
-class IterationRecord:
+@attrs.frozen(kw_only=True)
+class IterationRecord(IterationFacts):
     """One iteration's facts, as the decision function reads them.
 
+    The facts it shares with its ``iteration.finished`` event are declared
+    once, in :class:`IterationFacts` (``failure``, ``done``, ``verify`` ...);
+    the record adds the facts it types, which the event holds as JSON.
+
     Attributes:
-        failure: Why the iteration failed, in a few words: the process's
-            ending (exit 1, timed out ...) or the error the agent reported in
-            its own output. None when it did not fail.
-        cannot_start: The executor could not run at all (not found, not executable).
-        done: The executor signalled done (report or marker) and did not fail.
+        rate_limit: The provider's refusal its output reported (None: none).
+        report_problems: What was wrong with the executor's report, if anything.
         harmed: Protected paths the iteration harmed (restored since), as recorded;
             empty when nothing was harmed, None when no integrity check ran.
-        verify: The verdict of the verify the loop ran after it (None: none ran).
-        verify_by_hook: That verdict is the one the executor's Stop hook
-            recorded in the breaker during the iteration (the loop ran none
-            of its own, and the breaker already counts it).
         secscan: The secret scan's reading after it (None: not read).
         signals: What it changed, measured (None: the loop does not measure).
         calls: The shared rate window's calls left after its permit, read
@@ -50,36 +54,9 @@ class IterationRecord:
             ``calls-remaining`` alert judges it.
     """
 
-    run_id: str
-    iteration: int
-    duration: float = 0.0
-    exit: int | None = None
-    timed_out: bool = False
-    signal: int | None = None
-    start_error: str | None = None
-    output_bytes: int = 0
-    output_lines: int = 0
-    tokens: int = 0
-    tool_calls: int = 0
-    cost_usd: float = 0.0
-    permission_denials: int = 0
-    guard_refusals: int = 0
-    done: bool = False
-    failure: str | None = None
-    cannot_start: bool = False
-    cost_estimated: bool = False
-    tokens_cached: int = 0
-    session: str | None = None
-    error: str | None = None
     rate_limit: RateLimitEvent | None = None
-    parse_note: str | None = None
-    cost_note: str | None = None
     report_problems: tuple[str, ...] = ()
-    log: str | None = None
     harmed: tuple[dict[str, Any], ...] | None = None
-    integrity_detail: str | None = None
-    verify: str | None = None
-    verify_by_hook: bool = False
     secscan: GateReading | None = None
     signals: Signals | None = None
     calls: CallsLeft | None = None
@@ -167,37 +144,6 @@ def iteration_record(
 _CALLS_LEFT = "calls_remaining"
 _CALLS = "calls_allowed"
 
-# Fields the record and its event hold alike, copied as they are both ways.
-_PLAIN_FIELDS = (
-    "run_id",
-    "iteration",
-    "duration",
-    "exit",
-    "timed_out",
-    "signal",
-    "start_error",
-    "output_bytes",
-    "output_lines",
-    "tokens",
-    "tool_calls",
-    "cost_usd",
-    "permission_denials",
-    "guard_refusals",
-    "verify_by_hook",
-    "done",
-    "failure",
-    "cannot_start",
-    "cost_estimated",
-    "tokens_cached",
-    "session",
-    "error",
-    "parse_note",
-    "cost_note",
-    "log",
-    "integrity_detail",
-    "verify",
-)
-
 
 def finished_event(
     record: IterationRecord,
@@ -216,13 +162,8 @@ def finished_event(
     # The rate window's calls left after the permit, beside the record (and the
     # window's size, so that a replay judges the calls-remaining alert too).
     extra = {} if calls is None else {_CALLS_LEFT: calls.remaining, _CALLS: calls.calls}
-    return IterationFinished(
-        **{name: getattr(record, name) for name in _PLAIN_FIELDS},
-        rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
-        report_problems=list(record.report_problems),
+    decision = IterationDecision(
         gates=gates,
-        integrity=list(record.harmed) if record.harmed is not None else None,
-        signals=record.signals.as_record() if record.signals is not None else None,
         judged=judged,
         trip=trip,
         score=score,
@@ -230,7 +171,17 @@ def finished_event(
         risk=risk,
         circuit=circuit,
         pause=pause,
-        extra=extra,
+    )
+    return IterationFinished.compose(record, _as_json(record), decision, extra=extra)
+
+
+def _as_json(record: IterationRecord) -> TypedFactsAsJson:
+    """The facts the record types, as its event holds them."""
+    return TypedFactsAsJson(
+        rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
+        report_problems=list(record.report_problems),
+        integrity=list(record.harmed) if record.harmed is not None else None,
+        signals=record.signals.as_record() if record.signals is not None else None,
     )
 
 
@@ -254,27 +205,26 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
     Raises:
         ValueError: when its signals or provider limit do not parse.
     """
-    limit = None
-    if event.rate_limit is not None:
-        status = event.rate_limit.get("status")
-        resets = event.rate_limit.get("resets_at")
-        kind = event.rate_limit.get("kind")
-        if not isinstance(status, str):
-            raise ValueError(f"rate_limit.status: {status!r}")
-        limit = RateLimitEvent(
-            status=status,
-            resets_at=float(resets) if isinstance(resets, int | float) else None,
-            kind=kind if isinstance(kind, str) else None,
-        )
     return IterationRecord(
-        **{name: getattr(event, name) for name in _PLAIN_FIELDS},
-        rate_limit=limit,
+        **facts_of(event),
+        rate_limit=_rate_limit_from(event.rate_limit),
         report_problems=tuple(event.report_problems),
         harmed=tuple(event.integrity) if event.integrity is not None else None,
         secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
         calls=_calls_from(event.extra),
     )
+
+
+def _rate_limit_from(recorded: dict[str, Any] | None) -> RateLimitEvent | None:
+    """The provider's refusal an event recorded.
+
+    Raises:
+        ValueError: when it does not fit a ``RateLimitEvent`` (a ``Misfit``).
+    """
+    if recorded is None:
+        return None
+    return strict_structure(RateLimitEvent, recorded, "rate_limit")
 
 
 def _calls_from(extra: dict[str, Any]) -> CallsLeft | None:

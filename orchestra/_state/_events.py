@@ -34,6 +34,9 @@ from typing import Any, ClassVar
 
 import attrs
 
+from ._iteration import IterationDecision, IterationFacts, TypedFactsAsJson, facts_of
+from ._strict import Misfit, shape_of
+
 # The loop contract's event names, the only ones a person may also write by hand.
 LOOP_STARTED = "forge.loop.started"
 ITERATION_BEGUN = "forge.iteration.started"
@@ -86,53 +89,34 @@ class IterationStarted(Event):
 
 
 @attrs.frozen(kw_only=True)
-class IterationFinished(Event):
+class IterationFinished(IterationDecision, TypedFactsAsJson, IterationFacts, Event):
     """One judged (or, for a provider's refusal, unjudged) iteration.
 
-    The fields up to ``gates`` are the iteration record: what the loop's
-    decision function read. The rest is what it decided.
+    The iteration's record (its :class:`IterationFacts`, then the facts the
+    engine's record types, in their JSON form) and what was decided about it
+    (its :class:`IterationDecision`), each declared once in ``_iteration.py``.
+    On disk the line is flat, in that order; the rate window's calls
+    (``calls_remaining``, ``calls_allowed``) ride in ``extra``.
     """
 
     kind: ClassVar[str] = "iteration.finished"
-    run_id: str
-    iteration: int
-    duration: float = 0.0
-    exit: int | None = None
-    timed_out: bool = False
-    signal: int | None = None
-    start_error: str | None = None
-    output_bytes: int = 0
-    output_lines: int = 0
-    tokens: int = 0
-    tool_calls: int = 0
-    cost_usd: float = 0.0
-    permission_denials: int = 0
-    done: bool = False
-    failure: str | None = None
-    error: str | None = None
-    rate_limit: dict[str, Any] | None = None
-    parse_note: str | None = None
-    cost_note: str | None = None
-    report_problems: list[str] = attrs.field(factory=list)
-    log: str | None = None
-    gates: dict[str, Any] = attrs.field(factory=dict)
-    integrity: list[dict[str, Any]] | None = None
-    judged: bool = True
-    verify: str | None = None
-    trip: str | None = None
-    signals: dict[str, Any] | None = None
-    score: int | None = None
-    window_score: int | None = None
-    risk: str | None = None
-    circuit: str | None = None
-    cannot_start: bool = False
-    integrity_detail: str | None = None
-    cost_estimated: bool = False
-    tokens_cached: int = 0
-    session: str | None = None
-    pause: float | None = None
-    guard_refusals: int = 0
-    verify_by_hook: bool = False
+
+    @classmethod
+    def compose(
+        cls,
+        facts: IterationFacts,
+        typed: TypedFactsAsJson,
+        decision: IterationDecision,
+        *,
+        extra: dict[str, Any] | None = None,
+    ) -> IterationFinished:
+        """The event of an iteration's facts (the engine's record is some) and its decision."""
+        return cls(
+            **facts_of(facts),
+            **attrs.asdict(typed, recurse=False),
+            **attrs.asdict(decision, recurse=False),
+            extra=extra or {},
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -307,28 +291,8 @@ KINDS: dict[str, type[Event]] = {
     )
 }
 _HEADER = ("ts", "seq", "change")
-
-
-def _fits(value: Any, annotation: str) -> bool:
-    """Whether a JSON value fits a field's annotation (``str | None``, ``dict[str, Any]`` ...).
-
-    JSON has one number type: an int stands for a float; a bool is neither.
-    Checked by hand rather than by a converter: ``forge timeline`` reads every
-    event and must start fast.
-    """
-    for option in (part.strip() for part in annotation.split("|")):
-        base = option.split("[", 1)[0]
-        if (
-            (base == "None" and value is None)
-            or (base == "str" and isinstance(value, str))
-            or (base == "bool" and isinstance(value, bool))
-            or (base == "int" and isinstance(value, int) and not isinstance(value, bool))
-            or (base == "float" and isinstance(value, int | float) and not isinstance(value, bool))
-            or (base == "dict" and isinstance(value, dict))
-            or (base == "list" and isinstance(value, list))
-        ):
-            return True
-    return False
+# The fields every event carries that a line's body may not set.
+_NOT_BODY = frozenset((*_HEADER, "extra"))
 
 
 def event_name(event: Event) -> str:
@@ -361,30 +325,24 @@ def encode_event(event: Event) -> dict[str, Any]:
 
 def decode_event(raw: Mapping[str, Any]) -> Event:
     """An event read from a timeline line; never raises (see the module's docstring)."""
-    header = {key: raw.get(key) for key in _HEADER}
-    ts = header["ts"] if isinstance(header["ts"], str) else None
-    seq = header["seq"] if isinstance(header["seq"], int) else None
-    change = header["change"] if isinstance(header["change"], str) else None
+    ts, seq, change = raw.get("ts"), raw.get("seq"), raw.get("change")
+    header: dict[str, Any] = {
+        "ts": ts if isinstance(ts, str) else None,
+        "seq": seq if isinstance(seq, int) else None,
+        "change": change if isinstance(change, str) else None,
+    }
     name = raw.get("event")
     body = {k: v for k, v in raw.items() if k not in (*_HEADER, "event")}
     cls = KINDS.get(name) if isinstance(name, str) else None
     if cls is None:
         if isinstance(name, str) and name.startswith(CONTRACT_PREFIX):
-            return ContractEvent(ts=ts, seq=seq, change=change, name=name, fields=body)
-        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-    declared = {f.name for f in attrs.fields(cls)} - {*_HEADER, "extra"}
-    known = {k: v for k, v in body.items() if k in declared}
-    extra = {k: v for k, v in body.items() if k not in declared}
-    fields = {f.name: f for f in attrs.fields(cls)}
-    values: dict[str, Any] = {}
-    for key, value in known.items():
-        if not _fits(value, str(fields[key].type)):
-            return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-        numeric = isinstance(value, int) and not isinstance(value, bool)
-        wants_float = str(fields[key].type).startswith("float")
-        values[key] = float(value) if numeric and wants_float else value
+            return ContractEvent(**header, name=name, fields=body)
+        return OtherEvent(**header, name=str(name), fields=body)
+    shape = shape_of(cls)
+    known = {k: v for k, v in body.items() if k in shape.checks and k not in _NOT_BODY}
     try:
-        event = cls(**values)
-    except TypeError:  # a required field is missing
-        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-    return attrs.evolve(event, ts=ts, seq=seq, change=change, extra=extra)
+        values = shape.values(known)
+    except Misfit:  # a value that does not fit, or a required field missing
+        return OtherEvent(**header, name=str(name), fields=body)
+    extra = {k: v for k, v in body.items() if k not in known}
+    return cls(**header, **values, extra=extra)
