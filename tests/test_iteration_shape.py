@@ -115,12 +115,13 @@ WRITTEN = (
     '"run_id":"20261201T000000Z-ab12","iteration":4,"duration":12.5,"exit":1,"timed_out":true,'
     '"signal":15,"start_error":"not found","output_bytes":2048,"output_lines":40,"tokens":1200,'
     '"tool_calls":9,"cost_usd":0.42,"permission_denials":2,"done":false,"failure":"exit 1",'
-    '"error":"boom","parse_note":"unreadable","cost_note":"priced by table",'
-    '"log":"runs/x/iteration-4.log","verify":"FAIL","cannot_start":true,'
+    '"error":"boom","rate_limit":{"status":"rejected","resets_at":1780000000.0,"kind":"five_hour"},'
+    '"parse_note":"unreadable","cost_note":"priced by table",'
+    '"log":"runs/x/iteration-4.log","report_problems":["no report"],"verify":"FAIL",'
+    '"cannot_start":true,'
     '"integrity_detail":"forge.toml deleted","cost_estimated":true,"tokens_cached":300,'
     '"session":"sess-1","guard_refusals":1,"verify_by_hook":true,'
-    '"rate_limit":{"status":"rejected","resets_at":1780000000.0,"kind":"five_hour"},'
-    '"report_problems":["no report"],"integrity":[{"path":"forge.toml","harm":"deleted"}],'
+    '"integrity":[{"path":"forge.toml","harm":"deleted"}],'
     '"signals":' + SIGNALS + ',"gates":{"verify circuit-breaker":{"state":"open",'
     '"detail":"3 consecutive failures"}},"judged":true,"trip":"stagnation","score":3,'
     '"window_score":5,"risk":"high","circuit":"open","pause":30.0,'
@@ -194,12 +195,18 @@ def test_ints_stand_for_floats_and_bools_for_nothing_else() -> None:
         strict_structure(RateLimitEvent, {"kind": "five_hour"}, "rate_limit")
 
 
-def test_a_replay_does_not_trust_a_provider_limit_that_does_not_fit() -> None:
+def test_a_provider_limit_is_typed_as_strictly_as_the_line() -> None:
     raw = {"event": "iteration.finished", "run_id": "r", "iteration": 1}
-    event = decode_event({**raw, "rate_limit": {"status": 7}})
+    limit = {"status": "rejected", "resets_at": 1780000000, "kind": None}
+    event = decode_event({**raw, "rate_limit": limit})
     assert isinstance(event, IterationFinished)
-    with pytest.raises(ValueError, match=r"rate_limit\.status"):
-        record_from_event(event)
+    assert event.rate_limit == RateLimitEvent("rejected", 1780000000.0)
+    for bad in ({"status": 7}, {"kind": "five_hour"}, {"status": "x", "resets_at": "soon"}, "x"):
+        assert isinstance(decode_event({**raw, "rate_limit": bad}), OtherEvent), bad
+    # A key a newer forge may add to it is not read.
+    newer = decode_event({**raw, "rate_limit": {"status": "rejected", "retry": 3}})
+    assert isinstance(newer, IterationFinished)
+    assert newer.rate_limit == RateLimitEvent("rejected")
 
 
 JSON = st.recursive(

@@ -320,7 +320,7 @@ def test_an_iteration_record_survives_its_event() -> None:
     from orchestra._stagnation import Signals
     from orchestra._state import IterationFacts, IterationFinished
 
-    converted = {"rate_limit", "report_problems", "signals", "secscan", "harmed", "integrity"}
+    converted = {"signals", "secscan", "harmed", "integrity"}
     shared = {f.name for f in attrs.fields(IterationRecord)} & {
         f.name for f in attrs.fields(IterationFinished)
     }

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._executor import IterationOutcome, RateLimitEvent
+from .._executor import IterationOutcome
 from .._protect import IntegrityReport
 from .._stagnation import Signals
 from .._state import (
@@ -23,7 +23,6 @@ from .._state import (
     IterationFinished,
     TypedFactsAsJson,
     facts_of,
-    strict_structure,
 )
 from .._verify import PASS, VerifyReport
 from .._workspace import TreeState
@@ -43,8 +42,6 @@ class IterationRecord(IterationFacts):
     the record adds the facts it types, which the event holds as JSON.
 
     Attributes:
-        rate_limit: The provider's refusal its output reported (None: none).
-        report_problems: What was wrong with the executor's report, if anything.
         harmed: Protected paths the iteration harmed (restored since), as recorded;
             empty when nothing was harmed, None when no integrity check ran.
         secscan: The secret scan's reading after it (None: not read).
@@ -54,8 +51,6 @@ class IterationRecord(IterationFacts):
             ``calls-remaining`` alert judges it.
     """
 
-    rate_limit: RateLimitEvent | None = None
-    report_problems: tuple[str, ...] = ()
     harmed: tuple[dict[str, Any], ...] | None = None
     secscan: GateReading | None = None
     signals: Signals | None = None
@@ -178,8 +173,6 @@ def finished_event(
 def _as_json(record: IterationRecord) -> TypedFactsAsJson:
     """The facts the record types, as its event holds them."""
     return TypedFactsAsJson(
-        rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
-        report_problems=list(record.report_problems),
         integrity=list(record.harmed) if record.harmed is not None else None,
         signals=record.signals.as_record() if record.signals is not None else None,
     )
@@ -203,28 +196,15 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
     """The record an ``iteration.finished`` event holds, for a replay.
 
     Raises:
-        ValueError: when its signals or provider limit do not parse.
+        ValueError: when its signals do not parse.
     """
     return IterationRecord(
         **facts_of(event),
-        rate_limit=_rate_limit_from(event.rate_limit),
-        report_problems=tuple(event.report_problems),
         harmed=tuple(event.integrity) if event.integrity is not None else None,
         secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
         calls=_calls_from(event.extra),
     )
-
-
-def _rate_limit_from(recorded: dict[str, Any] | None) -> RateLimitEvent | None:
-    """The provider's refusal an event recorded.
-
-    Raises:
-        ValueError: when it does not fit a ``RateLimitEvent`` (a ``Misfit``).
-    """
-    if recorded is None:
-        return None
-    return strict_structure(RateLimitEvent, recorded, "rate_limit")
 
 
 def _calls_from(extra: dict[str, Any]) -> CallsLeft | None:

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ._guarded import load_or_block as load_or_block
     from ._iteration import IterationDecision as IterationDecision
     from ._iteration import IterationFacts as IterationFacts
+    from ._iteration import RateLimitEvent as RateLimitEvent
     from ._iteration import TypedFactsAsJson as TypedFactsAsJson
     from ._iteration import decision_of as decision_of
     from ._iteration import facts_of as facts_of
@@ -132,6 +133,7 @@ if not TYPE_CHECKING:
             "._iteration": (
                 "IterationDecision",
                 "IterationFacts",
+                "RateLimitEvent",
                 "TypedFactsAsJson",
                 "decision_of",
                 "facts_of",

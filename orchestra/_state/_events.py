@@ -317,8 +317,9 @@ def encode_event(event: Event) -> dict[str, Any]:
     fields = {
         field.name: getattr(event, field.name)
         for field in attrs.fields(type(event))
-        if field.name not in (*_HEADER, "extra")
+        if field.name not in _NOT_BODY
     }
+    shape_of(type(event)).plain(fields)
     fields.update(event.extra)
     return fields
 

@@ -4,15 +4,17 @@ The engine's ``IterationRecord`` (what the decision function reads) and the
 timeline's ``iteration.finished`` event (what a replay reads back) are both
 built on these classes, so a field of an iteration is spelled here only:
 
-- :class:`IterationFacts`: the facts the record and its event hold alike, as
-  they are (numbers, words, flags). The record adds the facts it types
-  (provider limit, signals, harm, report problems, the rate window's calls);
-  the event holds those in their JSON form (:class:`TypedFactsAsJson`).
+- :class:`IterationFacts`: the facts the record and its event hold alike
+  (numbers, words, flags, the provider's refusal as a :class:`RateLimitEvent`).
+- :class:`TypedFactsAsJson`: the two facts whose types live above this layer
+  (the engine's record holds ``Signals`` and a tuple of harmed paths); the
+  event holds them as JSON and the engine converts them. The rate window's
+  calls ride in the event's ``extra`` (``calls_remaining``, ``calls_allowed``).
 - :class:`IterationDecision`: what the loop decided about the iteration, which
   the event adds to the record.
 
-This module sits below the engine (which may not be imported here), so the
-typed facts are the engine's to convert.
+The timeline's converter (``_strict.py``) decodes all of them by their
+resolved field types.
 """
 
 from __future__ import annotations
@@ -20,6 +22,21 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+
+
+@attrs.frozen
+class RateLimitEvent:
+    """The provider refused for now: all loops should wait rather than count failures.
+
+    Attributes:
+        status: The provider's word (``rejected`` for Claude's rate_limit_event).
+        resets_at: Wall-clock epoch seconds when the limit resets, when known.
+        kind: Which limit (``five_hour`` ...), when known.
+    """
+
+    status: str
+    resets_at: float | None = None
+    kind: str | None = None
 
 
 # Not slotted: the event is built on both (and on ``Event``), and only one base
@@ -34,6 +51,8 @@ class IterationFacts:
             its own output. None when it did not fail.
         cannot_start: The executor could not run at all (not found, not executable).
         done: The executor signalled done (report or marker) and did not fail.
+        rate_limit: The provider's refusal its output reported (None: none).
+        report_problems: What was wrong with the executor's report, if anything.
         integrity_detail: What the integrity check restored, in words (None: nothing).
         verify: The verdict of the verify the loop ran after it (None: none ran).
         verify_by_hook: That verdict is the one the executor's Stop hook
@@ -57,9 +76,11 @@ class IterationFacts:
     done: bool = False
     failure: str | None = None
     error: str | None = None
+    rate_limit: RateLimitEvent | None = None
     parse_note: str | None = None
     cost_note: str | None = None
     log: str | None = None
+    report_problems: tuple[str, ...] = ()
     verify: str | None = None
     cannot_start: bool = False
     integrity_detail: str | None = None
@@ -74,13 +95,16 @@ class IterationFacts:
 class TypedFactsAsJson:
     """The facts the engine's record types, in the JSON form the timeline holds them.
 
-    The record holds a ``RateLimitEvent``, ``Signals``, the harmed paths
-    (``harmed``) and its report problems as a tuple; the engine converts them
-    to and from these (``orchestra._engine._record``).
+    The record holds ``Signals`` (declared above this layer, in
+    ``orchestra._stagnation``) and the harmed paths as ``harmed``, a tuple;
+    ``orchestra._engine._record`` converts them to and from these.
+
+    Attributes:
+        integrity: The paths the integrity check found harmed (and restored),
+            as recorded; None when no check ran.
+        signals: The measured signals (None: the loop does not measure).
     """
 
-    rate_limit: dict[str, Any] | None = None
-    report_problems: list[str] = attrs.field(factory=list)
     integrity: list[dict[str, Any]] | None = None
     signals: dict[str, Any] | None = None
 

@@ -178,10 +178,23 @@ def check_for(annotation: Any) -> Check:
 
 @attrs.frozen
 class Shape:
-    """How to structure one attrs class: each field's check, and which are required."""
+    """How to structure one attrs class: each field's check, and which are required.
+
+    ``nested`` names the fields that may hold an attrs instance, which
+    :meth:`plain` turns back into a JSON object.
+    """
 
     checks: Mapping[str, Check]
     required: frozenset[str]
+    nested: frozenset[str] = frozenset()
+
+    def plain(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (field name to value) with every attrs instance as a JSON object."""
+        for name in self.nested.intersection(values):
+            value = values[name]
+            if attrs.has(type(value)):
+                values[name] = attrs.asdict(value)
+        return values
 
     def values(self, data: Mapping[str, Any], path: str = "") -> dict[str, Any]:
         """The fields ``data`` holds, converted (keys it does not declare are not read).
@@ -211,9 +224,20 @@ def shape_of(cls: type) -> Shape:
         found = Shape(
             checks={f.name: check_for(hints[f.name]) for f in fields},
             required=frozenset(f.name for f in fields if f.default is attrs.NOTHING),
+            nested=frozenset(f.name for f in fields if _holds_attrs(hints[f.name])),
         )
         _SHAPES[cls] = found
     return found
+
+
+def _holds_attrs(annotation: Any) -> bool:
+    """Whether a value of this type may be an attrs instance (itself, or one of a union)."""
+    if isinstance(annotation, type):
+        return attrs.has(annotation)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_holds_attrs(a) for a in typing.get_args(annotation))
+    return False
 
 
 def _object(cls: type) -> Check:
