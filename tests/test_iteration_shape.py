@@ -63,7 +63,7 @@ RECORD = IterationRecord(
     cost_note="priced by table",
     report_problems=("no report",),
     log="runs/x/iteration-4.log",
-    harmed=({"path": "forge.toml", "harm": "deleted"},),
+    integrity=({"path": "forge.toml", "harm": "deleted"},),
     integrity_detail="forge.toml deleted",
     verify="FAIL",
     verify_by_hook=True,
@@ -109,23 +109,22 @@ BEFORE = (
     '"session":"sess-1","pause":30.0,"guard_refusals":1,"verify_by_hook":true,'
     '"calls_remaining":7,"calls_allowed":100}'
 )
-# The line as forge writes it now: the record's facts, its typed facts, then the decision.
+# The line as forge writes it now: the record's facts, its signals, then the decision.
 WRITTEN = (
-    '{"ts":"2026-12-01T00:00:00.000Z","seq":1,"event":"iteration.finished","change":"billing",'
-    '"run_id":"20261201T000000Z-ab12","iteration":4,"duration":12.5,"exit":1,"timed_out":true,'
-    '"signal":15,"start_error":"not found","output_bytes":2048,"output_lines":40,"tokens":1200,'
-    '"tool_calls":9,"cost_usd":0.42,"permission_denials":2,"done":false,"failure":"exit 1",'
-    '"error":"boom","rate_limit":{"status":"rejected","resets_at":1780000000.0,"kind":"five_hour"},'
-    '"parse_note":"unreadable","cost_note":"priced by table",'
-    '"log":"runs/x/iteration-4.log","report_problems":["no report"],"verify":"FAIL",'
-    '"cannot_start":true,'
-    '"integrity_detail":"forge.toml deleted","cost_estimated":true,"tokens_cached":300,'
-    '"session":"sess-1","guard_refusals":1,"verify_by_hook":true,'
-    '"integrity":[{"path":"forge.toml","harm":"deleted"}],'
-    '"signals":' + SIGNALS + ',"gates":{"verify circuit-breaker":{"state":"open",'
-    '"detail":"3 consecutive failures"}},"judged":true,"trip":"stagnation","score":3,'
-    '"window_score":5,"risk":"high","circuit":"open","pause":30.0,'
-    '"calls_remaining":7,"calls_allowed":100}'
+    '{"ts":"2026-12-01T00:00:00.000Z","seq":1,"event":"iteration.finished",'
+    '"change":"billing","run_id":"20261201T000000Z-ab12","iteration":4,"duration":12.5,'
+    '"exit":1,"timed_out":true,"signal":15,"start_error":"not found","output_bytes":2048,'
+    '"output_lines":40,"tokens":1200,"tool_calls":9,"cost_usd":0.42,"permission_denials":2,'
+    '"done":false,"failure":"exit 1","error":"boom","rate_limit":{"status":"rejected",'
+    '"resets_at":1780000000.0,"kind":"five_hour"},"parse_note":"unreadable",'
+    '"cost_note":"priced by table","report_problems":["no report"],'
+    '"log":"runs/x/iteration-4.log","integrity":[{"path":"forge.toml","harm":"deleted"}],'
+    '"verify":"FAIL","cannot_start":true,"integrity_detail":"forge.toml deleted",'
+    '"cost_estimated":true,"tokens_cached":300,"session":"sess-1","guard_refusals":1,'
+    '"verify_by_hook":true,"signals":' + SIGNALS + ","
+    '"gates":{"verify circuit-breaker":{"state":"open","detail":"3 consecutive failures"}},'
+    '"judged":true,"trip":"stagnation","score":3,"window_score":5,"risk":"high",'
+    '"circuit":"open","pause":30.0,"calls_remaining":7,"calls_allowed":100}'
 )
 
 

@@ -320,7 +320,7 @@ def test_an_iteration_record_survives_its_event() -> None:
     from orchestra._stagnation import Signals
     from orchestra._state import IterationFacts, IterationFinished
 
-    converted = {"signals", "secscan", "harmed", "integrity"}
+    converted = {"signals", "secscan"}
     shared = {f.name for f in attrs.fields(IterationRecord)} & {
         f.name for f in attrs.fields(IterationFinished)
     }
@@ -337,7 +337,7 @@ def test_an_iteration_record_survives_its_event() -> None:
         error="boom",
         rate_limit=RateLimitEvent("rejected", 1.0e9, "five_hour"),
         report_problems=("bad report",),
-        harmed=({"path": "forge.toml"},),
+        integrity=({"path": "forge.toml"},),
         integrity_detail="forge.toml deleted",
         verify="FAIL",
         signals=Signals(files_modified=2, meaningful_files=1),

@@ -38,12 +38,12 @@ class IterationRecord(IterationFacts):
     """One iteration's facts, as the decision function reads them.
 
     The facts it shares with its ``iteration.finished`` event are declared
-    once, in :class:`IterationFacts` (``failure``, ``done``, ``verify`` ...);
-    the record adds the facts it types, which the event holds as JSON.
+    once, in :class:`IterationFacts` (``failure``, ``done``, ``verify`` ...).
+    The record adds what it reads typed and the event holds otherwise: the
+    signals (as JSON), the secret scan's reading (in the event's ``gates``)
+    and the rate window's calls (in its ``extra``).
 
     Attributes:
-        harmed: Protected paths the iteration harmed (restored since), as recorded;
-            empty when nothing was harmed, None when no integrity check ran.
         secscan: The secret scan's reading after it (None: not read).
         signals: What it changed, measured (None: the loop does not measure).
         calls: The shared rate window's calls left after its permit, read
@@ -51,7 +51,6 @@ class IterationRecord(IterationFacts):
             ``calls-remaining`` alert judges it.
     """
 
-    harmed: tuple[dict[str, Any], ...] | None = None
     secscan: GateReading | None = None
     signals: Signals | None = None
     calls: CallsLeft | None = None
@@ -64,8 +63,14 @@ class IterationRecord(IterationFacts):
         return self.failure is not None
 
     @property
+    def harmed(self) -> tuple[dict[str, Any], ...] | None:
+        """The protected paths it harmed, as recorded: its ``integrity``, by the name the
+        decision reads."""
+        return self.integrity
+
+    @property
     def is_harmful(self) -> bool:
-        return bool(self.harmed)
+        return bool(self.integrity)
 
     @property
     def provider_refused(self) -> bool:
@@ -130,7 +135,7 @@ def iteration_record(
         cost_note=outcome.cost_note,
         report_problems=tuple(outcome.report_problems),
         log=log,
-        harmed=tuple(integrity.as_record()) if integrity is not None else None,
+        integrity=tuple(integrity.as_record()) if integrity is not None else None,
         integrity_detail=integrity.detail() if integrity is not None and harmed else None,
     )
 
@@ -173,7 +178,6 @@ def finished_event(
 def _as_json(record: IterationRecord) -> TypedFactsAsJson:
     """The facts the record types, as its event holds them."""
     return TypedFactsAsJson(
-        integrity=list(record.harmed) if record.harmed is not None else None,
         signals=record.signals.as_record() if record.signals is not None else None,
     )
 
@@ -200,7 +204,6 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
     """
     return IterationRecord(
         **facts_of(event),
-        harmed=tuple(event.integrity) if event.integrity is not None else None,
         secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
         calls=_calls_from(event.extra),

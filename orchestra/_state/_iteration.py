@@ -6,9 +6,9 @@ built on these classes, so a field of an iteration is spelled here only:
 
 - :class:`IterationFacts`: the facts the record and its event hold alike
   (numbers, words, flags, the provider's refusal as a :class:`RateLimitEvent`).
-- :class:`TypedFactsAsJson`: the two facts whose types live above this layer
-  (the engine's record holds ``Signals`` and a tuple of harmed paths); the
-  event holds them as JSON and the engine converts them. The rate window's
+- :class:`TypedFactsAsJson`: the one fact whose type lives above this layer
+  (the engine's record holds ``Signals``); the event holds it as JSON and the
+  engine converts it. The rate window's
   calls ride in the event's ``extra`` (``calls_remaining``, ``calls_allowed``).
 - :class:`IterationDecision`: what the loop decided about the iteration, which
   the event adds to the record.
@@ -53,6 +53,9 @@ class IterationFacts:
         done: The executor signalled done (report or marker) and did not fail.
         rate_limit: The provider's refusal its output reported (None: none).
         report_problems: What was wrong with the executor's report, if anything.
+        integrity: Protected paths the iteration harmed (restored since), as
+            recorded; empty when nothing was harmed, None when no integrity
+            check ran.
         integrity_detail: What the integrity check restored, in words (None: nothing).
         verify: The verdict of the verify the loop ran after it (None: none ran).
         verify_by_hook: That verdict is the one the executor's Stop hook
@@ -79,8 +82,9 @@ class IterationFacts:
     rate_limit: RateLimitEvent | None = None
     parse_note: str | None = None
     cost_note: str | None = None
-    log: str | None = None
     report_problems: tuple[str, ...] = ()
+    log: str | None = None
+    integrity: tuple[dict[str, Any], ...] | None = None
     verify: str | None = None
     cannot_start: bool = False
     integrity_detail: str | None = None
@@ -95,17 +99,14 @@ class IterationFacts:
 class TypedFactsAsJson:
     """The facts the engine's record types, in the JSON form the timeline holds them.
 
-    The record holds ``Signals`` (declared above this layer, in
-    ``orchestra._stagnation``) and the harmed paths as ``harmed``, a tuple;
-    ``orchestra._engine._record`` converts them to and from these.
+    The record holds ``Signals``, declared above this layer (in
+    ``orchestra._stagnation``); ``orchestra._engine._record`` converts them to
+    and from this form.
 
     Attributes:
-        integrity: The paths the integrity check found harmed (and restored),
-            as recorded; None when no check ran.
         signals: The measured signals (None: the loop does not measure).
     """
 
-    integrity: list[dict[str, Any]] | None = None
     signals: dict[str, Any] | None = None
 
 

@@ -180,20 +180,20 @@ def check_for(annotation: Any) -> Check:
 class Shape:
     """How to structure one attrs class: each field's check, and which are required.
 
-    ``nested`` names the fields that may hold an attrs instance, which
-    :meth:`plain` turns back into a JSON object.
+    ``unstructure`` holds, for the fields whose values are not JSON as they
+    are (an attrs instance, a tuple), how :meth:`plain` turns them back.
     """
 
     checks: Mapping[str, Check]
     required: frozenset[str]
-    nested: frozenset[str] = frozenset()
+    unstructure: Mapping[str, Callable[[Any], Any]] = attrs.field(factory=dict)
 
     def plain(self, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` (field name to value) with every attrs instance as a JSON object."""
-        for name in self.nested.intersection(values):
-            value = values[name]
-            if attrs.has(type(value)):
-                values[name] = attrs.asdict(value)
+        """``values`` (field name to value), changed in place to JSON values, and returned."""
+        for name, unstructure in self.unstructure.items():
+            value = values.get(name)
+            if value is not None:
+                values[name] = unstructure(value)
         return values
 
     def values(self, data: Mapping[str, Any], path: str = "") -> dict[str, Any]:
@@ -224,20 +224,28 @@ def shape_of(cls: type) -> Shape:
         found = Shape(
             checks={f.name: check_for(hints[f.name]) for f in fields},
             required=frozenset(f.name for f in fields if f.default is attrs.NOTHING),
-            nested=frozenset(f.name for f in fields if _holds_attrs(hints[f.name])),
+            unstructure={
+                f.name: plain
+                for f in fields
+                if (plain := _unstructure_for(hints[f.name])) is not None
+            },
         )
         _SHAPES[cls] = found
     return found
 
 
-def _holds_attrs(annotation: Any) -> bool:
-    """Whether a value of this type may be an attrs instance (itself, or one of a union)."""
-    if isinstance(annotation, type):
-        return attrs.has(annotation)
+def _unstructure_for(annotation: Any) -> Callable[[Any], Any] | None:
+    """How a value of this type becomes JSON, when it is not JSON as it is."""
+    if isinstance(annotation, type) and attrs.has(annotation):
+        return attrs.asdict
     origin = typing.get_origin(annotation)
+    if origin is tuple:
+        return list
     if origin is typing.Union or origin is types.UnionType:
-        return any(_holds_attrs(a) for a in typing.get_args(annotation))
-    return False
+        options = [_unstructure_for(a) for a in typing.get_args(annotation)]
+        found = [o for o in options if o is not None]
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def _object(cls: type) -> Check:
