@@ -2,8 +2,13 @@
 
 Every writer builds one of these classes and every reader decodes through
 :func:`decode_event`, so an event's name and fields are spelled in this module
-only. On disk an event is one JSON object: ``ts``, ``seq``, ``event`` (the
+only (an iteration's fields in ``_iteration.py``). On disk an event is one JSON object: ``ts``, ``seq``, ``event`` (the
 kind), ``change``, then the class's own fields in declaration order.
+
+Each known kind's fields are checked by the one strict converter
+(``_strict.py``), built from the class's resolved field types: an int stands
+for a float, a bool for nothing else, a list's items and a nested object's
+fields are checked too.
 
 Decoding never raises. A known kind whose fields do not fit its class, and a
 kind this release does not know, decode to :class:`OtherEvent`, which keeps
@@ -14,7 +19,8 @@ Kinds:
 
 - ``run.started`` / ``run.stopped``: a loop's beginning and its ending.
 - ``iteration.started`` / ``iteration.finished``: one iteration; the finished
-  event carries the iteration record the loop judged (see ``orchestra._engine``).
+  event carries the iteration record the loop judged and what it decided, each
+  declared once in ``_iteration.py`` (see also ``orchestra._engine``).
 - ``protect.violation``: a protected path was harmed and restored.
 - ``breaker.opened`` / ``breaker.half_open`` / ``breaker.closed``: the loop circuit.
 - ``breaker.reset``: a human cleared the verify breaker or the loop circuit.
