@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ BEFORE = (
     '"session":"sess-1","pause":30.0,"guard_refusals":1,"verify_by_hook":true,'
     '"calls_remaining":7,"calls_allowed":100}'
 )
-# The line as forge writes it now: the record's facts, its signals, then the decision.
+# The line as forge writes it now: the record's facts, the decision, then the signals.
 WRITTEN = (
     '{"ts":"2026-12-01T00:00:00.000Z","seq":1,"event":"iteration.finished",'
     '"change":"billing","run_id":"20261201T000000Z-ab12","iteration":4,"duration":12.5,'
@@ -121,10 +122,11 @@ WRITTEN = (
     '"log":"runs/x/iteration-4.log","integrity":[{"path":"forge.toml","harm":"deleted"}],'
     '"verify":"FAIL","cannot_start":true,"integrity_detail":"forge.toml deleted",'
     '"cost_estimated":true,"tokens_cached":300,"session":"sess-1","guard_refusals":1,'
-    '"verify_by_hook":true,"signals":' + SIGNALS + ","
+    '"verify_by_hook":true,'
     '"gates":{"verify circuit-breaker":{"state":"open","detail":"3 consecutive failures"}},'
     '"judged":true,"trip":"stagnation","score":3,"window_score":5,"risk":"high",'
-    '"circuit":"open","pause":30.0,"calls_remaining":7,"calls_allowed":100}'
+    '"circuit":"open","pause":30.0,"signals":' + SIGNALS + ","
+    '"calls_remaining":7,"calls_allowed":100}'
 )
 
 
@@ -229,3 +231,11 @@ JSON = st.recursive(
 def test_decoding_is_total(kind: str, values: dict[str, Any]) -> None:
     event = decode_event({"event": kind, **values})
     assert event_record(event)["event"] == kind
+
+
+def test_the_converter_resolves_the_types_as_typing_does() -> None:
+    from orchestra._engine import IterationRecord
+    from orchestra._state._strict import _resolved_hints
+
+    for cls in (*KINDS.values(), IterationRecord, RateLimitEvent):
+        assert _resolved_hints(cls) == typing.get_type_hints(cls), cls

@@ -21,7 +21,6 @@ from .._state import (
     IterationDecision,
     IterationFacts,
     IterationFinished,
-    TypedFactsAsJson,
     facts_of,
 )
 from .._verify import PASS, VerifyReport
@@ -172,14 +171,8 @@ def finished_event(
         circuit=circuit,
         pause=pause,
     )
-    return IterationFinished.compose(record, _as_json(record), decision, extra=extra)
-
-
-def _as_json(record: IterationRecord) -> TypedFactsAsJson:
-    """The facts the record types, as its event holds them."""
-    return TypedFactsAsJson(
-        signals=record.signals.as_record() if record.signals is not None else None,
-    )
+    signals = record.signals.as_record() if record.signals is not None else None
+    return IterationFinished.compose(record, decision, signals=signals, extra=extra)
 
 
 def secscan_reading(gates: dict[str, Any]) -> GateReading | None:

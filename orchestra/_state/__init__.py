@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     from ._iteration import IterationDecision as IterationDecision
     from ._iteration import IterationFacts as IterationFacts
     from ._iteration import RateLimitEvent as RateLimitEvent
-    from ._iteration import TypedFactsAsJson as TypedFactsAsJson
     from ._iteration import decision_of as decision_of
     from ._iteration import facts_of as facts_of
     from ._known import has_state as has_state
@@ -134,7 +133,6 @@ if not TYPE_CHECKING:
                 "IterationDecision",
                 "IterationFacts",
                 "RateLimitEvent",
-                "TypedFactsAsJson",
                 "decision_of",
                 "facts_of",
             ),

@@ -2,8 +2,9 @@
 
 Every writer builds one of these classes and every reader decodes through
 :func:`decode_event`, so an event's name and fields are spelled in this module
-only (an iteration's fields in ``_iteration.py``). On disk an event is one JSON object: ``ts``, ``seq``, ``event`` (the
-kind), ``change``, then the class's own fields in declaration order.
+only (an iteration's fields in ``_iteration.py``). On disk an event is one JSON
+object: ``ts``, ``seq``, ``event`` (the kind), ``change``, then the class's own
+fields in declaration order.
 
 Each known kind's fields are checked by the one strict converter
 (``_strict.py``), built from the class's resolved field types: an int stands
@@ -40,7 +41,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from ._iteration import IterationDecision, IterationFacts, TypedFactsAsJson, facts_of
+from ._iteration import IterationDecision, IterationFacts, facts_of
 from ._strict import Misfit, shape_of
 
 # The loop contract's event names, the only ones a person may also write by hand.
@@ -95,32 +96,37 @@ class IterationStarted(Event):
 
 
 @attrs.frozen(kw_only=True)
-class IterationFinished(IterationDecision, TypedFactsAsJson, IterationFacts, Event):
+class IterationFinished(IterationDecision, IterationFacts, Event):
     """One judged (or, for a provider's refusal, unjudged) iteration.
 
-    The iteration's record (its :class:`IterationFacts`, then the facts the
-    engine's record types, in their JSON form) and what was decided about it
-    (its :class:`IterationDecision`), each declared once in ``_iteration.py``.
-    On disk the line is flat, in that order; the rate window's calls
-    (``calls_remaining``, ``calls_allowed``) ride in ``extra``.
+    The iteration's record (its :class:`IterationFacts`) and what was decided
+    about it (its :class:`IterationDecision`), each declared once in
+    ``_iteration.py``; on disk the line is flat, in that order, then the
+    signals. The rate window's calls (``calls_remaining``, ``calls_allowed``)
+    ride in ``extra``.
+
+    Attributes:
+        signals: The record's measured signals as JSON (None: the loop does
+            not measure); their class, ``Signals``, lives above this layer.
     """
 
     kind: ClassVar[str] = "iteration.finished"
+    signals: dict[str, Any] | None = None
 
     @classmethod
     def compose(
         cls,
         facts: IterationFacts,
-        typed: TypedFactsAsJson,
         decision: IterationDecision,
         *,
+        signals: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
     ) -> IterationFinished:
         """The event of an iteration's facts (the engine's record is some) and its decision."""
         return cls(
             **facts_of(facts),
-            **attrs.asdict(typed, recurse=False),
             **attrs.asdict(decision, recurse=False),
+            signals=signals,
             extra=extra or {},
         )
 

@@ -6,14 +6,16 @@ built on these classes, so a field of an iteration is spelled here only:
 
 - :class:`IterationFacts`: the facts the record and its event hold alike
   (numbers, words, flags, the provider's refusal as a :class:`RateLimitEvent`).
-- :class:`TypedFactsAsJson`: the one fact whose type lives above this layer
-  (the engine's record holds ``Signals``); the event holds it as JSON and the
-  engine converts it. The rate window's
-  calls ride in the event's ``extra`` (``calls_remaining``, ``calls_allowed``).
 - :class:`IterationDecision`: what the loop decided about the iteration, which
   the event adds to the record.
 
-The timeline's converter (``_strict.py``) decodes all of them by their
+Two facts are not here. The signals' class lives above this layer (in
+``orchestra._stagnation``): the engine's record holds them typed, the event as
+JSON (``IterationFinished.signals``), and the engine converts them. The rate
+window's calls ride in the event's ``extra`` (``calls_remaining``,
+``calls_allowed``), as they always have.
+
+The timeline's strict converter (``_strict.py``) decodes them by their
 resolved field types.
 """
 
@@ -39,9 +41,12 @@ class RateLimitEvent:
     kind: str | None = None
 
 
-# Not slotted: the event is built on both (and on ``Event``), and only one base
-# of a class may lay out slots.
-@attrs.frozen(kw_only=True, slots=False)
+# The facts are a declaration, not a value: build an IterationRecord or an
+# IterationFinished, which generate their own __init__, __eq__ and __repr__ over
+# every field; the bases skip generating theirs (forge timeline's start-up pays
+# for every class built). Not slotted: the event is built on these and on
+# ``Event``, and only one base of a class may lay out slots.
+@attrs.frozen(kw_only=True, slots=False, init=False, repr=False, eq=False)
 class IterationFacts:
     """The facts of one iteration that its record and its event hold alike.
 
@@ -93,21 +98,6 @@ class IterationFacts:
     session: str | None = None
     guard_refusals: int = 0
     verify_by_hook: bool = False
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TypedFactsAsJson:
-    """The facts the engine's record types, in the JSON form the timeline holds them.
-
-    The record holds ``Signals``, declared above this layer (in
-    ``orchestra._stagnation``); ``orchestra._engine._record`` converts them to
-    and from this form.
-
-    Attributes:
-        signals: The measured signals (None: the loop does not measure).
-    """
-
-    signals: dict[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True, slots=False)
