@@ -503,7 +503,7 @@ def _first_trip(
             INTEGRITY_GATE,
             f"integrity: {record.integrity_detail}",
             curable=False,
-            evidence={"harmed": list(record.harmed or ())},
+            evidence={"harmed": list(record.integrity or ())},
         )
     if rules.run_verify and (record.verify is not None or state.verify.gate_open):
         if state.verify.blocked is not None:

@@ -62,12 +62,6 @@ class IterationRecord(IterationFacts):
         return self.failure is not None
 
     @property
-    def harmed(self) -> tuple[dict[str, Any], ...] | None:
-        """The protected paths it harmed, as recorded: its ``integrity``, by the name the
-        decision reads."""
-        return self.integrity
-
-    @property
     def is_harmful(self) -> bool:
         return bool(self.integrity)
 
