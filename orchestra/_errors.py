@@ -25,8 +25,8 @@ The tree (every subclass, wherever it is defined)::
 Defined elsewhere, next to what raises them: ``ContractError`` and
 ``BudgetExhausted`` in :mod:`orchestra._contract`, ``LimitTooLarge`` and
 ``RateLimitStoreError`` in :mod:`orchestra._ratelimit`, ``WorktreeError`` and
-``WorktreeImportError`` in :mod:`orchestra._supervise`, ``FleetUnavailable``, ``LeaseLost`` and ``SourceError`` in
-:mod:`orchestra._fleet`. A test keeps this tree complete.
+``WorktreeImportError`` in :mod:`orchestra._supervise`, ``FleetUnavailable``,
+``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test keeps this tree complete.
 
 This module imports nothing from the rest of the package.
 """
