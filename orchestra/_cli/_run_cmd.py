@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -70,11 +71,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     )
     # Guarded before the plan is shown: a secret-scan rules file that does not
     # load is an error of the plan too.
-    plan, settings = guarded(plan, policy, first_trip_rules(policy), limiter=None)
+    rules = first_trip_rules(policy, verify_done=verify_configured(loaded.sources))
+    plan, settings = guarded(plan, policy, rules, limiter=None)
     if args.prompt is not None and policy.run.cmd:
         out.note("note: --prompt is for named executors; a --cmd receives it only as $FORGE_PROMPT")
     if not args.yes:
-        print_plan(plan, policy, out)
+        print_plan(plan, policy, out, verify_done=rules.verify_done)
         out.line()
         out.line(DRY_RUN_LINE)
         if out.json_mode:
@@ -147,7 +149,16 @@ def _executor(args: argparse.Namespace, policy: Policy, project: Project) -> Exe
     )
 
 
-def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
+def verify_configured(sources: Mapping[str, str]) -> bool:
+    """Whether the user set ``[verify] command`` (a file or a flag), not the shipped default.
+
+    ``forge run`` checks a done signal against a verify the user stated; the
+    shipped ``pytest`` is no statement of what done requires in their project.
+    """
+    return sources.get("verify.command", "default") != "default"
+
+
+def print_plan(plan: LoopPlan, policy: Policy, out: Output, *, verify_done: bool = False) -> None:
     out.line(f'Plan: up to {plan.max_iterations} iteration(s) on change "{plan.paths.name}"')
     out.line(f"  executor: {plan.describe_executor()}")
     if (permission := plan.executor.describe_permission()) is not None:
@@ -164,6 +175,7 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output) -> None:
     out.line(f"  protect:  {protect_summary(policy)}")
     out.line(f"  circuit:  {circuit_summary()}")
     out.line(f"  limit:    {limit_summary(policy)}")
+    out.line(f"  done:     {done_summary(verify_done)}")
     for warning in relaxed_warnings(policy):
         out.line(f"  {warning}", style="yellow")
 
@@ -221,6 +233,16 @@ def secscan_summary(policy: Policy) -> str:
     )
 
 
+def done_summary(verify_done: bool) -> str:
+    """What ends the run DONE."""
+    if not verify_done:
+        return "the executor signals done (no [verify] command configured to check it)"
+    return (
+        "the executor signals done and the verify passes on the tree it left "
+        "(read-only: the verify breaker counts none of it)"
+    )
+
+
 def circuit_summary() -> str:
     return "refuses to start while the change's loop circuit is open or escalated"
 
@@ -257,8 +279,10 @@ def _progress_printer(plan: LoopPlan, out: Output) -> Any:
             refused += 1
             label = f"{outcome.number} (not counted)"
         spend = f"{outcome.tokens} tokens, {outcome.tool_calls} tool calls, ${outcome.cost_usd:.4f}"
+        # The verify read at a done signal: whether done stands.
+        checked = f" (verify {record.verify})" if record.verify else ""
         out.line(
-            f"iteration {label}: {ending} in {human_seconds(process.duration)} — {spend}",
+            f"iteration {label}: {ending}{checked} in {human_seconds(process.duration)} — {spend}",
             style="dim",
         )
         if record.cost_note and record.cost_note not in noted:

@@ -36,6 +36,7 @@ from ._decision import Decision as Decision
 from ._decision import decided as decided
 from ._endings import CIRCUIT_OPEN as CIRCUIT_OPEN
 from ._endings import DONE as DONE
+from ._endings import DONE_UNVERIFIED as DONE_UNVERIFIED
 from ._endings import EXECUTOR_FAILED as EXECUTOR_FAILED
 from ._endings import EXHAUSTED as EXHAUSTED
 from ._endings import GATE_ERROR as GATE_ERROR

@@ -28,6 +28,8 @@ class Start:
             ``forge run`` counts from one).
         ending: The change is already done: the run has nothing to do.
         verifies: The loop runs ``[verify]`` after every iteration.
+        verifies_done: The loop runs ``[verify]``, read-only, after an
+            iteration that signalled done (done stands only if it passes).
         measures: The loop measures the tree around each iteration (the
             stagnation detectors judge it).
         keeps_status: The loop keeps the status log and the lessons file
@@ -37,6 +39,7 @@ class Start:
     used: int
     ending: Ending | None
     verifies: bool
+    verifies_done: bool
     measures: bool
     keeps_status: bool
 
@@ -51,6 +54,7 @@ def start(state: LoopState, rules: LoopRules) -> Start:
         used=used,
         ending=ending,
         verifies=rules.run_verify,
+        verifies_done=rules.verify_done and not rules.run_verify,
         measures=rules.judge_stagnation,
         keeps_status=rules.supervised,
     )

@@ -44,6 +44,7 @@ from . import _recovery as recovery
 from ._endings import (
     CIRCUIT_OPEN,
     DONE,
+    DONE_UNVERIFIED,
     EXECUTOR_FAILED,
     EXHAUSTED,
     GATE_ERROR,
@@ -80,6 +81,8 @@ class LoopRules:
             stops the loop and escalates (``forge run``).
         max_iterations: The iteration cap (finishing it is not success).
         run_verify: The loop runs ``[verify]`` after every iteration.
+        verify_done: The loop runs ``[verify]``, read-only, on the tree an
+            iteration signalling done left: done stands only if it passes.
         judge_stagnation: The stagnation detectors may trip.
         max_limit_wait: Without supervision, the longest a loop waits for a
             provider limit's known reset before it stops.
@@ -92,6 +95,7 @@ class LoopRules:
     supervised: bool
     max_iterations: int
     run_verify: bool = False
+    verify_done: bool = False
     judge_stagnation: bool = False
     max_limit_wait: float = 300.0
     limit_backoff_max: float = 3600.0
@@ -111,11 +115,16 @@ def supervised_rules(policy: Policy) -> LoopRules:
     )
 
 
-def first_trip_rules(policy: Policy) -> LoopRules:
-    """``forge run``: the first trip stops and escalates; the loop runs no verify of its own."""
+def first_trip_rules(policy: Policy, *, verify_done: bool = False) -> LoopRules:
+    """``forge run``: the first trip stops and escalates; its gates are read-only.
+
+    ``verify_done``: a verify the user configured checks a done signal (the
+    loop runs it read-only, its breaker counting none of it).
+    """
     return LoopRules(
         supervised=False,
         max_iterations=policy.run.max_iterations,
+        verify_done=verify_done and bool(policy.verify.command.strip()),
         max_limit_wait=policy.run.max_limit_wait.seconds,
         limit_backoff_max=policy.run.limit_backoff_max.seconds,
         max_refusals=policy.run.max_refusals,
@@ -384,7 +393,20 @@ def _decide_first_trip(state: LoopState, record: IterationRecord, policy: Policy
     stop = first_stop(_gate_readings(state, policy, record.secscan))
     if stop is not None:
         return _gate_ending(stop)
+    if record.done and not record.verify_passed:
+        return Ending(DONE_UNVERIFIED, detail=_unverified(record))
     return Ending(DONE) if record.done else None
+
+
+def _unverified(record: IterationRecord) -> str:
+    """Why a done signal does not stand: the checks the verify failed."""
+    report = record.verify_report
+    failing = ", ".join(report.failing()) if report is not None else ""
+    checks = f" ({failing})" if failing else ""
+    return (
+        f"the executor signalled done but the verify failed{checks} on the tree it left; "
+        "nothing was counted in the verify breaker"
+    )
 
 
 def _decide_supervised(
@@ -679,8 +701,10 @@ def _add_spend(totals: SpendTotals, record: IterationRecord, now_iso: str) -> Sp
 def _fold_verify(
     verify: VerifyAttempts, record: IterationRecord, policy: Policy, now_iso: str
 ) -> VerifyAttempts:
-    if record.verify is None or record.verify_by_hook:
-        return verify  # none ran, or the Stop hook already counted it in the breaker
+    if record.verify is None or record.verify_by_hook or record.verify_read_only:
+        # None ran, the Stop hook already counted it in the breaker, or it was
+        # read at done by a loop whose gates are read-only.
+        return verify
     tree = record.tree
     return record_verdict(
         verify,

@@ -63,7 +63,8 @@ def decided(
     after, verdict = decide(before, record, policy, rules, now=now, now_iso=now_iso)
     events: list[Event] = []
     report = record.verify_report
-    if report is not None:
+    if report is not None and not record.verify_read_only:
+        # A verdict read at done under read-only gates is the ending's, not the breaker's.
         events.append(verify_event(report, after.verify, run_id=run_id, iteration=record.iteration))
     readings = [verify_reading(after.verify), budget_reading(after.spend, policy.budget)]
     if record.secscan is not None:

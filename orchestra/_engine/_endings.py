@@ -20,6 +20,8 @@ CIRCUIT_OPEN = "circuit-open"
 PROVIDER_LIMIT = "provider-limit"
 # The executor ended but its structured output could not be read: a human looks at the log.
 OUTPUT_UNREADABLE = "output-unreadable"
+# The executor signalled done but the verify failed on the tree it left (forge run).
+DONE_UNVERIFIED = "done-unverified"
 # A supervised loop whose git worktree could not be made: it never started.
 WORKTREE_FAILED = "worktree-failed"
 

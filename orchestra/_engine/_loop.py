@@ -409,7 +409,12 @@ class _Loop:
         )
         judged = not (record.provider_refused and not record.is_harmful)
         measured = judged and not record.cannot_start
-        record = await self._verified(record, ran, measured and run.start.verifies)
+        begun = run.start
+        verify = begun.verifies or (begun.verifies_done and record.done and not record.failed)
+        record = await self._verified(record, ran, measured and verify)
+        if record.verify is not None and not begun.verifies:
+            # Read at done by a loop whose gates are read-only: no breaker counts it.
+            record = attrs.evolve(record, verify_read_only=True)
         # The rate window's calls left after this iteration's permit: the
         # calls-remaining alert judges them, and the record keeps them for a replay.
         record = attrs.evolve(record, calls=_calls_left(self.settings.limiter))

@@ -186,7 +186,7 @@ class ChangeStore:
                 return False
             after = decision.after
             files: list[tuple[Path, object]] = [(self.paths.spend, after.spend)]
-            if record.verify is not None and not record.verify_by_hook:
+            if record.verify is not None and not (record.verify_by_hook or record.verify_read_only):
                 files.append((self.paths.verify_attempts, after.verify))
             if self._owns_circuit and after.circuit != self._on_disk_circuit:
                 files.append((self.paths.breaker, after.circuit))

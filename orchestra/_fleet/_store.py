@@ -222,7 +222,7 @@ class RedisChangeStore:
             return False
         after = decision.after
         fields: dict[str, object] = {"spend": after.spend}
-        if record.verify is not None:
+        if record.verify is not None and not record.verify_read_only:
             fields["verify"] = after.verify
         if self._owns_circuit:
             fields["circuit"] = after.circuit

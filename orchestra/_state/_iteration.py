@@ -66,6 +66,9 @@ class IterationFacts:
         verify_by_hook: That verdict is the one the executor's Stop hook
             recorded in the breaker during the iteration (the loop ran none
             of its own, and the breaker already counts it).
+        verify_read_only: That verdict was read at the executor's done signal
+            by a loop whose gates are read-only (``forge run``): it decides
+            whether done stands, and no breaker counts it.
     """
 
     run_id: str
@@ -98,6 +101,7 @@ class IterationFacts:
     session: str | None = None
     guard_refusals: int = 0
     verify_by_hook: bool = False
+    verify_read_only: bool = False
 
 
 @attrs.frozen(kw_only=True, slots=False)
