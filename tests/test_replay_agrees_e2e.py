@@ -213,3 +213,48 @@ def test_supervised_then_a_forge_run_with_refusals_then_supervised_again(repo: R
     ] == _live_verdicts(events)
     endings = [(s.record.run_id, s.ending.reason, s.record.iteration) for s in steps if s.ending]
     assert endings == _live_stops(events)
+
+
+def test_a_forge_run_between_supervised_runs_leaves_the_detectors_streak_as_live(
+    repo: Repo,
+) -> None:
+    """A forge run measures no signals: the next supervised run's streak starts on its own.
+
+    A restarted loop's detectors look back on the timeline's measured iterations
+    (since the circuit last opened); the replay takes up the same history at
+    each new run, so it trips where the live loop tripped.
+    """
+    script = repo.root.parent / "claude.json"
+    argv = [sys.executable, str(FAKE_AGENT), str(script)]
+    repo.write("executors/fakeclaude.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        '[run]\nexecutor = "fakeclaude"\nmax_iterations = 6\nmax_refusals = 1\n'
+        '[stagnation]\nno_progress = 2\n[breaker]\non_open = "escalate"\n'
+        '[[loop]]\nchange = "c"\nexecutor = "fakeclaude"\n',
+    )
+    repo.commit("policy")
+    script.write_text(json.dumps({"steps": [_progress(1), _refused(), _refused()]}))
+    assert repo.forge("supervise").code == 1
+    # forge run: an idle iteration, then refusals until it stops.
+    script.write_text(json.dumps({"steps": [_idle(1), _refused(), _refused()]}))
+    assert repo.forge("run", "--change", "c", "--yes").code == 1
+    # Supervised again: the forge run's idle iteration measured nothing, so the
+    # streak of two idle iterations is this run's own, 4 and 5.
+    script.write_text(json.dumps({"steps": [_idle(n) for n in range(1, 9)]}))
+    third = repo.forge("supervise", "--json")
+    assert third.code == 1, third
+    loop = json.loads(third.out)["loops"][0]
+    assert (loop["reason"], loop["iterations"]) == (CIRCUIT_OPEN, 5), loop
+
+    text = (repo.change_dir("c") / "timeline.jsonl").read_text()
+    events = [json.loads(line) for line in text.splitlines()]
+    policy = load_policy(repo.root / "forge.toml", root=repo.root).policy
+    replayed = replay(read_timeline(repo.change_dir("c") / "timeline.jsonl").typed(), policy)
+    steps = [step for step in replayed.steps if step.ran]
+    assert [
+        (s.record.run_id, s.record.iteration, s.judged, s.would_open) for s in steps
+    ] == _live_verdicts(events)
+    endings = [(s.record.run_id, s.ending.reason, s.record.iteration) for s in steps if s.ending]
+    assert endings == _live_stops(events)

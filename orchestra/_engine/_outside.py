@@ -83,7 +83,7 @@ def run_started(state: LoopState, resumed: Resumed, *, supervised: bool) -> Loop
     iterations, and the calls refused among them in the supervised runs before
     (a ``forge run``'s refusals shift no supervised cap); ``forge run`` counts
     each run's own from the first. Either takes up the detectors' history where
-    the timeline leaves it, the iterations of ``forge run`` included.
+    the timeline leaves it (a ``forge run`` measures no signals: it adds none).
     """
     refused = resumed.refused if supervised else 0
     return attrs.evolve(state, refusals_in_a_row=0, refused=refused, history=resumed.history)
