@@ -80,13 +80,16 @@ def check_replay(batch: Supervised) -> None:
     the loop tables of the last file that declares any, ``--set`` on top), so
     each loop is judged under its own policy.
 
-    Not replayed: ``--dry-run`` ran nothing; a ``--fleet`` worker keeps its
-    changes' timelines on the fleet's Redis server (``RedisChangeStore``), not in
-    ``.forge/changes``, and runs the batch submitted there: ``forge policy
+    Not replayed: a run whose records the test removed (to run the batch again
+    from scratch); ``--dry-run`` ran nothing; a ``--fleet`` worker keeps its
+    changes' timelines on the fleet's Redis server (``RedisChangeStore``), not
+    in ``.forge/changes``, and runs the batch submitted there: ``forge policy
     simulate`` reads neither.
     """
     if any(arg in ("--dry-run", "--fleet") for arg in batch.args) or batch.run_id is None:
         return
+    if not (batch.cwd / ".forge" / "runs" / batch.run_id / "summary.json").is_file():
+        return  # the test removed this run's records
     config = option(batch.args, "--config")
     overlay = option(batch.args, "--batch")
     settings = [text for value in options(batch.args, "--set") for text in ("--set", value)]
