@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .redis_server import redis_server as redis_server  # a real server per test
-from .support import SUPERVISED, Repo, Supervised, run_forge
+from .support import SUPERVISED, Repo, Supervised, option, options, project_policy, run_forge
 
 
 def _proven_line() -> str:
@@ -68,18 +70,73 @@ def replays_move_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def check_replay(batch: Supervised) -> None:
-    """``forge policy simulate --run <the batch's run>`` moves no change."""
-    if any(arg in ("--dry-run", "--fleet", "--batch") for arg in batch.args):
-        return  # nothing ran here, or the loops' policy is not the project's alone
-    runs = sorted((batch.cwd / ".forge" / "runs").glob("*/summary.json"))
-    if not runs:
+    """``forge policy simulate --run <the batch's run>`` moves no change.
+
+    The run is replayed under the policy files as they were when it ran (a test
+    may have rewritten them for a later run). A ``--batch FILE`` run is replayed
+    under the batch's own layering: a candidate file that extends the project's
+    policy and then the batch file, which ``--policy`` layers as ``forge
+    supervise --batch`` did (the defaults, the project's file, the batch file,
+    the loop tables of the last file that declares any, ``--set`` on top), so
+    each loop is judged under its own policy.
+
+    Not replayed: a run whose records the test removed (to run the batch again
+    from scratch); ``--dry-run`` ran nothing; a ``--fleet`` worker keeps its
+    changes' timelines on the fleet's Redis server (``RedisChangeStore``), not
+    in ``.forge/changes``, and runs the batch submitted there: ``forge policy
+    simulate`` reads neither.
+    """
+    if any(arg in ("--dry-run", "--fleet") for arg in batch.args) or batch.run_id is None:
         return
-    config = [arg for arg in batch.args if arg.startswith("--config")]
-    done = run_forge(
-        ["policy", "simulate", "--run", runs[-1].parent.name, "--json", *config],
-        cwd=batch.cwd,
-        env=batch.env,
-    )
+    if not (batch.cwd / ".forge" / "runs" / batch.run_id / "summary.json").is_file():
+        return  # the test removed this run's records
+    config = option(batch.args, "--config")
+    overlay = option(batch.args, "--batch")
+    settings = [text for value in options(batch.args, "--set") for text in ("--set", value)]
+    with tempfile.TemporaryDirectory() as folder, _as_it_ran(batch.policy_files):
+        candidate = []
+        if overlay is not None:
+            candidate = ["--policy", _batch_policy(batch, overlay, Path(folder))]
+        done = run_forge(
+            [
+                "policy",
+                "simulate",
+                "--run",
+                batch.run_id,
+                "--json",
+                *(["--config", config] if config is not None else []),
+                *candidate,
+                *settings,
+            ],
+            cwd=batch.cwd,
+            env=batch.env,
+        )
     assert done.code == 0, f"the batch's replay failed: {done}"
     moved = [row for row in json.loads(done.out)["changes"] if row["moved"]]
-    assert not moved, f"replayed under its own policy, the batch moved: {moved}"
+    assert not moved, f"replayed under its own policy, the batch {batch.args} moved: {moved}"
+
+
+@contextlib.contextmanager
+def _as_it_ran(files: tuple[tuple[Path, str], ...]) -> Iterator[None]:
+    """The policy files with the text they had when the batch ran, then as they are."""
+    now = {path: path.read_text(encoding="utf-8") if path.is_file() else None for path, _ in files}
+    try:
+        for path, text in files:
+            path.write_text(text, encoding="utf-8")
+        yield
+    finally:
+        for path, text in now.items():
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text, encoding="utf-8")
+
+
+def _batch_policy(batch: Supervised, overlay: str, folder: Path) -> str:
+    """A policy file layered as ``forge supervise [--config C] --batch FILE`` layers its loops."""
+    config = project_policy(batch.cwd, batch.args)
+    tops = [] if config is None else [config.resolve()]
+    tops.append((batch.cwd / overlay).resolve())
+    path = folder / "batch-as-run.toml"
+    path.write_text(f"extends = {json.dumps([str(top) for top in tops])}\n", encoding="utf-8")
+    return str(path)

@@ -70,6 +70,11 @@ class Supervised:
     cwd: Path
     env: dict[str, str] | None
     args: tuple[str, ...]
+    # The run it wrote (its summary's folder under .forge/runs), if it wrote one.
+    run_id: str | None = None
+    # Its policy files (the project's, the batch file) and their text as it ran:
+    # a test may rewrite them for a later run.
+    policy_files: tuple[tuple[Path, str], ...] = ()
 
 
 # The batches this test ran, for the check that their replay moves nothing (conftest).
@@ -80,10 +85,59 @@ def run_forge(
     args: Sequence[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Completed:
     """Run the installed ``forge`` console script, as a user would."""
+    supervising = bool(args) and args[0] == "supervise"
+    before = _summaries(cwd) if supervising else set()
+    policy = _policy_files(cwd, tuple(args)) if supervising else ()
     completed = _run_forge(args, cwd=cwd, env=env, timeout=timeout)
-    if args and args[0] == "supervise" and completed.code in (0, 1):
-        SUPERVISED.append(Supervised(cwd, env, tuple(args)))
+    if supervising and completed.code in (0, 1):
+        # This run's own summary: two runs of one second sort in no telling order.
+        written = sorted(_summaries(cwd) - before)
+        run_id = written[-1] if written else None
+        SUPERVISED.append(Supervised(cwd, env, tuple(args), run_id, policy))
     return completed
+
+
+def _summaries(cwd: Path) -> set[str]:
+    return {path.parent.name for path in (cwd / ".forge" / "runs").glob("*/summary.json")}
+
+
+def project_policy(cwd: Path, args: tuple[str, ...]) -> Path | None:
+    """The policy file a command run in ``cwd`` with ``args`` reads (``--config``, forge.toml)."""
+    from orchestra._errors import ForgeError
+    from orchestra._workspace import find_project
+
+    config = option(args, "--config")
+    try:
+        return find_project(cwd, None if config is None else cwd / config).config
+    except ForgeError:
+        return None
+
+
+def _policy_files(cwd: Path, args: tuple[str, ...]) -> tuple[tuple[Path, str], ...]:
+    batch = option(args, "--batch")
+    files = [project_policy(cwd, args), None if batch is None else cwd / batch]
+    return tuple(
+        (path.resolve(), path.read_text(encoding="utf-8"))
+        for path in files
+        if path is not None and path.is_file()
+    )
+
+
+def options(args: tuple[str, ...], name: str) -> list[str]:
+    """Every value of ``name`` in ``args`` (``--name VALUE`` or ``--name=VALUE``)."""
+    values = []
+    for at, arg in enumerate(args):
+        if arg == name and at + 1 < len(args):
+            values.append(args[at + 1])
+        elif arg.startswith(f"{name}="):
+            values.append(arg.partition("=")[2])
+    return values
+
+
+def option(args: tuple[str, ...], name: str) -> str | None:
+    """The last value of ``name`` in ``args``, if it has one."""
+    values = options(args, name)
+    return values[-1] if values else None
 
 
 def _run_forge(

@@ -1,12 +1,15 @@
 """Any short history, run live and replayed, reaches the same verdicts at the same iterations.
 
-Hypothesis draws a few runs of a supervised loop: iterations that work, idle,
-fail, finish, or are refused by the provider, and between runs a person's
-reset of the loop circuit. Each history runs live on trio's mock clock with
-the fake agent (a real executable, so the real subprocess path is taken);
-then the change's timeline is replayed under the same policy. Both go
-through the same :func:`decide`: the trips, what was judged, the alerts
-raised and cleared, the risk and the endings must come out the same.
+Hypothesis draws a few runs of a change's loop, each supervised or a ``forge
+run`` (first-trip rules): iterations that work, idle, fail, finish, or are
+refused by the provider, and between runs a person's reset of the loop
+circuit. A supervised run counts its iterations, and the calls refused among
+them, on from the supervised runs before; a ``forge run`` counts its own.
+Each history runs live on trio's mock clock with the fake agent (a real
+executable, so the real subprocess path is taken); then the change's
+timeline is replayed under the same policy. Both go through the same
+:func:`decide`: the trips, what was judged, the alerts raised and cleared,
+the risk and the endings must come out the same.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from hypothesis import strategies as st
 
 from orchestra._circuit import load_circuit, reset_circuit
 from orchestra._durations import Duration
-from orchestra._engine import replay
+from orchestra._engine import first_trip_rules, replay, supervised_rules
 from orchestra._executor import Executor, ExecutorSpec
 from orchestra._policy import (
     AlertsPolicy,
@@ -36,12 +39,25 @@ from orchestra._policy import (
 )
 from orchestra._state import ChangePaths, read_timeline
 
-from .test_supervised_loop import FAKE_AGENT, mock_limiter, rejected, result, supervise_one
+from .test_supervised_loop import (
+    EPOCH,
+    FAKE_AGENT,
+    mock_limiter,
+    rejected,
+    result,
+    supervise_one,
+)
 
 KINDS = ("work", "idle", "fail", "refused", "done")
 
 
-def _step(kind: str, n: int) -> dict[str, Any]:
+def _step(kind: str, n: int, *, supervised: bool = True) -> dict[str, Any]:
+    if kind == "refused" and not supervised:
+        # forge run weighs a reset against the wall clock (wait, or stop past
+        # max_limit_wait); the replay reads that clock from the timeline's
+        # timestamps, which here are the real clock, not the loop's mock one. A
+        # reset long past is past on both: each refusal is waited out at once.
+        return {"print": rejected(-EPOCH / 2) + "\n" + result("limited", is_error=True) + "\n"}
     if kind == "work":
         return {"print": result(f"step {n}") + "\n", "append": {"work.py": f"x = {n}\n"}}
     if kind == "idle":
@@ -62,8 +78,14 @@ POLICY = Policy(
     alerts=AlertsPolicy(no_files=2, calls_remaining=0.95),
 )
 
+# A run: its iterations, whether a person resets the loop circuit after it,
+# and whether it is supervised (else a forge run).
+Run = tuple[list[str], bool, bool]
+
 runs = st.lists(
-    st.tuples(st.lists(st.sampled_from(KINDS), min_size=1, max_size=4), st.booleans()),
+    st.tuples(
+        st.lists(st.sampled_from(KINDS), min_size=1, max_size=4), st.booleans(), st.booleans()
+    ),
     min_size=1,
     max_size=3,
 )
@@ -77,19 +99,24 @@ def _executor(root: Path, steps: list[dict[str, Any]]) -> Executor:
     return Executor(name="fake-claude", spec=spec, templated=False)
 
 
-async def _live(root: Path, history: list[tuple[list[str], bool]]) -> None:
+async def _live(root: Path, history: list[Run]) -> None:
     clock = trio.lowlevel.current_clock()
     assert isinstance(clock, trio.testing.MockClock)
     limiter = mock_limiter()
     paths = ChangePaths(root, "c")
-    for kinds, reset_after in history:
-        # The fake agent plays the step of its iteration number: this run's go
-        # after the iterations earlier runs used.
+    for kinds, reset_after, supervised in history:
+        # The fake agent plays the step of its iteration number: a supervised
+        # run's go after the iterations earlier supervised runs used, a forge
+        # run's from the first.
         used = load_circuit(paths).iterations_used if paths.breaker.exists() else 0
+        used = used if supervised else 0
         steps = [_step("idle", n) for n in range(used)]
-        steps += [_step(kind, used + n) for n, kind in enumerate(kinds, 1)]
+        steps += [_step(kind, used + n, supervised=supervised) for n, kind in enumerate(kinds, 1)]
         executor = _executor(root, steps)
-        await supervise_one(root, clock, POLICY, "", executor=executor, limiter=limiter)
+        rules = supervised_rules(POLICY) if supervised else first_trip_rules(POLICY)
+        await supervise_one(
+            root, clock, POLICY, "", executor=executor, limiter=limiter, rules=rules
+        )
         if reset_after:
             reset_circuit(paths, reason="reviewed")
 
@@ -111,9 +138,20 @@ def _live_facts(events: list[dict[str, Any]]) -> dict[str, list[Any]]:
 )
 @given(runs)
 # A reset after a refused call: the iteration cap of the next run falls as live.
-@example([(["refused"], True), (["work"], False)])
+@example([(["refused"], True, True), (["work"], False, True)])
+# A forge run's refusals between supervised runs shift no supervised cap: the
+# first run stops on its refusals in a row, the third goes on from its count.
+@example(
+    [
+        (["refused", "work", "refused", "refused", "refused"], False, True),
+        (["refused", "work"], False, False),
+        (["work"], False, True),
+    ]
+)
+# A forge run after a supervised run's refusals counts its own from the first.
+@example([(["refused", "refused", "refused"], False, True), (["work"] * 4, False, False)])
 def test_a_history_run_live_and_replayed_reaches_the_same_verdicts(
-    history: list[tuple[list[str], bool]],
+    history: list[Run],
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

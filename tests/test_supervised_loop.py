@@ -26,6 +26,7 @@ from orchestra._engine import (
     EXECUTOR_FAILED,
     LoopPlan,
     LoopProgress,
+    LoopRules,
     LoopSettings,
     RunSummary,
     SecscanGate,
@@ -70,8 +71,12 @@ async def supervise_one(
     executor: Executor | None = None,
     limiter: RateLimiter | None = None,
     workdir: Path | None = None,
+    rules: LoopRules | None = None,
 ) -> tuple[RunSummary, list[float], list[str]]:
-    """Run one supervised loop; return its summary, the cooldowns waited, and the events."""
+    """Run one supervised loop; return its summary, the cooldowns waited, and the events.
+
+    ``rules``: another loop's (``first_trip_rules`` for a ``forge run``).
+    """
     paths = ChangePaths(tmp_path, "c")
     plan = LoopPlan(
         paths=paths,
@@ -86,7 +91,7 @@ async def supervise_one(
     progress = LoopProgress("c", plan.max_iterations)
     settings = LoopSettings(
         loop_policy,
-        supervised_rules(loop_policy),
+        rules or supervised_rules(loop_policy),
         SecscanGate(),
         limiter,
         lambda: EPOCH + trio.current_time(),
@@ -115,6 +120,9 @@ async def supervise_one(
                 if on_cooldown is not None:
                     on_cooldown(len(waited))
                 clock.jump(left)
+            elif progress.status == "waiting for the provider's reset":
+                # forge run waits for a reset itself, never longer than this.
+                clock.jump(loop_policy.run.max_limit_wait.seconds)
             elif progress.status == "waiting for a permit" and limiter is not None:
                 left = limiter.statistics().next_free_in
                 if left > 0:

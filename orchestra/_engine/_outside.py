@@ -74,14 +74,19 @@ def circuit_read(state: LoopState, circuit: CircuitState) -> LoopState:
     return attrs.evolve(state, circuit=circuit)
 
 
-def run_started(state: LoopState, *, supervised: bool) -> LoopState:
+def run_started(state: LoopState, resumed: Resumed, *, supervised: bool) -> LoopState:
     """A new run of the change's loop: what it carries over from the runs before.
 
-    No refusal is in a row with one of an earlier run. A supervised loop goes
-    on counting its iterations (and the refused calls among them) across runs;
-    ``forge run`` counts each run's own from the first.
+    ``resumed`` is what the change's timeline says before the run (:func:`resume`),
+    which is what a live loop reads back when it starts. No refusal is in a row
+    with one of an earlier run. A supervised loop goes on counting its
+    iterations, and the calls refused among them in the supervised runs before
+    (a ``forge run``'s refusals shift no supervised cap); ``forge run`` counts
+    each run's own from the first. Either takes up the detectors' history where
+    the timeline leaves it (a ``forge run`` measures no signals: it adds none).
     """
-    return attrs.evolve(state, refusals_in_a_row=0, refused=state.refused if supervised else 0)
+    refused = resumed.refused if supervised else 0
+    return attrs.evolve(state, refusals_in_a_row=0, refused=refused, history=resumed.history)
 
 
 def is_loop_reset(event: Event) -> bool:
@@ -142,35 +147,63 @@ class Resumed:
     alerts: tuple[tuple[str, str], ...] = ()
 
 
+@attrs.frozen
+class Resuming:
+    """:func:`resume`'s fold, one event at a time (a replay folds its own timeline so).
+
+    A replay leaves out the openings the live loop recorded and folds in its own
+    (:meth:`opened`): under another policy the circuit opens elsewhere.
+    """
+
+    state: LoopState = attrs.field(factory=LoopState)
+    supervised: bool = False
+    started: int = 0
+
+    def after(self, event: Event) -> Resuming:
+        """The fold with ``event``, the next in the timeline, taken in."""
+        state, started = self.state, self.started
+        if isinstance(event, RunStarted):
+            return attrs.evolve(self, supervised=event.supervised)
+        if is_loop_reset(event):
+            return attrs.evolve(self, state=afresh(state), started=0)
+        if isinstance(event, BreakerOpened):
+            return self.opened()
+        if isinstance(event, IterationStarted) and self.supervised:
+            return attrs.evolve(self, started=max(started, event.iteration))
+        if isinstance(event, IterationFinished):
+            state = _resume_iteration(state, event, supervised=self.supervised)
+            return attrs.evolve(self, state=state)
+        if isinstance(event, AlertRaised | AlertCleared):
+            state = attrs.evolve(state, alerts=_alerts_after(state.alerts, event))
+            return attrs.evolve(self, state=state)
+        return self
+
+    def opened(self) -> Resuming:
+        """The loop circuit opened: the detectors start afresh."""
+        return attrs.evolve(self, state=attrs.evolve(self.state, history=()))
+
+    @property
+    def resumed(self) -> Resumed:
+        state = self.state
+        return Resumed(
+            history=state.history,
+            refused=state.refused,
+            started=self.started,
+            measured=state.measured,
+            alerts=state.alerts,
+        )
+
+
 def resume(events: Iterable[Event]) -> Resumed:
     """Fold a change's timeline into what a restarted loop goes on from.
 
     The same rules as a running loop's: a reset starts afresh (:func:`afresh`),
     each opening starts the detectors afresh, a refused call uses no iteration.
     """
-    state = LoopState()
-    supervised = False
-    started = 0
+    fold = Resuming()
     for event in events:
-        if isinstance(event, RunStarted):
-            supervised = event.supervised
-        elif is_loop_reset(event):
-            state, started = afresh(state), 0
-        elif isinstance(event, BreakerOpened):
-            state = attrs.evolve(state, history=())
-        elif isinstance(event, IterationStarted) and supervised:
-            started = max(started, event.iteration)
-        elif isinstance(event, IterationFinished):
-            state = _resume_iteration(state, event, supervised=supervised)
-        elif isinstance(event, AlertRaised | AlertCleared):
-            state = attrs.evolve(state, alerts=_alerts_after(state.alerts, event))
-    return Resumed(
-        history=state.history,
-        refused=state.refused,
-        started=started,
-        measured=state.measured,
-        alerts=state.alerts,
-    )
+        fold = fold.after(event)
+    return fold.resumed
 
 
 def _alerts_after(

@@ -19,6 +19,7 @@ import attrs
 from .._policy import Policy
 from .._stagnation import Assessment
 from .._state import (
+    BreakerOpened,
     Event,
     IterationFinished,
     IterationStarted,
@@ -36,7 +37,7 @@ from ._decide import (
 )
 from ._endings import Ending
 from ._gates import GateReading
-from ._outside import apply_outside_event, run_started
+from ._outside import Resuming, apply_outside_event, run_started
 from ._record import IterationRecord, record_from_event, secscan_reading
 from ._recovery import in_force
 
@@ -109,31 +110,42 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
     # whatever a hook wrote during the iteration comes after that decision).
     admitted: Ending | None = None
     started = False
+    # The timeline as the replayed loop would have left it (the candidate's own
+    # openings, not the recorded ones): what each new run reads back, as live.
+    written = Resuming()
     for event in events:
         if isinstance(event, RunStarted):
             rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
-            state = run_started(state, supervised=event.supervised)
+            state = run_started(state, written.resumed, supervised=event.supervised)
+            written = written.after(event)
             ended = False
             # Each run's own pre-flight scan, not what the last run left.
             secscan = secscan_reading(event.gates)
             continue
         if isinstance(event, IterationStarted):
             if not ended:
+                opens = state.circuit.opens
                 state, admitted = _admit(state, policy, rules, _epoch(event.ts), secscan)
+                written = _opened(written.after(event), opens, state)
                 started = True
             continue
         if not isinstance(event, IterationFinished):
             state = apply_outside_event(state, event, policy)
+            if not isinstance(event, BreakerOpened):  # the replay's own openings stand
+                written = written.after(event)
             continue
         try:
             record = record_from_event(event)
         except ValueError:
             skipped += 1
+            if not ended:
+                written = written.after(event)  # a restart reads it back all the same
             continue
         if ended:
             unreached.append(record)
             continue
         now = _epoch(event.ts)
+        opens = state.circuit.opens
         if not started:  # no start recorded for it: decide its admission now
             state, admitted = _admit(state, policy, rules, now, secscan)
         ending, admitted, started = admitted, None, False
@@ -144,6 +156,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
             ended = True
             continue
         state, verdict = decide(state, record, policy, rules, now=now, now_iso=event.ts or "")
+        written = _opened(written.after(event), opens, state)
         secscan = record.secscan
         would_open = opening_reason(verdict, state, rules)
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
@@ -167,6 +180,11 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         )
         ended = verdict.ending is not None
     return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)
+
+
+def _opened(written: Resuming, opens: int, state: LoopState) -> Resuming:
+    """``written`` with the replayed circuit's opening since it had ``opens``, if it opened."""
+    return written.opened() if state.circuit.opens > opens else written
 
 
 def _admit(
