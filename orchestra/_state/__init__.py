@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._ignore import GITIGNORE as GITIGNORE
+    from ._ignore import IGNORE_RULES as IGNORE_RULES
+    from ._ignore import keep_out_of_git as keep_out_of_git
     from ._known import has_state as has_state
     from ._known import require_change as require_change
     from ._statusfile import STATUS_FILE as STATUS_FILE
@@ -122,6 +125,7 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._ignore": ("GITIGNORE", "IGNORE_RULES", "keep_out_of_git"),
             "._statusfile": ("STATUS_FILE", "last_alert_details", "read_sections"),
             "._known": ("has_state", "require_change"),
             "._timeline": (
