@@ -37,6 +37,10 @@ from ._console import Output
 from ._trio_run import run_interruptible
 
 ESCALATE = "escalate: a human should review before continuing"
+# Said once as a loop starts (forge run --yes, forge supervise): a contract line.
+ANNOUNCE = (
+    "Circuit breaker is active — monitoring for stagnation, rate limits, and file protection."
+)
 GATES_LINE = f"  gates:    {VERIFY_GATE}, {BUDGET_GATE}, {SECSCAN_GATE}"
 STOP_LINE = "  stop:     any gate opening halts the loop and escalates to a human"
 DRY_RUN_LINE = "dry run: nothing executed (pass --yes to run)"
@@ -82,6 +86,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
 
     refuse_unpriced([w for w in [cost_warning(executor, policy)] if w], policy)
+    out.announce(ANNOUNCE)
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind == "warn":
