@@ -43,7 +43,13 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import ANNOUNCE, cost_warning, cost_warning_line, refuse_unpriced
+from ._run_cmd import (
+    ANNOUNCE,
+    cost_warning,
+    cost_warning_line,
+    refuse_unpriced,
+    session_summary,
+)
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
@@ -294,7 +300,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if (permission := loop.plan.executor.describe_permission()) is not None:
         out.line(f"  permission: {permission}")
     if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
-        out.line("  session: continue (each iteration resumes the previous one's session)")
+        out.line(f"  session: {session_summary(policy)}")
     if warning := cost_warning(loop.plan.executor, policy):
         out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     where = str(loop.setup.root)
