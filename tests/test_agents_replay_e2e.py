@@ -411,7 +411,10 @@ def test_a_codex_session_resumes_without_the_flags_exec_resume_refuses(repo: Rep
     assert second[-2:] == ["-c", 'sandbox_mode="workspace-write"']
     repo.write("forge.toml", '[run]\nsession = "continue"\npermission = "full"\n')
     plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)
-    assert "  session: continue (each iteration resumes the previous one's session)" in plan.lines
+    assert (
+        "  session: continue (each iteration resumes the previous one's session; one older "
+        "than 12h starts afresh)"
+    ) in plan.lines
 
 
 def test_a_completed_codex_turn_stands_over_a_limit_warning_on_stderr(repo: Repo) -> None:

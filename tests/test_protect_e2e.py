@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .support import Repo, spawn_forge
-from .test_run_e2e import ESCALATE, agent, run
+from .test_run_e2e import ANNOUNCE, ESCALATE, agent, run
 
 
 @pytest.fixture
@@ -165,7 +165,8 @@ def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
     assert (victim / "verify-attempts.yaml").read_bytes() == kept  # restored
     # The victim stays blocked: its breaker still refuses to start a loop.
     refused = repo.forge("run", "--yes", "--change", "victim", "--cmd", "echo FORGE_DONE")
-    assert refused.lines[:2] == [
+    assert refused.lines[:3] == [
+        ANNOUNCE,
         "run: STOPPED after 0 iteration(s) — gate-open",
         "  gate:   verify circuit-breaker",
     ]

@@ -20,6 +20,10 @@ from .test_process import alive
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 ESCALATE = "escalate: a human should review before continuing"
+# A loop's first line: the gates are on.
+ANNOUNCE = (
+    "Circuit breaker is active — monitoring for stagnation, rate limits, and file protection."
+)
 
 
 def agent(repo: Repo, *steps: dict[str, Any]) -> str:
@@ -107,7 +111,8 @@ def test_done_needs_exit_zero(repo: Repo) -> None:
     cmd = agent(repo, {"print": "FORGE_DONE\n", "report": {"done": True}, "exit": 1})
     done = run(repo, "--change", "c", "--cmd", cmd, "--yes")
     assert done.code == 1
-    assert done.lines[0] == "iteration 1/5: exit 1 in " + done.lines[0].split(" in ")[1]
+    assert done.lines[0] == ANNOUNCE
+    assert done.lines[1] == "iteration 1/5: exit 1 in " + done.lines[1].split(" in ")[1]
     assert "run: STOPPED after 1 iteration(s) — executor-failed" in done.lines
 
 
@@ -136,6 +141,7 @@ def test_already_open_gate_refuses_to_start(repo: Repo) -> None:
     done = run(repo, "--change", "add-billing", "--cmd", cmd, "--yes")
     assert done.code == 1
     assert done.lines == [
+        ANNOUNCE,
         "run: STOPPED after 0 iteration(s) — gate-open",
         "  gate:   verify circuit-breaker",
         "  detail: circuit breaker open after 3 consecutive verify failures",
@@ -165,7 +171,7 @@ def test_spend_accumulates_across_runs(repo: Repo) -> None:
     assert (spend["tokens"], spend["tool_calls"], spend["cost_usd"]) == (300, 6, 1.5)
     # The budget is per change and survives runs: a ceiling already reached refuses to start.
     done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-cost-usd", "1.5")
-    assert done.lines[0] == "run: STOPPED after 0 iteration(s) — gate-open"
+    assert done.lines[:2] == [ANNOUNCE, "run: STOPPED after 0 iteration(s) — gate-open"]
     assert "  gate:   spend budget" in done.lines
 
 

@@ -21,7 +21,7 @@ from orchestra._circuit import OPEN, CircuitState
 from orchestra._state import ChangePaths, save_state
 
 from .support import Repo, spawn_forge
-from .test_run_e2e import ESCALATE, agent, calls, events, run
+from .test_run_e2e import ANNOUNCE, ESCALATE, agent, calls, events, run
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 
@@ -73,6 +73,7 @@ def test_run_refuses_an_escalated_loop_circuit(repo: Repo) -> None:
     done = run(repo, "--change", "spin", "--cmd", agent(repo, {"print": "bypass\n"}), "--yes")
     assert done.code == 1
     assert done.lines == [
+        ANNOUNCE,
         "run: STOPPED after 0 iteration(s) — gate-open",
         "  gate:   loop circuit",
         "  detail: escalated: stagnation: no-progress (3)",
@@ -95,11 +96,12 @@ def test_run_refuses_a_circuit_that_is_cooling_down_and_says_how_long(repo: Repo
     )
     done = run(repo, "--change", "c", "--cmd", agent(repo, {"print": "FORGE_DONE\n"}), "--yes")
     assert done.code == 1
-    assert done.lines[:2] == [
+    assert done.lines[:3] == [
+        ANNOUNCE,
         "run: STOPPED after 0 iteration(s) — gate-open",
         "  gate:   loop circuit",
     ]
-    detail = done.lines[2]
+    detail = done.lines[3]
     assert detail.startswith("  detail: open: verify: 3 consecutive failures; cooldown ")
     assert detail.endswith(" left")
     assert calls(repo) == []
@@ -158,9 +160,10 @@ def test_a_provider_limit_past_its_reset_is_not_judged_and_the_run_goes_on(repo:
         "refused: 1 call(s) refused by a provider limit, not counted",
         "run: DONE after 1 iteration(s)",
     ]
-    assert done.lines[0].startswith("iteration 1 (not counted): refused by a provider limit in ")
+    assert done.lines[0] == ANNOUNCE
+    assert done.lines[1].startswith("iteration 1 (not counted): refused by a provider limit in ")
     # The done call is the second run of the executor, and the first iteration counted.
-    assert done.lines[1].startswith("iteration 2 (1/5 counted): done in ")
+    assert done.lines[2].startswith("iteration 2 (1/5 counted): done in ")
     finished = [e for e in events(repo, "c") if e["event"] == "iteration.finished"]
     assert [e["judged"] for e in finished] == [False, True]
 

@@ -55,6 +55,17 @@ class Output:
         if not self.json_mode:
             self._out.write(parts)
 
+    def announce(self, text: str, style: str | None = None) -> None:
+        """A line of the human report that ``--json`` must not silence: on stderr there.
+
+        For what a command says as it starts (the circuit breaker's announcement,
+        the policy's warnings): in JSON mode stdout holds the document alone.
+        """
+        if self.json_mode:
+            self._err.write(((text, style),))
+        else:
+            self._out.write(((text, style),))
+
     def note(self, text: str, style: str | None = "yellow") -> None:
         """A remark for the person at the terminal, on stderr in every mode."""
         self._err.write(((text, style),))

@@ -1,7 +1,8 @@
-"""``forge init``: write a commented forge.toml for this repository; wire Claude Code's hooks.
+"""``forge init``: a commented forge.toml, ``.forge/``'s ignore rules; Claude Code's hooks.
 
-Run it again and it changes nothing: an existing forge.toml is left as it is,
-and hooks already in ``.claude/settings.json`` are not added twice.
+Run it again and it changes nothing: an existing forge.toml or
+``.forge/.gitignore`` is left as it is, and hooks already in
+``.claude/settings.json`` are not added twice.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from .._errors import EXIT_OK, ConfigError
 from .._init import detect, forge_toml, merge_claude_hooks
-from .._state import atomic_write
+from .._state import GITIGNORE, IGNORE_RULES, STATE_DIR, atomic_write
 from .._workspace import find_project
 from ._console import Output
 
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     lines = [message]
     if report["forge_toml"] == "would create":
         lines += ["  " + line if line else "" for line in text.splitlines()]
+    lines.append(_state_ignore(root / STATE_DIR / GITIGNORE, args.dry_run, report))
     if args.claude_hooks:
         lines.append(_claude_hooks(root / ".claude" / "settings.json", args.dry_run, report))
     if out.json_mode:
@@ -53,6 +55,23 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for line in lines:
         out.line(line)
     return EXIT_OK
+
+
+def _state_ignore(path: Path, dry_run: bool, report: dict[str, Any]) -> str:
+    """The rules that keep Forge's runtime files under ``.forge/`` out of commits."""
+    shown = f"{STATE_DIR}/{GITIGNORE}"
+    if path.exists():
+        report["forge_gitignore"] = "unchanged"
+        return f"{shown}: exists; left as it is"
+    if dry_run:
+        report["forge_gitignore"] = "would create"
+        return f"{shown}: would be written (worktrees, caches, logs, databases and locks ignored)"
+    atomic_write(path, IGNORE_RULES.encode(), ordinary=True)
+    report["forge_gitignore"] = "created"
+    return (
+        f"{shown}: written — worktrees, caches, logs, databases and locks stay out of git; "
+        "the state files stay committable"
+    )
 
 
 def _claude_hooks(path: Path, dry_run: bool, report: dict[str, Any]) -> str:

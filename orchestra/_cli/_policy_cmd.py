@@ -15,6 +15,7 @@ from .._policy import (
     Layer,
     LoadedPolicy,
     Policy,
+    batch_relaxed_warnings,
     commented_toml,
     display_name,
     load_policy,
@@ -22,7 +23,6 @@ from .._policy import (
     policy_as_toml,
     policy_differences,
     policy_json_schema_text,
-    relaxed_warnings,
 )
 from .._shipped import shipped_dir, shipped_names
 from .._state import atomic_write
@@ -111,12 +111,7 @@ def check(args: argparse.Namespace, out: Output) -> int:
 
 def _relaxed(policy: Policy, loops: Sequence[LoopSetup]) -> list[str]:
     """The relaxed-policy warnings of the policy and of each declared loop, once each."""
-    found = relaxed_warnings(policy)
-    for loop in loops:
-        for warning in relaxed_warnings(loop.policy):
-            if warning not in found:
-                found.append(warning.replace("warning: ", f"warning: loop {loop.change}: ", 1))
-    return found
+    return batch_relaxed_warnings(policy, ((loop.change, loop.policy) for loop in loops))
 
 
 DEFAULTS_HEADER = """Forge's built-in defaults: every tunable, at its value when no file sets it.

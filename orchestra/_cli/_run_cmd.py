@@ -16,6 +16,7 @@ from .._engine import (
     EXECUTOR_FAILED,
     SECSCAN_GATE,
     VERIFY_GATE,
+    EventSink,
     IterationRecord,
     LoopPlan,
     LoopProgress,
@@ -38,6 +39,10 @@ from ._console import Output
 from ._trio_run import run_interruptible
 
 ESCALATE = "escalate: a human should review before continuing"
+# Said once as a loop starts (forge run --yes, forge supervise): a contract line.
+ANNOUNCE = (
+    "Circuit breaker is active — monitoring for stagnation, rate limits, and file protection."
+)
 GATES_LINE = f"  gates:    {VERIFY_GATE}, {BUDGET_GATE}, {SECSCAN_GATE}"
 STOP_LINE = "  stop:     any gate opening halts the loop and escalates to a human"
 DRY_RUN_LINE = "dry run: nothing executed (pass --yes to run)"
@@ -84,6 +89,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
 
     refuse_unpriced([w for w in [cost_warning(executor, policy)] if w], policy)
+    out.announce(ANNOUNCE)
 
     def on_limiter(kind: str, stats: LimiterStatistics) -> None:
         if kind == "warn":
@@ -96,7 +102,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     progress = LoopProgress(paths.name, plan.max_iterations)
     try:
         summary = run_interruptible(
-            partial(run_loop, progress=progress, on_iteration=_progress_printer(plan, out)),
+            partial(
+                run_loop,
+                progress=progress,
+                on_event=_notes_printer(out),
+                on_iteration=_progress_printer(plan, out),
+            ),
             plan,
             settings,
         )
@@ -164,7 +175,7 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output, *, verify_done: bool
     if (permission := plan.executor.describe_permission()) is not None:
         out.line(f"  permission: {permission}")
     if plan.executor.templated and plan.executor.spec.session == "continue":
-        out.line("  session: continue (each iteration resumes the previous one's session)")
+        out.line(f"  session: {session_summary(policy)}")
     if warning := cost_warning(plan.executor, policy):
         out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     out.line(GATES_LINE)
@@ -178,6 +189,14 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output, *, verify_done: bool
     out.line(f"  done:     {done_summary(verify_done)}")
     for warning in relaxed_warnings(policy):
         out.line(f"  {warning}", style="yellow")
+
+
+def session_summary(policy: Policy) -> str:
+    """The plan's words for an executor that continues sessions."""
+    return (
+        "continue (each iteration resumes the previous one's session; one older than "
+        f"{policy.run.session_max_age} starts afresh)"
+    )
 
 
 def cost_warning(executor: Executor, policy: Policy) -> str | None:
@@ -263,6 +282,16 @@ def protect_summary(policy: Policy) -> str:
         f"{len(protect.exist)} exist and {len(protect.frozen)} frozen path(s), checked after "
         "every iteration; harm is restored and stops the loop"
     )
+
+
+def _notes_printer(out: Output) -> EventSink:
+    """What the loop says that the iteration lines do not: why a session was not resumed."""
+
+    def show(kind: str, _change: str, text: str) -> None:
+        if kind == "session":
+            out.line(f"  note: {text}", style="yellow")
+
+    return show
 
 
 def _progress_printer(plan: LoopPlan, out: Output) -> Any:

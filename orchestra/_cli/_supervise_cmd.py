@@ -26,7 +26,7 @@ from .._engine import (
 )
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._executor import Executor
-from .._policy import relaxed_warnings
+from .._policy import batch_relaxed_warnings, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
 from .._state import STATE_DIR, atomic_write
 from .._supervise import (
@@ -43,7 +43,13 @@ from .._supervise import (
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-from ._run_cmd import cost_warning, cost_warning_line, refuse_unpriced
+from ._run_cmd import (
+    ANNOUNCE,
+    cost_warning,
+    cost_warning_line,
+    refuse_unpriced,
+    session_summary,
+)
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
@@ -61,6 +67,8 @@ class Batch:
         runs: Each loop, with its plan and its progress.
         run_id: The batch's run id (``.forge/runs/<id>/``).
         notes: What separating loops that share a tree decided, as said to the person.
+        warnings: What the policy warns of (relaxed settings, a cost ceiling that
+            cannot be counted), said as the batch starts and kept in its summary.
     """
 
     project: Project
@@ -68,6 +76,7 @@ class Batch:
     runs: list[LoopRun]
     run_id: str
     notes: list[str]
+    warnings: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -96,7 +105,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
         refuse_unpriced(
             [f"loop {loop.setup.change}: {warning}"] if warning else [], loop.setup.policy
         )
+    batch = attrs.evolve(batch, warnings=_warnings(batch))
+    out.announce(ANNOUNCE)
+    for warning in batch.warnings:
+        out.announce(warning, style="yellow")
     return _finish(batch, _supervised(batch, out), out)
+
+
+def _warnings(batch: Batch) -> list[str]:
+    """What a night must hear: the warnings ``forge policy check`` and the plans give."""
+    loops = [(run.setup.change, run.setup.policy) for run in batch.runs]
+    found = batch_relaxed_warnings(batch.policy, loops)
+    for run in batch.runs:
+        policy = run.setup.policy
+        if warning := cost_warning(run.plan.executor, policy):
+            # Accepted ([budget] allow_unpriced): a refused one never gets here.
+            line = cost_warning_line(warning, policy)
+            found.append(f"warning: loop {run.setup.change}: {line}")
+    return found
 
 
 def _fleet(args: argparse.Namespace, out: Output) -> int:
@@ -274,7 +300,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if (permission := loop.plan.executor.describe_permission()) is not None:
         out.line(f"  permission: {permission}")
     if loop.plan.executor.templated and loop.plan.executor.spec.session == "continue":
-        out.line("  session: continue (each iteration resumes the previous one's session)")
+        out.line(f"  session: {session_summary(policy)}")
     if warning := cost_warning(loop.plan.executor, policy):
         out.line(f"  warning:  {cost_warning_line(warning, policy)}", style="yellow")
     where = str(loop.setup.root)
@@ -394,6 +420,7 @@ def _summary(batch: Batch, ran: _Ran, code: int) -> dict[str, Any]:
         "finished_at": time.time(),
         "interrupted": ran.interrupted,
         "exit_code": code,
+        "warnings": list(batch.warnings),
         "loops": loops,
         "limiter": None if stats is None else {**attrs.asdict(stats), "waits": len(ran.waits)},
     }

@@ -85,6 +85,7 @@ from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
 from ._recovery import Strategy, with_strategy
+from ._session import Resume, Session, carried, resumable
 from ._store import ChangeStore, Store
 from ._watch import IterationWatch
 
@@ -268,7 +269,7 @@ class _Between:
     secscan: GateReading
     tree: _Tree
     # The agent session the last iteration ran in (continued when the executor can).
-    session: str | None = None
+    session: Session | None = None
     last: IterationOutcome | None = None
 
 
@@ -291,6 +292,9 @@ class _Ran:
     after: Snapshot | None
     tree: _Tree
     hook_attempts: int
+    # The session it continued (None: a fresh one), and when it began (wall clock).
+    resumed: str | None = None
+    began: float = 0.0
 
 
 @attrs.frozen
@@ -430,7 +434,12 @@ class _Loop:
             state=decision.after,
             secscan=concluded.secscan,
             tree=concluded.tree,
-            session=outcome.observation.session_id or between.session,
+            session=carried(
+                between.session,
+                outcome.observation.session_id,
+                resumed=ran.resumed,
+                began=ran.began,
+            ),
             last=outcome,
         )
         return after, decision.verdict
@@ -440,7 +449,7 @@ class _Loop:
         state = between.state
         probing = state.circuit.state == HALF_OPEN
         # A fresh session after the circuit opened: a recovery wants a fresh look.
-        session = None if probing or state.circuit.state == OPEN else between.session
+        previous = None if probing or state.circuit.state == OPEN else between.session
         limiter = self.settings.limiter
         if limiter is not None:
             self.progress.status = "waiting for a permit"
@@ -454,6 +463,8 @@ class _Loop:
         context = self.plan.context(number, strategy)
         if self.plan.executor.verifies_at_stop:
             context = attrs.evolve(context, extra_env=(*context.extra_env, self._loop_verify()))
+        began = self.settings.wall_clock()
+        resume = self._resume(previous, began)
         try:
             outcome = await run_iteration(
                 self.plan.executor,
@@ -462,7 +473,7 @@ class _Loop:
                 grace=self.plan.grace,
                 done_marker=self.plan.done_marker,
                 redact=self.plan.redact,
-                session=session,
+                session=resume.session,
             )
         except BaseException:
             if self.plan.integrity is not None:
@@ -477,7 +488,16 @@ class _Loop:
         integrity, after, tree = await _in_thread(
             self._after_executor, number, label, sight, between.tree
         )
-        return _Ran(outcome, integrity, after, tree, hook_attempts)
+        return _Ran(outcome, integrity, after, tree, hook_attempts, resume.session, began)
+
+    def _resume(self, session: Session | None, now: float) -> Resume:
+        """The session this iteration continues, if its executor continues sessions."""
+        if not self.plan.executor.continues_sessions:
+            return Resume()
+        resume = resumable(session, now=now, max_age=self.policy.run.session_max_age.seconds)
+        if resume.note is not None:
+            self._say("session", resume.note)
+        return resume
 
     async def _verified(self, record: IterationRecord, ran: _Ran, verify: bool) -> IterationRecord:
         """The record with the iteration's verdict: the Stop hook's that stands, or the loop's."""

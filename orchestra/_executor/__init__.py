@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from ._pricing import estimate_cost as estimate_cost
     from ._report import ExecutorReport as ExecutorReport
     from ._report import read_report as read_report
+    from ._sessionid import SESSION_ID_CHARSET as SESSION_ID_CHARSET
+    from ._sessionid import valid_session_id as valid_session_id
 
 # Hidden from type checkers, which read the imports above and must not take
 # every misspelt name for a lazy one.
@@ -46,6 +48,7 @@ if not TYPE_CHECKING:
                 "shell_command",
             ),
             "._limits": ("backoff_pause", "detect_limit"),
+            "._sessionid": ("SESSION_ID_CHARSET", "valid_session_id"),
             "._pricing": ("default_price", "estimate_cost"),
             "._iteration": ("IterationContext", "IterationOutcome", "run_iteration"),
             "._observation": ("ModelTokens", "Observation", "RateLimitEvent"),

@@ -30,6 +30,7 @@ from .._errors import ConfigError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED, forge_command
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
+from ._sessionid import valid_session_id
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")
 PLACEHOLDERS = (
@@ -203,8 +204,10 @@ class Executor:
         spec = self.spec
         if not self.templated:
             return list(spec.argv)
+        if session is not None and not valid_session_id(session):
+            session = None  # never an agent's text on a command line: a fresh session
         template = spec.argv
-        resuming = bool(session and spec.session == "continue" and spec.resume_argv)
+        resuming = bool(session and self.continues_sessions)
         if resuming:
             template = spec.resume_argv
         filled = {**values, "session": session or ""}
@@ -221,6 +224,12 @@ class Executor:
         if spec.claude_hooks:
             argv.extend(hooks)
         return argv
+
+    @property
+    def continues_sessions(self) -> bool:
+        """Each iteration resumes the previous one's agent session, when there is one."""
+        spec = self.spec
+        return self.templated and spec.session == "continue" and bool(spec.resume_argv)
 
     @property
     def verifies_at_stop(self) -> bool:

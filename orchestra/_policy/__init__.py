@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._model import StagnationWeights as StagnationWeights
     from ._model import SupervisePolicy as SupervisePolicy
     from ._model import VerifyPolicy as VerifyPolicy
+    from ._rails import batch_relaxed_warnings as batch_relaxed_warnings
     from ._rails import relaxed_settings as relaxed_settings
     from ._rails import relaxed_warnings as relaxed_warnings
     from ._reference import generated_section as generated_section
@@ -110,6 +111,7 @@ if not TYPE_CHECKING:
                 "VerifyPolicy",
             ),
             "._rails": (
+                "batch_relaxed_warnings",
                 "relaxed_settings",
                 "relaxed_warnings",
             ),

@@ -152,6 +152,14 @@ class RunPolicy:
             'executor can); "fresh": a new session each time; empty: the executor\'s choice.'
         ),
     )
+    session_max_age: Duration = attrs.field(
+        default=Duration(12 * 60 * 60),
+        validator=positive_duration,
+        metadata=_doc(
+            "A session older than this (from the iteration that began it) is not "
+            "continued: the next iteration starts a fresh one."
+        ),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.executor and self.cmd:

@@ -16,7 +16,7 @@ of the model to one of the two, so a new key cannot be forgotten.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -157,3 +157,16 @@ def relaxed_settings(policy: Policy) -> list[str]:
 def relaxed_warnings(policy: Policy) -> list[str]:
     """:func:`relaxed_settings` as the warning lines the commands print."""
     return [f"warning: {text} ({_ACK})" for text in relaxed_settings(policy)]
+
+
+def batch_relaxed_warnings(policy: Policy, loops: Iterable[tuple[str, Policy]]) -> list[str]:
+    """The warnings of a policy and of each of its loops (``(change, policy)``), once each.
+
+    A loop's own warning (its ``[loop.breaker]`` the loose one) names the loop.
+    """
+    found = relaxed_warnings(policy)
+    for change, loop_policy in loops:
+        for warning in relaxed_warnings(loop_policy):
+            if warning not in found:
+                found.append(warning.replace("warning: ", f"warning: loop {change}: ", 1))
+    return found

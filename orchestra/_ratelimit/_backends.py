@@ -21,6 +21,7 @@ from typing import Protocol
 import attrs
 
 from .._errors import StateError
+from .._state import keep_out_of_git
 from ._window import Decision, SlidingWindow
 
 SCHEMA_VERSION = 1
@@ -221,6 +222,7 @@ class SqliteBackend:
         backend = cls(path, clock=clock, busy_timeout=busy_timeout)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            keep_out_of_git(path.parent)
         except OSError as exc:
             raise RateLimitStoreError(
                 f"cannot create the folder of the rate-limit log: {exc.strerror or exc}",

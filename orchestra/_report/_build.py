@@ -116,8 +116,17 @@ def build_report(
         limiter=limiter if isinstance(limiter, dict) else None,
         limiter_waits=waits if isinstance(waits, int) else None,
         notes=tuple(notes),
+        warnings=_warnings(recorded),
     )
     return attrs.evolve(report, outcome=_outcome(report))
+
+
+def _warnings(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """The warnings the batch started with (none from a summary older than them)."""
+    warnings = summary.get("warnings")
+    if not isinstance(warnings, list):
+        return ()
+    return tuple(warning for warning in warnings if isinstance(warning, str))
 
 
 def _started_at(

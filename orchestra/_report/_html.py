@@ -75,6 +75,7 @@ def render_html(report: BatchReport) -> str:
     body = [
         defs_svg(),
         _header(report),
+        _warnings(report),
         _escalations(report),
         _not_finished(report),
         _loop_table(report),
@@ -184,6 +185,19 @@ def _header(report: BatchReport) -> str:
         f'<p class="outcome {tone}" id="outcome">{escape(report.outcome)}</p>\n'
         f"{source}{endings_svg(counts, tones) if counts else ''}"
         f'<dl class="facts">{rows}</dl>\n</header>'
+    )
+
+
+def _warnings(report: BatchReport) -> str:
+    """What the policy warned of as the batch started: the night ran under it."""
+    if not report.warnings:
+        return ""
+    items = "".join(f"<li>{escape(warning)}</li>" for warning in report.warnings)
+    return (
+        '<section id="warnings" aria-labelledby="warnings-h"><h2 id="warnings-h">'
+        f"The policy's warnings ({len(report.warnings)})</h2>"
+        '<p class="muted">Said as the batch started; the loops ran under them.</p>'
+        f'<ul class="end-warn">{items}</ul></section>'
     )
 
 

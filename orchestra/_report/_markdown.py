@@ -127,6 +127,10 @@ def _head(report: BatchReport) -> list[str]:
         f"- Limiter waits: {waits}; about {brief_seconds(waited)} spent waiting",
         "",
     ]
+    if report.warnings:
+        lines += [f"## The policy's warnings ({len(report.warnings)})", ""]
+        lines += [f"- {_cell(warning)}" for warning in report.warnings]
+        lines.append("")
     return lines
 
 

@@ -201,6 +201,8 @@ class BatchReport:
         limiter_waits: How many times a loop waited for a permit (None: unknown).
         notes: What could not be read, in words.
         supervised: False for a ``forge run`` (one loop, no supervisor).
+        warnings: What the policy warned of as the batch started (relaxed
+            settings, a cost ceiling that cannot be counted), from its summary.
     """
 
     run_id: str
@@ -217,6 +219,7 @@ class BatchReport:
     limiter_waits: int | None = None
     notes: tuple[str, ...] = ()
     supervised: bool = True
+    warnings: tuple[str, ...] = ()
 
     @property
     def wall_time(self) -> float | None:

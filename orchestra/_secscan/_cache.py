@@ -25,7 +25,7 @@ from pathlib import Path
 
 import attrs
 
-from .._state import move_aside
+from .._state import keep_out_of_git, move_aside
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 10.0
@@ -181,6 +181,7 @@ def discard_corrupt(path: Path) -> Path | None:
 def _connect(path: Path) -> ScanCache:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        keep_out_of_git(path.parent)
     except OSError as exc:
         raise sqlite3.OperationalError(f"cannot create {path.parent}: {exc}") from exc
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)

@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._ignore import GITIGNORE as GITIGNORE
+    from ._ignore import IGNORE_RULES as IGNORE_RULES
+    from ._ignore import keep_out_of_git as keep_out_of_git
     from ._iteration import IterationDecision as IterationDecision
     from ._iteration import IterationFacts as IterationFacts
     from ._iteration import RateLimitEvent as RateLimitEvent
@@ -129,6 +132,7 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._ignore": ("GITIGNORE", "IGNORE_RULES", "keep_out_of_git"),
             "._iteration": (
                 "IterationDecision",
                 "IterationFacts",

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .._errors import StateError
-
-STATE_DIR = ".forge"
+from ._ignore import STATE_DIR as STATE_DIR
+from ._ignore import keep_out_of_git
 
 
 def atomic_write(path: Path, data: bytes, *, journal: bool = False, ordinary: bool = False) -> None:
@@ -37,6 +37,7 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False, ordinary: bo
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        keep_out_of_git(path.parent)
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
@@ -78,6 +79,7 @@ def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False)
         for path, data in files:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
+                keep_out_of_git(path.parent)
                 fd, tmp_name = tempfile.mkstemp(
                     dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
                 )
@@ -181,6 +183,7 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
     """
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
+        keep_out_of_git(lock_path.parent)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise StateError(f"cannot lock {lock_path}: {exc.strerror or exc}") from exc

@@ -19,6 +19,7 @@ import attrs
 
 from .._errors import StateError
 from ._files import utc_now_iso
+from ._ignore import keep_out_of_git
 
 if TYPE_CHECKING:
     from ._events import Event
@@ -92,6 +93,7 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
     line = "\n".join(lines) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        keep_out_of_git(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
