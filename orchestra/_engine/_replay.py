@@ -99,65 +99,102 @@ class Replay:
 
 def replay(events: Iterable[Event], policy: Policy) -> Replay:
     """Replay a timeline's iterations under ``policy`` (see the module docstring)."""
-    state = LoopState()
-    steps: list[ReplayStep] = []
-    rules = supervised_rules(policy)
+    replaying = _Replaying(policy)
+    for event in events:
+        if isinstance(event, RunStarted):
+            replaying.run_started(event)
+        elif isinstance(event, IterationStarted):
+            replaying.iteration_started(event)
+        elif isinstance(event, IterationFinished):
+            replaying.iteration_finished(event)
+        else:
+            replaying.outside(event)
+    return Replay(
+        steps=tuple(replaying.steps),
+        unreached=tuple(replaying.unreached),
+        skipped=replaying.skipped,
+    )
+
+
+@attrs.define
+class _Replaying:
+    """One replay as it folds the timeline, event by event."""
+
+    policy: Policy
+    state: LoopState = attrs.field(factory=LoopState)
+    rules: LoopRules = attrs.field(init=False)
     secscan: GateReading | None = None
-    ended = False
-    unreached: list[IterationRecord] = []
-    skipped = 0
+    ended: bool = False
+    steps: list[ReplayStep] = attrs.field(factory=list)
+    unreached: list[IterationRecord] = attrs.field(factory=list)
+    skipped: int = 0
     # The admission of the next iteration, decided when it started (as live:
     # whatever a hook wrote during the iteration comes after that decision).
     admitted: Ending | None = None
-    started = False
+    started: bool = False
     # The timeline as the replayed loop would have left it (the candidate's own
     # openings, not the recorded ones): what each new run reads back, as live.
-    written = Resuming()
-    for event in events:
-        if isinstance(event, RunStarted):
-            rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
-            state = run_started(state, written.resumed, supervised=event.supervised)
-            written = written.after(event)
-            ended = False
-            # Each run's own pre-flight scan, not what the last run left.
-            secscan = secscan_reading(event.gates)
-            continue
-        if isinstance(event, IterationStarted):
-            if not ended:
-                opens = state.circuit.opens
-                state, admitted = _admit(state, policy, rules, _epoch(event.ts), secscan)
-                written = _opened(written.after(event), opens, state)
-                started = True
-            continue
-        if not isinstance(event, IterationFinished):
-            state = apply_outside_event(state, event, policy)
-            if not isinstance(event, BreakerOpened):  # the replay's own openings stand
-                written = written.after(event)
-            continue
+    written: Resuming = attrs.field(factory=Resuming)
+
+    def __attrs_post_init__(self) -> None:
+        self.rules = supervised_rules(self.policy)
+
+    def run_started(self, event: RunStarted) -> None:
+        policy = self.policy
+        self.rules = supervised_rules(policy) if event.supervised else first_trip_rules(policy)
+        self.state = run_started(self.state, self.written.resumed, supervised=event.supervised)
+        self.written = self.written.after(event)
+        self.ended = False
+        # Each run's own pre-flight scan, not what the last run left.
+        self.secscan = secscan_reading(event.gates)
+
+    def iteration_started(self, event: IterationStarted) -> None:
+        if self.ended:
+            return
+        opens = self.state.circuit.opens
+        self.state, self.admitted = _admit(
+            self.state, self.policy, self.rules, _epoch(event.ts), self.secscan
+        )
+        self.written = _opened(self.written.after(event), opens, self.state)
+        self.started = True
+
+    def outside(self, event: Event) -> None:
+        self.state = apply_outside_event(self.state, event, self.policy)
+        if not isinstance(event, BreakerOpened):  # the replay's own openings stand
+            self.written = self.written.after(event)
+
+    def iteration_finished(self, event: IterationFinished) -> None:
         try:
             record = record_from_event(event)
         except ValueError:
-            skipped += 1
-            if not ended:
-                written = written.after(event)  # a restart reads it back all the same
-            continue
-        if ended:
-            unreached.append(record)
-            continue
+            self.skipped += 1
+            if not self.ended:
+                self.written = self.written.after(event)  # a restart reads it back all the same
+            return
+        if self.ended:
+            self.unreached.append(record)
+            return
         now = _epoch(event.ts)
-        opens = state.circuit.opens
-        if not started:  # no start recorded for it: decide its admission now
-            state, admitted = _admit(state, policy, rules, now, secscan)
-        ending, admitted, started = admitted, None, False
+        if not self.started:  # no start recorded for it: decide its admission now
+            self.state, self.admitted = _admit(
+                self.state, self.policy, self.rules, now, self.secscan
+            )
+        ending, self.admitted, self.started = self.admitted, None, False
         if ending is not None:
             # The candidate would have stopped before this iteration ran.
-            steps.append(attrs.evolve(_step(record, event, None, None, ending), ran=False))
-            unreached.append(record)
-            ended = True
-            continue
-        state, verdict = decide(state, record, policy, rules, now=now, now_iso=event.ts or "")
-        written = _opened(written.after(event), opens, state)
-        secscan = record.secscan
+            self.steps.append(attrs.evolve(_step(record, event, None, None, ending), ran=False))
+            self.unreached.append(record)
+            self.ended = True
+            return
+        self._judge(record, event, now)
+
+    def _judge(self, record: IterationRecord, event: IterationFinished, now: float) -> None:
+        policy, rules = self.policy, self.rules
+        opens = self.state.circuit.opens
+        state, verdict = decide(self.state, record, policy, rules, now=now, now_iso=event.ts or "")
+        self.state = state
+        self.written = _opened(self.written.after(event), opens, state)
+        self.secscan = record.secscan
         would_open = opening_reason(verdict, state, rules)
         step = _step(record, event, verdict.assessment, would_open, verdict.ending)
         strategy = in_force(state.circuit, policy) if verdict.opened else None
@@ -167,7 +204,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
         # The alerts as the live loop judged them, the rate window's calls included.
         alerts = tuple(name for name, _ in state.alerts) if rules.supervised else ()
         risk = state.risk if verdict.judged and rules.supervised else step.risk
-        steps.append(
+        self.steps.append(
             attrs.evolve(
                 step,
                 judged=verdict.judged,
@@ -178,8 +215,7 @@ def replay(events: Iterable[Event], policy: Policy) -> Replay:
                 risk=risk,
             )
         )
-        ended = verdict.ending is not None
-    return Replay(steps=tuple(steps), unreached=tuple(unreached), skipped=skipped)
+        self.ended = verdict.ending is not None
 
 
 def _opened(written: Resuming, opens: int, state: LoopState) -> Resuming:
