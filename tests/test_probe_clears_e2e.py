@@ -84,3 +84,22 @@ def test_a_probe_that_clears_the_pattern_closes_the_circuit(repo: Repo) -> None:
     assert "breaker.closed" in [e["event"] for e in events]
     stopped = [e["reason"] for e in events if e["event"] == "run.stopped"]
     assert stopped == ["done"]
+
+
+def test_the_denied_commands_are_named_in_the_timeline_the_status_log_and_the_report(
+    repo: Repo,
+) -> None:
+    denied = [{"tool_name": "Bash", "tool_input": {"command": "git push --force"}}]
+    steps: list[dict[str, Any]] = [
+        {"write": {"src/m1.py": "X = 1\n"}, "print": result(permission_denials=denied)},
+        {"print": result(result="FORGE_DONE")},
+    ]
+    events = supervise(repo, steps, "permission_denials = 3\n")
+    finished = [e for e in events if e["event"] == "iteration.finished"]
+    assert finished[0]["denied"] == ["Bash: git push --force"]
+    status = (repo.change_dir("c") / "status.md").read_text()
+    assert "- Denied: Bash: git push --force" in status
+    report = repo.forge("report")
+    assert report.code == 0, report
+    [html] = list((repo.root / ".forge" / "runs").glob("*/report.html"))
+    assert "denied: Bash: git push --force" in html.read_text()

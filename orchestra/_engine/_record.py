@@ -116,6 +116,7 @@ def iteration_record(
         cost_usd=outcome.cost_usd,
         permission_denials=observation.permission_denials,
         guard_refusals=observation.guard_refusals,
+        denied=observation.denied,
         done=outcome.done,
         failure=failure,
         cannot_start=cannot_start,

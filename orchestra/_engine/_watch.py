@@ -121,6 +121,7 @@ class IterationWatch:
             alerts=tuple(f"{name} ({detail})" for name, detail in after.alerts),
             review=review,
             errors=tuple(self._errors(record)),
+            denied=record.denied,
         )
         sections = self._sections if self._sections is not None else []
         sections.append(render_section(entry))

@@ -46,6 +46,8 @@ class Observation:
         cost_reported: The agent reported its cost (else it may be estimated).
         models: Tokens per model, when the output says (for pricing).
         session_id: The agent session this iteration ran in, when reported.
+        denied: The tool uses the agent was refused (Forge's guard apart), each
+            in a few words (``Bash: git push --force``): the first few, bounded.
     """
 
     format: str
@@ -66,6 +68,7 @@ class Observation:
     models: tuple[ModelTokens, ...] = ()
     session_id: str | None = None
     guard_refusals: int = 0
+    denied: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:

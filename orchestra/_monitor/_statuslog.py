@@ -35,6 +35,8 @@ class StatusEntry:
     review: str | None = None
     # The errors themselves (failing tests, error lines), when they were read.
     errors: tuple[str, ...] = ()
+    # The tool uses the agent was refused, in a few words each.
+    denied: tuple[str, ...] = ()
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -60,6 +62,7 @@ def render_section(entry: StatusEntry) -> str:
     optional = (
         ("Recovery strategy", entry.recovery),
         ("Alerts", "; ".join(entry.alerts)),
+        ("Denied", "; ".join(entry.denied)),
         ("Review", entry.review),
     )
     lines.extend(f"- {label}: {value}" for label, value in optional if value)

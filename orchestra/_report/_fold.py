@@ -475,6 +475,8 @@ def _iteration_label(event: IterationFinished) -> str:
         parts.append("done")
     if event.trip:
         parts.append(f"tripped: {event.trip}")
+    if event.denied:
+        parts.append(f"denied: {'; '.join(event.denied)}")
     return ", ".join(parts)
 
 

@@ -66,6 +66,7 @@ class IterationFacts:
         verify_by_hook: That verdict is the one the executor's Stop hook
             recorded in the breaker during the iteration (the loop ran none
             of its own, and the breaker already counts it).
+        denied: The tool uses the agent was refused, each in a few words (the first few).
         verify_read_only: That verdict was read at the executor's done signal
             by a loop whose gates are read-only (``forge run``): it decides
             whether done stands, and no breaker counts it.
@@ -102,6 +103,7 @@ class IterationFacts:
     guard_refusals: int = 0
     verify_by_hook: bool = False
     verify_read_only: bool = False
+    denied: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -94,6 +94,7 @@ class ClaudeParser(EventParser):
         final = as_str(result.get("result")) or ""
         tokens_in, tokens_out, cached, models = _claude_tokens(result)
         denials, guarded = _split_denials(result.get("permission_denials"), self._guarded)
+        denied = _denied(result.get("permission_denials"), self._guarded)
         error = _error_text(result, final, subtype) if is_error else None
         rate_limit = self._limit(result, is_error, error or final, stderr_limit)
         if rate_limit is not None and error is None:
@@ -111,6 +112,7 @@ class ClaudeParser(EventParser):
             tool_calls=tools,
             permission_denials=denials,
             guard_refusals=guarded,
+            denied=denied,
             turns=as_int(result.get("num_turns")) if "num_turns" in result else None,
             error=error,
             rate_limit=rate_limit,
@@ -205,6 +207,36 @@ def _split_denials(denials: Any, guarded: set[str]) -> tuple[int, int]:
     ids = [as_str(d.get("tool_use_id")) if isinstance(d, dict) else None for d in denials]
     by_guard = sum(1 for tool_id in ids if tool_id is not None and tool_id in guarded)
     return len(denials) - by_guard, by_guard
+
+
+# The denied tool uses named in a record: enough to see the pattern, bounded.
+_DENIED_SHOWN = 5
+_DENIED_WIDTH = 160
+
+
+def _denied(denials: Any, guarded: set[str]) -> tuple[str, ...]:
+    """Each tool use the CLI refused (the guard's refusals apart), in a few words."""
+    if not isinstance(denials, list):
+        return ()
+    named = []
+    for denial in denials:
+        if not isinstance(denial, dict) or as_str(denial.get("tool_use_id")) in guarded:
+            continue
+        tool = as_str(denial.get("tool_name")) or "a tool"
+        given = denial.get("tool_input")
+        what = ""
+        if isinstance(given, dict):
+            what = next(
+                (
+                    text
+                    for key in ("command", "file_path", "path", "url", "pattern")
+                    if (text := as_str(given.get(key)))
+                ),
+                "",
+            )
+        words = f"{tool}: {' '.join(what.split())}" if what else tool
+        named.append(words if len(words) <= _DENIED_WIDTH else words[: _DENIED_WIDTH - 1] + "…")
+    return tuple(named[:_DENIED_SHOWN])
 
 
 def _error_text(result: dict[str, Any], final: str, subtype: str) -> str:
