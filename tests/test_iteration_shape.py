@@ -70,6 +70,7 @@ RECORD = IterationRecord(
     verify_by_hook=True,
     verify_read_only=True,
     denied=("Bash: git push --force",),
+    question="Should I use SQLite?",
     signals=Signals(
         files_modified=2,
         meaningful_files=1,
@@ -127,6 +128,7 @@ WRITTEN = (
     '"verify":"FAIL","cannot_start":true,"integrity_detail":"forge.toml deleted",'
     '"cost_estimated":true,"tokens_cached":300,"session":"sess-1","guard_refusals":1,'
     '"verify_by_hook":true,"verify_read_only":true,"denied":["Bash: git push --force"],'
+    '"question":"Should I use SQLite?",'
     '"gates":{"verify circuit-breaker":{"state":"open","detail":"3 consecutive failures"}},'
     '"judged":true,"trip":"stagnation","score":3,"window_score":5,"risk":"high",'
     '"circuit":"open","pause":30.0,"signals":' + SIGNALS_NOW + ","
@@ -150,6 +152,7 @@ def test_the_finished_line_is_pinned_and_round_trips(tmp_path: Path) -> None:
     before["signals"] = json.loads(SIGNALS_NOW)
     before["verify_read_only"] = True  # facts recorded since
     before["denied"] = ["Bash: git push --force"]
+    before["question"] = "Should I use SQLite?"
     assert json.loads(line) == before
     decoded = decode_event(json.loads(line))
     assert isinstance(decoded, IterationFinished)
@@ -164,13 +167,19 @@ def test_a_line_written_before_decodes_to_the_same_event(tmp_path: Path) -> None
     assert isinstance(before, IterationFinished)
     assert isinstance(now, IterationFinished)
     # The same event, but for the signals written since the older line (read as their defaults).
-    newer = {"verify_read_only": True, "denied": ("Bash: git push --force",)}
+    newer = {
+        "verify_read_only": True,
+        "denied": ("Bash: git push --force",),
+        "question": "Should I use SQLite?",
+    }
     assert attrs.evolve(before, signals=now.signals, **newer) == now
-    assert record_from_event(before) == attrs.evolve(RECORD, verify_read_only=False, denied=())
+    older = attrs.evolve(RECORD, verify_read_only=False, denied=(), question=None)
+    assert record_from_event(before) == older
     rewritten = written_line(tmp_path, attrs.evolve(before, ts=None, seq=None))
     expected = WRITTEN.replace(SIGNALS_NOW, SIGNALS)
     expected = expected.replace('"verify_read_only":true', '"verify_read_only":false')
-    assert rewritten == expected.replace('"denied":["Bash: git push --force"]', '"denied":[]')
+    expected = expected.replace('"denied":["Bash: git push --force"]', '"denied":[]')
+    assert rewritten == expected.replace('"question":"Should I use SQLite?"', '"question":null')
 
 
 def test_an_older_line_without_the_newer_fields_still_decodes() -> None:

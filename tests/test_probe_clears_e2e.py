@@ -103,3 +103,27 @@ def test_the_denied_commands_are_named_in_the_timeline_the_status_log_and_the_re
     assert report.code == 0, report
     [html] = list((repo.root / ".forge" / "runs").glob("*/report.html"))
     assert "denied: Bash: git push --force" in html.read_text()
+
+
+def test_an_agent_that_asks_is_told_to_decide_and_its_question_is_shown(repo: Repo) -> None:
+    env = repo.root.parent / "env-2.json"
+    question = "Should I use PostgreSQL or SQLite? Please let me know."
+    steps: list[dict[str, Any]] = [
+        {"print": result(result=f"I looked at the schema.\n\n{question}")},
+        {
+            "record_env": str(env),
+            "write": {"src/db.py": "ENGINE = 'sqlite'\n"},
+            "print": result(result="Chose SQLite.\nFORGE_DONE"),
+        },
+    ]
+    events = supervise(repo, steps, "")
+    finished = [e for e in events if e["event"] == "iteration.finished"]
+    assert finished[0]["question"] == question
+    assert finished[1]["question"] is None
+    seen = json.loads(env.read_text())
+    assert seen["FORGE_QUESTION"] == question
+    assert "Nobody answers during this run: decide yourself" in seen["FORGE_PROMPT"]
+    status = (repo.change_dir("c") / "status.md").read_text()
+    assert f"- Question: {question}" in status
+    stopped = [e["reason"] for e in events if e["event"] == "run.stopped"]
+    assert stopped == ["done"]

@@ -84,7 +84,7 @@ from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
-from ._recovery import Strategy, with_strategy
+from ._recovery import Strategy, with_guidance, with_strategy
 from ._session import Resume, Session, carried, resumable
 from ._store import ChangeStore, Store
 from ._watch import IterationWatch
@@ -112,7 +112,9 @@ class LoopPlan:
     # Secrets in executor output are redacted before anything keeps it.
     redact: Redact | None = None
 
-    def context(self, number: int, strategy: Strategy | None = None) -> IterationContext:
+    def context(
+        self, number: int, strategy: Strategy | None = None, question: str | None = None
+    ) -> IterationContext:
         run_dir = self.paths.runs / self.run_id
         return IterationContext(
             change=self.paths.name,
@@ -122,8 +124,11 @@ class LoopPlan:
             state_dir=self.paths.folder,
             report_path=run_dir / f"iteration-{number}.report.json",
             log_path=run_dir / f"iteration-{number}.log",
-            prompt=with_strategy(self.prompt, strategy),
-            extra_env=strategy.environment() if strategy is not None else (),
+            prompt=with_guidance(with_strategy(self.prompt, strategy), question),
+            extra_env=(
+                *(strategy.environment() if strategy is not None else ()),
+                *((("FORGE_QUESTION", question),) if question else ()),
+            ),
         )
 
     def describe_executor(self) -> str:
@@ -268,6 +273,8 @@ class _Between:
     state: LoopState
     secscan: GateReading
     tree: _Tree
+    # The question the last iteration ended on, if it asked instead of acting.
+    question: str | None = None
     # The agent session the last iteration ran in (continued when the executor can).
     session: Session | None = None
     last: IterationOutcome | None = None
@@ -441,6 +448,7 @@ class _Loop:
                 began=ran.began,
             ),
             last=outcome,
+            question=concluded.record.question,
         )
         return after, decision.verdict
 
@@ -460,7 +468,7 @@ class _Loop:
         hook_attempts = await _in_thread(self._before_executor, number)
         strategy = in_force_for(state, self.policy, self.settings.rules)
         self.progress.recovery = strategy.describe() if strategy is not None else ""
-        context = self.plan.context(number, strategy)
+        context = self.plan.context(number, strategy, between.question)
         if self.plan.executor.verifies_at_stop:
             context = attrs.evolve(context, extra_env=(*context.extra_env, self._loop_verify()))
         began = self.settings.wall_clock()

@@ -81,6 +81,36 @@ class IterationRecord(IterationFacts):
         return self.verify in (None, PASS)
 
 
+# Words an agent asks with when it waits for a person instead of deciding.
+_ASKING = (
+    "should i ",
+    "would you like",
+    "do you want",
+    "please let me know",
+    "let me know which",
+    "let me know if",
+    "which would you prefer",
+    "please confirm",
+    "can you confirm",
+)
+
+
+def asked(final: str | None) -> str | None:
+    """The question an agent's final message ends on, if it asks instead of acting.
+
+    Its last paragraph asks (ends with a question mark, or uses the words of
+    one waiting for a person): the question in its own words, bounded.
+    """
+    if not final or not final.strip():
+        return None
+    last = final.strip().split("\n\n")[-1].strip()
+    lowered = last.lower()
+    if not (last.endswith("?") or any(words in lowered for words in _ASKING)):
+        return None
+    words = " ".join(last.split())
+    return words if len(words) <= 300 else words[:299] + "…"
+
+
 def iteration_record(
     run_id: str,
     outcome: IterationOutcome,
@@ -117,6 +147,7 @@ def iteration_record(
         permission_denials=observation.permission_denials,
         guard_refusals=observation.guard_refusals,
         denied=observation.denied,
+        question=None if outcome.done or failure else asked(observation.summary),
         done=outcome.done,
         failure=failure,
         cannot_start=cannot_start,

@@ -203,6 +203,21 @@ def with_strategy(prompt: str, strategy: Strategy | None) -> str:
     return f"{prompt}\n\n{text}" if prompt else text
 
 
+def with_guidance(prompt: str, question: str | None) -> str:
+    """A prompt with guidance to decide, after an iteration that asked instead of acting.
+
+    Nobody answers during a run: the agent is told to choose, say what it
+    chose and why, and go on.
+    """
+    if not question:
+        return prompt
+    text = (
+        f"Forge: your last iteration ended on a question ({question}). Nobody answers "
+        "during this run: decide yourself, say in one line what you chose and why, and go on."
+    )
+    return f"{prompt}\n\n{text}" if prompt else text
+
+
 # The kinds a strategy list exists for, in the order the plan names them.
 KINDS = (NO_PROGRESS, IDENTICAL_ERRORS, TEST_FIX_LOOP, CIRCULAR, PERMISSION_DENIALS, VERIFY)
 

@@ -122,6 +122,7 @@ class IterationWatch:
             review=review,
             errors=tuple(self._errors(record)),
             denied=record.denied,
+            question=record.question,
         )
         sections = self._sections if self._sections is not None else []
         sections.append(render_section(entry))

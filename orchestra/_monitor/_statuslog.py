@@ -37,6 +37,8 @@ class StatusEntry:
     errors: tuple[str, ...] = ()
     # The tool uses the agent was refused, in a few words each.
     denied: tuple[str, ...] = ()
+    # The question it ended on instead of acting.
+    question: str | None = None
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -63,6 +65,7 @@ def render_section(entry: StatusEntry) -> str:
         ("Recovery strategy", entry.recovery),
         ("Alerts", "; ".join(entry.alerts)),
         ("Denied", "; ".join(entry.denied)),
+        ("Question", entry.question),
         ("Review", entry.review),
     )
     lines.extend(f"- {label}: {value}" for label, value in optional if value)

@@ -477,6 +477,8 @@ def _iteration_label(event: IterationFinished) -> str:
         parts.append(f"tripped: {event.trip}")
     if event.denied:
         parts.append(f"denied: {'; '.join(event.denied)}")
+    if event.question:
+        parts.append(f"asked: {event.question}")
     return ", ".join(parts)
 
 

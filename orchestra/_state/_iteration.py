@@ -67,6 +67,7 @@ class IterationFacts:
             recorded in the breaker during the iteration (the loop ran none
             of its own, and the breaker already counts it).
         denied: The tool uses the agent was refused, each in a few words (the first few).
+        question: The question the agent ended on instead of acting (None: it did not ask).
         verify_read_only: That verdict was read at the executor's done signal
             by a loop whose gates are read-only (``forge run``): it decides
             whether done stands, and no breaker counts it.
@@ -104,6 +105,7 @@ class IterationFacts:
     verify_by_hook: bool = False
     verify_read_only: bool = False
     denied: tuple[str, ...] = ()
+    question: str | None = None
 
 
 @attrs.frozen(kw_only=True, slots=False)
