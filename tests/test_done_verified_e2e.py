@@ -45,3 +45,34 @@ def test_forge_run_with_a_passing_verify_is_done(repo: Repo) -> None:
     assert "run: DONE after 1 iteration(s)" in ran.lines
     assert any("(verify PASS)" in line for line in ran.lines), ran.out
     assert not (repo.change_dir("c") / "verify-attempts.yaml").exists()
+
+
+def test_every_task_ticked_is_a_done_signal_under_the_same_verification(repo: Repo) -> None:
+    repo.write("tasks.md", "- [x] one\n- [ ] two\n")
+    tick = "sed -i 's/- \\[ \\] two/- [x] two/' tasks.md"
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "c"\ncmd = {json.dumps(tick)}\nmax_iterations = 3\n',
+    )
+    repo.commit("tasks")
+    ran = repo.forge("supervise")
+    assert ran.code == 0, ran
+    lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    stopped = [(e["reason"], e["iterations"]) for e in events if e["event"] == "run.stopped"]
+    assert stopped == [("done", 1)]
+
+
+def test_every_task_ticked_with_a_failing_verify_is_not_done(repo: Repo) -> None:
+    repo.write("tasks.md", "- [x] one\n")
+    policy(repo, "false")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "false"\nspecs = []\n[run]\ncmd = "true"\n'
+        '[rate_limit]\nbackend = "memory"\n',
+    )
+    repo.commit("tasks")
+    ran = repo.forge("run", "--change", "c", "--yes")
+    assert ran.code == 1, ran
+    assert "run: STOPPED after 1 iteration(s) — done-unverified" in ran.lines

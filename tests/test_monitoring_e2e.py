@@ -278,6 +278,8 @@ async def test_calls_remaining_in_the_record_the_status_log_and_its_alert(
 
     limiter = RateLimiter(MemoryBackend(trio.current_time), 5, 3600.0, 0.8, clock=trio.current_time)
     policy = attrs.evolve(quiet_policy(), run=RunPolicy(max_iterations=6))
+    # A task left open: every task ticked would be a done signal.
+    (tmp_path / "tasks.md").write_text("- [ ] the rest\n")
     cmd = agent(tmp_path, *[work(n, task=True) for n in range(1, 7)])
     summary, waited, _ = await supervise_one(tmp_path, mock_clock, policy, cmd, limiter=limiter)
     assert summary.iterations == 6

@@ -37,7 +37,7 @@ from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
 from .._secscan import project_scanner
-from .._stagnation import Snapshot, WorkspaceProbe
+from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
     FORGE_WRITES,
     BreakerClosed,
@@ -264,6 +264,8 @@ class _Tree:
 
     status: TreeStatus | None = None
     before: Snapshot | None = None
+    # Every task of the tasks files is ticked (a done signal too), as last read.
+    tasks_done: bool = False
 
 
 @attrs.frozen
@@ -418,6 +420,10 @@ class _Loop:
             templated=self.plan.executor.templated,
             integrity=ran.integrity,
         )
+        finished = record.done or record.failed or record.cannot_start or record.provider_refused
+        if ran.tree.tasks_done and not finished:
+            # Every task ticked is a done signal, under the same verification.
+            record = attrs.evolve(record, done=True)
         judged = not (record.provider_refused and not record.is_harmful)
         measured = judged and not record.cannot_start
         begun = run.start
@@ -577,6 +583,8 @@ class _Loop:
         """Restore and record any harm, then read the tree once."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
+        ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
+        tree = attrs.evolve(tree, tasks_done=ticked)
         if sight.probe is None:
             if sight.prefix is not None:
                 tree = attrs.evolve(tree, status=read_status(self.plan.workdir, sight.prefix))

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._probe import Snapshot as Snapshot
     from ._probe import WorkspaceProbe as WorkspaceProbe
     from ._probe import count_checked as count_checked
+    from ._probe import tasks_all_ticked as tasks_all_ticked
     from ._signals import Signals as Signals
     from ._signals import error_fingerprint as error_fingerprint
     from ._signals import error_lines_of as error_lines_of
@@ -39,6 +40,7 @@ if not TYPE_CHECKING:
                 "Snapshot",
                 "WorkspaceProbe",
                 "count_checked",
+                "tasks_all_ticked",
             ),
             "._signals": (
                 "Signals",

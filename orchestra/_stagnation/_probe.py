@@ -30,6 +30,7 @@ from ._signals import Signals, error_fingerprint, error_lines_of
 
 _DELETED = "<deleted>"
 _CHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[[xX]\]\s", re.MULTILINE)
+_UNCHECKED = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[ \]\s", re.MULTILINE)
 _SKIPPED = {".git", STATE_DIR, "node_modules", ".venv", "__pycache__", ".mypy_cache"}
 _MAX_FILES = 50_000
 _MAX_HASHED_BYTES = 64 * 1024 * 1024
@@ -263,6 +264,20 @@ class WorkspaceProbe:
         errors = 0 if check.passed else max(1, check.diagnostics)
         previous, self._lint_errors = self._lint_errors, errors
         return errors, max(0, previous - errors) if previous is not None else 0
+
+
+def tasks_all_ticked(workdir: Path, tasks_files: Iterable[str]) -> bool:
+    """Whether the tasks files that exist list tasks and every one is ticked: a done signal."""
+    checked = 0
+    for name in tasks_files:
+        try:
+            text = (workdir / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if _UNCHECKED.search(text):
+            return False
+        checked += count_checked(text)
+    return checked > 0
 
 
 def count_checked(text: str) -> int:

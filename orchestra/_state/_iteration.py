@@ -55,7 +55,8 @@ class IterationFacts:
             ending (exit 1, timed out ...) or the error the agent reported in
             its own output. None when it did not fail.
         cannot_start: The executor could not run at all (not found, not executable).
-        done: The executor signalled done (report or marker) and did not fail.
+        done: The executor signalled done (report or marker; or every task of the
+            tasks files is ticked) and did not fail.
         rate_limit: The provider's refusal its output reported (None: none).
         report_problems: What was wrong with the executor's report, if anything.
         integrity: Protected paths the iteration harmed (restored since), as
