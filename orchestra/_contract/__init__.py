@@ -14,12 +14,12 @@ if TYPE_CHECKING:
     from ._model import Discovery as Discovery
     from ._model import Update as Update
     from ._model import VerifyStanding as VerifyStanding
-    from ._model import apply as apply
-    from ._model import block as block
-    from ._model import next_action_of as next_action_of
     from ._model import parse_rubric_update as parse_rubric_update
-    from ._model import same_strategy as same_strategy
     from ._model import start as start
+    from ._rules import apply as apply
+    from ._rules import block as block
+    from ._rules import next_action_of as next_action_of
+    from ._rules import same_strategy as same_strategy
     from ._store import EVENTS as EVENTS
     from ._store import add_trace as add_trace
     from ._store import checkpoint_path as checkpoint_path
@@ -44,13 +44,10 @@ if not TYPE_CHECKING:
                 "STATUSES",
                 "Update",
                 "VerifyStanding",
-                "apply",
-                "block",
-                "next_action_of",
                 "parse_rubric_update",
-                "same_strategy",
                 "start",
             ),
+            "._rules": ("apply", "block", "next_action_of", "same_strategy"),
             "._store": (
                 "EVENTS",
                 "add_trace",
