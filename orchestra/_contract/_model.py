@@ -45,6 +45,10 @@ class BudgetExhausted(ForgeError):
     """Another fix iteration was asked for with none left: stop (exit 1)."""
 
 
+class GoalStepsExhausted(ForgeError):
+    """Another goal step was asked for on the Goal route with none left: stop (exit 1)."""
+
+
 @attrs.frozen
 class RubricItem:
     id: str
@@ -94,6 +98,11 @@ class Checkpoint:
     strategy_change: str | None = None
     # Every strategy change a failed verify recorded, oldest first: none may come back.
     tried_strategies: tuple[str, ...] = ()
+    # The pass in progress (iteration-N is pass N; 0 before the first), the pass
+    # whose verify failed last and the forge verify attempt that failure stood on.
+    iteration: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    failed_iteration: int | None = None
+    failed_verify_attempt: int | None = None
     blockers: tuple[str, ...] = ()
     residual_risks: tuple[str, ...] = ()
     stop_condition: str | None = None
@@ -198,8 +207,9 @@ class VerifyStanding:
     """The change's last ``forge verify``, and the tree it is compared with now.
 
     ``verdict``, ``commit`` and ``tree`` come from the verify breaker (None
-    when the change was never verified); ``current_commit`` and
-    ``current_tree`` describe the working tree as it is when shipping.
+    when the change was never verified) and ``attempts`` counts its verifies;
+    ``current_commit`` and ``current_tree`` describe the working tree as it
+    is when shipping (None when only a failed verify is being recorded).
     """
 
     change: str
@@ -208,6 +218,7 @@ class VerifyStanding:
     tree: str | None
     current_commit: str | None
     current_tree: str | None
+    attempts: int = 0
 
 
 def parse_rubric_update(text: str) -> tuple[str, str, str | None]:

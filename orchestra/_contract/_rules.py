@@ -10,6 +10,7 @@ import re
 
 import attrs
 
+from . import _passes as passes
 from ._model import (
     CHECKPOINT_STAGE,
     NEXT_ACTIONS,
@@ -32,6 +33,7 @@ ACTIONS_WHEN_STOPPED = {
     "owner_decision_required": ("ask", "block"),
     "blocked": ("block", "ask"),
     "budget_exhausted": ("ask", "downgrade", "block"),
+    "goal_steps_exhausted": ("ask", "downgrade", "block"),
 }
 _NOT_A_WORD = re.compile(r"[\W_]+")
 
@@ -54,15 +56,20 @@ def apply(
 ) -> Checkpoint:
     """The next checkpoint, or the rule the update breaks.
 
-    ``verify`` is needed to ship: without it (or with a last verify that is
-    not a PASS on the current tree) ``ship-ready`` is refused.
+    ``verify`` is needed to ship and to record a failed verify: without it
+    (or with a last verify that is not a PASS on the current tree)
+    ``ship-ready`` is refused, and ``verify-failed`` needs a verify that no
+    earlier failed verify counted.
 
     Raises:
-        ContractError: unknown rubric id or status, a stage out of order, a
-            verify-failed without a new strategy, shipping with open items,
-            missing evidence, no passing verify on this tree, or open
-            blockers; a next action that contradicts the stop condition.
+        ContractError: unknown rubric id or status, a stage out of order, an
+            iteration that is over or skips one, a verify-failed without a
+            new verify or a new strategy, shipping with open items, missing
+            evidence, no passing verify on this tree, or open blockers; a
+            next action that contradicts the stop condition.
         BudgetExhausted: a verify-failed with no fix iteration left.
+        GoalStepsExhausted: a pass, or a failed verify's fix, beyond the Goal
+            route's ``max_goal_steps``.
     """
     if not CHECKPOINT_STAGE.fullmatch(update.stage) or update.stage == "loop-start":
         raise ContractError(
@@ -79,15 +86,68 @@ def apply(
         )
     blockers = _blockers(checkpoint, update)
     owner_decision = _owner_decision(checkpoint, update)
-    budget = checkpoint.budget
-    tried = _tried(checkpoint)
-    if update.stage == "verify-failed":
-        budget, tried = _spend_fix_iteration(budget, tried, update.strategy_change)
-    if update.stage == "verify-failed" and current not in ("verify", "iterate"):
+    passed = _after_verify(checkpoint, update, current, verify)
+    current = _ship(checkpoint, update, current, rubric, blockers, owner_decision, verify)
+    stop_condition = _stop_condition(current, owner_decision, blockers, passed)
+    next_action = _next_action(checkpoint, update, current, stop_condition, blockers)
+    iteration = passed.iteration
+    if update.stage == "verify-failed" and stop_condition is None:
+        iteration += 1  # the fix is the next pass; under a stop it waits for iteration-N
+    return attrs.evolve(
+        passed,
+        stage=update.stage,
+        current_stage=current,
+        rubric=rubric,
+        last_failure=update.failure if update.failure is not None else checkpoint.last_failure,
+        strategy_change=update.strategy_change or checkpoint.strategy_change,
+        iteration=iteration,
+        next_action=next_action,
+        current_task=update.current_task or checkpoint.current_task,
+        discovery=update.discovery or checkpoint.discovery,
+        blockers=blockers,
+        residual_risks=(*checkpoint.residual_risks, *update.residual_risks),
+        stop_condition=stop_condition,
+        owner_decision=owner_decision,
+        updated_at=now,
+    )
+
+
+def _after_verify(
+    checkpoint: Checkpoint, update: Update, current: str, verify: VerifyStanding | None
+) -> Checkpoint:
+    """The checkpoint's passes, budget and tried strategies once the update is counted."""
+    if update.stage.startswith("iteration-"):
+        return attrs.evolve(checkpoint, iteration=passes.enter(checkpoint, update.stage))
+    if update.stage != "verify-failed":
+        return attrs.evolve(checkpoint, iteration=passes.pass_in_progress(checkpoint))
+    budget = _budget_left(checkpoint.budget)
+    if current not in ("verify", "iterate"):
         raise ContractError(
             f"verify-failed while the current stage is {current}: verify first",
             hint="--current-stage verify, then a failed verify is verify-failed",
         )
+    failed, attempt = passes.fail(checkpoint, verify)
+    tried = _new_strategy(_tried(checkpoint), update.strategy_change)
+    return attrs.evolve(
+        checkpoint,
+        budget=attrs.evolve(budget, used_fix_iterations=budget.used_fix_iterations + 1),
+        tried_strategies=tried,
+        iteration=failed,
+        failed_iteration=failed,
+        failed_verify_attempt=attempt,
+    )
+
+
+def _ship(
+    checkpoint: Checkpoint,
+    update: Update,
+    current: str,
+    rubric: tuple[RubricItem, ...],
+    blockers: tuple[str, ...],
+    owner_decision: str | None,
+    verify: VerifyStanding | None,
+) -> str:
+    """The current stage once shipping's checks are passed (``ship`` after ship-ready)."""
     if update.stage == "ship-ready" or current == "ship":
         open_items = [item.id for item in rubric if item.status not in ("pass", "out-of-scope")]
         if open_items:
@@ -107,26 +167,7 @@ def apply(
         current = "ship"
     if shipping:
         _may_ship(rubric, blockers, owner_decision, verify)
-    stop_condition = _stop_condition(current, owner_decision, blockers, budget)
-    next_action = _next_action(checkpoint, update, current, stop_condition, blockers)
-    return attrs.evolve(
-        checkpoint,
-        stage=update.stage,
-        current_stage=current,
-        rubric=rubric,
-        budget=budget,
-        last_failure=update.failure if update.failure is not None else checkpoint.last_failure,
-        strategy_change=update.strategy_change or checkpoint.strategy_change,
-        tried_strategies=tried,
-        next_action=next_action,
-        current_task=update.current_task or checkpoint.current_task,
-        discovery=update.discovery or checkpoint.discovery,
-        blockers=blockers,
-        residual_risks=(*checkpoint.residual_risks, *update.residual_risks),
-        stop_condition=stop_condition,
-        owner_decision=owner_decision,
-        updated_at=now,
-    )
+    return current
 
 
 def block(checkpoint: Checkpoint, detail: str, *, now: str) -> Checkpoint:
@@ -138,7 +179,7 @@ def block(checkpoint: Checkpoint, detail: str, *, now: str) -> Checkpoint:
     update = Update(stage=checkpoint.stage, blockers=(detail,))
     blockers = _blockers(checkpoint, update)
     stop_condition = _stop_condition(
-        checkpoint.current_stage, checkpoint.owner_decision, blockers, checkpoint.budget
+        checkpoint.current_stage, checkpoint.owner_decision, blockers, checkpoint
     )
     return attrs.evolve(
         checkpoint,
@@ -238,9 +279,7 @@ def _tried(checkpoint: Checkpoint) -> tuple[str, ...]:
     return (checkpoint.strategy_change,)  # a checkpoint from before the list was kept
 
 
-def _spend_fix_iteration(
-    budget: Budget, tried: tuple[str, ...], strategy_change: str | None
-) -> tuple[Budget, tuple[str, ...]]:
+def _budget_left(budget: Budget) -> Budget:
     if budget.remaining_fix_iterations == 0:
         raise BudgetExhausted(
             "no fix iteration left: stop condition budget_exhausted",
@@ -249,6 +288,10 @@ def _spend_fix_iteration(
             ],
             hint="stop thrashing: ask the owner, downgrade the scope, or stop and reflect",
         )
+    return budget
+
+
+def _new_strategy(tried: tuple[str, ...], strategy_change: str | None) -> tuple[str, ...]:
     if not strategy_change or not _strategy_key(strategy_change):
         raise ContractError(
             "verify-failed needs --strategy-change: what is different in the next pass",
@@ -262,8 +305,7 @@ def _spend_fix_iteration(
                 context=[f"failed strategies so far: {'; '.join(tried)}"],
                 hint="change at least one variable: prompt, context, task split, strategy, ...",
             )
-    spent = attrs.evolve(budget, used_fix_iterations=budget.used_fix_iterations + 1)
-    return spent, (*tried, strategy_change.strip())
+    return (*tried, strategy_change.strip())
 
 
 def _may_ship(
@@ -312,16 +354,19 @@ def _may_ship(
 
 
 def _stop_condition(
-    current: str, owner_decision: str | None, blockers: tuple[str, ...], budget: Budget
+    current: str, owner_decision: str | None, blockers: tuple[str, ...], checkpoint: Checkpoint
 ) -> str | None:
+    """The stop condition, the first that holds in the order of their table."""
     if current == "ship":
         return "pass"
     if owner_decision is not None:
         return "owner_decision_required"
     if blockers:
         return "blocked"
-    if budget.remaining_fix_iterations == 0:
+    if checkpoint.budget.remaining_fix_iterations == 0:
         return "budget_exhausted"
+    if passes.goal_steps_spent(checkpoint):
+        return "goal_steps_exhausted"
     return None
 
 
