@@ -21,12 +21,14 @@ The tree (every subclass, wherever it is defined)::
     ├── GoalStepsExhausted        exit 1  another goal step asked for with none left
     ├── SourceError               exit 1  a fleet loop's repository could not be cloned or pushed
     └── WorktreeError             exit 1  a loop's git worktree could not be created
+        └── WorktreeImportError   exit 1  its Python would import the main checkout's code
 
 Defined elsewhere, next to what raises them: ``ContractError``,
 ``BudgetExhausted`` and ``GoalStepsExhausted`` in :mod:`orchestra._contract`,
 ``LimitTooLarge`` and ``RateLimitStoreError`` in :mod:`orchestra._ratelimit`,
-``WorktreeError`` in :mod:`orchestra._supervise`, ``FleetUnavailable``, ``LeaseLost`` and
-``SourceError`` in :mod:`orchestra._fleet`. A test keeps this tree complete.
+``WorktreeError`` and ``WorktreeImportError`` in :mod:`orchestra._supervise`,
+``FleetUnavailable``, ``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test
+keeps this tree complete.
 
 This module imports nothing from the rest of the package.
 """

@@ -32,6 +32,7 @@ from orchestra._state import (
     IterationFinished,
     IterationStarted,
     ProtectViolation,
+    RateLimitEvent,
     RecoveryStep,
     RunStarted,
     RunStopped,
@@ -128,7 +129,7 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
     if index % 5 == 1:  # a provider refused for a while
         w.iteration(
             2,
-            rate_limit={"status": "rejected", "resets_at": BASE + 900, "kind": "five_hour"},
+            rate_limit=RateLimitEvent("rejected", BASE + 900, "five_hour"),
             judged=False,
             score=None,
             window_score=None,

@@ -17,6 +17,7 @@ from orchestra._state import (
     Event,
     IterationFinished,
     IterationStarted,
+    RateLimitEvent,
     RecoveryStep,
     RunStarted,
     RunStopped,
@@ -92,7 +93,7 @@ def test_waits_cooldowns_and_circuit_moments_are_placed_on_the_strip() -> None:
 
 
 def test_a_provider_pause_and_events_this_release_does_not_know() -> None:
-    limit = {"status": "rejected", "resets_at": 1.0, "kind": "five_hour"}
+    limit = RateLimitEvent("rejected", 1.0, "five_hour")
     unknown = decode_event(
         {"ts": iso(20), "seq": 9, "event": "fleet.lease.lost", "change": "c", "host": "b", "n": 2}
     )
@@ -209,7 +210,7 @@ def test_a_loop_in_another_repository_is_resumed_from_there() -> None:
 
 
 def test_the_wait_after_a_providers_refusal_is_a_provider_pause() -> None:
-    limit = {"status": "rejected", "resets_at": None, "kind": None}
+    limit = RateLimitEvent("rejected")
     loop = one_loop(
         at(0, RunStarted(run_id=RUN, supervised=True)),
         at(0, IterationStarted(run_id=RUN, iteration=1)),

@@ -315,16 +315,17 @@ def test_every_written_kind_decodes_to_its_class_and_back() -> None:
 
 def test_an_iteration_record_survives_its_event() -> None:
     from orchestra._engine import IterationRecord
-    from orchestra._engine._record import _PLAIN_FIELDS, finished_event, record_from_event
+    from orchestra._engine._record import finished_event, record_from_event
     from orchestra._executor import RateLimitEvent
     from orchestra._stagnation import Signals
-    from orchestra._state import IterationFinished
+    from orchestra._state import IterationFacts, IterationFinished
 
-    converted = {"rate_limit", "report_problems", "signals", "secscan", "harmed", "integrity"}
+    converted = {"signals", "secscan"}
     shared = {f.name for f in attrs.fields(IterationRecord)} & {
         f.name for f in attrs.fields(IterationFinished)
     }
-    assert shared - converted == set(_PLAIN_FIELDS)  # a new shared field is copied too
+    plain = {f.name for f in attrs.fields(IterationFacts)}
+    assert shared - converted == plain  # a new shared field is copied too
     record = IterationRecord(
         run_id="r",
         iteration=3,
@@ -336,7 +337,7 @@ def test_an_iteration_record_survives_its_event() -> None:
         error="boom",
         rate_limit=RateLimitEvent("rejected", 1.0e9, "five_hour"),
         report_problems=("bad report",),
-        harmed=({"path": "forge.toml"},),
+        integrity=({"path": "forge.toml"},),
         integrity_detail="forge.toml deleted",
         verify="FAIL",
         signals=Signals(files_modified=2, meaningful_files=1),

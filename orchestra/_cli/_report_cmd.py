@@ -69,7 +69,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "html": str(files.html),
                 "markdown": str(files.markdown),
                 "loops": [
-                    {"change": loop.change, "ending": loop.ending, "escalated": loop.escalated}
+                    {
+                        "change": loop.change,
+                        "ending": loop.ending,
+                        "escalated": loop.escalated,
+                        "resume": list(loop.resume),
+                    }
                     for loop in report.loops
                 ],
             }

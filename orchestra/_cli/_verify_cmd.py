@@ -15,6 +15,7 @@ from .._verify import (
     breaker_line,
     record_attempt,
     reset_breaker,
+    reset_line,
     run_verify,
 )
 from .._workspace import tree_state
@@ -74,16 +75,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
 def _reset(paths: ChangePaths, out: Output) -> int:
     update = reset_breaker(paths)
     _note_corruption(update, out)
-    before = update.before
-    if before.blocked is not None:
-        what = f"cleared the block ({before.blocked})"
-    elif before.open:
-        what = f"cleared an OPEN circuit after {before.consecutive_failures} consecutive failures"
-    elif before.consecutive_failures:
-        what = f"cleared a streak of {before.consecutive_failures} consecutive failures"
-    else:
-        what = "nothing to clear: the breaker was already closed"
-    line = f'Breaker: reset for change "{paths.name}" — {what}.'
+    line = reset_line(update.before, paths.name)
     out.line(line)
     if out.json_mode:
         out.document({"change": paths.name, "message": line, "breaker": _state_json(update)})

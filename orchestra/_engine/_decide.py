@@ -442,9 +442,9 @@ def _judge_probe(
     held = _still_held(circuit, record, policy)
     if progressed and held is None:
         return close(circuit), False, True
-    reason = found.reason if found else f"probe failed: {record.failure or 'no progress'}"
-    if progressed:
-        reason = f"probe failed: {held}"
+    # The most specific word on why: a trip, the agent's failure, what it did not clear.
+    why = record.failure or held or "no progress"
+    reason = found.reason if found else f"probe failed: {why}"
     curable = found.curable if found else True
     failed = trip(circuit, reason, now=now, policy=policy.breaker, curable=curable)
     return _recover(circuit, failed, found, policy, history), True, False
@@ -503,7 +503,7 @@ def _first_trip(
             INTEGRITY_GATE,
             f"integrity: {record.integrity_detail}",
             curable=False,
-            evidence={"harmed": list(record.harmed or ())},
+            evidence={"harmed": list(record.integrity or ())},
         )
     if rules.run_verify and (record.verify is not None or state.verify.gate_open):
         if state.verify.blocked is not None:

@@ -14,11 +14,16 @@ from typing import Any
 
 import attrs
 
-from .._executor import IterationOutcome, RateLimitEvent
+from .._executor import IterationOutcome
 from .._monitor import CallsLeft
 from .._protect import IntegrityReport
 from .._stagnation import Signals
-from .._state import IterationFinished
+from .._state import (
+    IterationDecision,
+    IterationFacts,
+    IterationFinished,
+    facts_of,
+)
 from .._verify import PASS, VerifyReport
 from .._workspace import TreeState
 from ._gates import SECSCAN_GATE, GateReading
@@ -27,22 +32,17 @@ from ._gates import SECSCAN_GATE, GateReading
 _CANNOT_RUN = (126, 127)
 
 
-@attrs.frozen
-class IterationRecord:
+@attrs.frozen(kw_only=True)
+class IterationRecord(IterationFacts):
     """One iteration's facts, as the decision function reads them.
 
+    The facts it shares with its ``iteration.finished`` event are declared
+    once, in :class:`IterationFacts` (``failure``, ``done``, ``verify`` ...).
+    The record adds what it reads typed and the event holds otherwise: the
+    signals (as JSON), the secret scan's reading (in the event's ``gates``)
+    and the rate window's calls (in its ``extra``).
+
     Attributes:
-        failure: Why the iteration failed, in a few words: the process's
-            ending (exit 1, timed out ...) or the error the agent reported in
-            its own output. None when it did not fail.
-        cannot_start: The executor could not run at all (not found, not executable).
-        done: The executor signalled done (report or marker) and did not fail.
-        harmed: Protected paths the iteration harmed (restored since), as recorded;
-            empty when nothing was harmed, None when no integrity check ran.
-        verify: The verdict of the verify the loop ran after it (None: none ran).
-        verify_by_hook: That verdict is the one the executor's Stop hook
-            recorded in the breaker during the iteration (the loop ran none
-            of its own, and the breaker already counts it).
         secscan: The secret scan's reading after it (None: not read).
         signals: What it changed, measured (None: the loop does not measure).
         calls: The shared rate window's calls left after its permit, read
@@ -50,36 +50,6 @@ class IterationRecord:
             ``calls-remaining`` alert judges it.
     """
 
-    run_id: str
-    iteration: int
-    duration: float = 0.0
-    exit: int | None = None
-    timed_out: bool = False
-    signal: int | None = None
-    start_error: str | None = None
-    output_bytes: int = 0
-    output_lines: int = 0
-    tokens: int = 0
-    tool_calls: int = 0
-    cost_usd: float = 0.0
-    permission_denials: int = 0
-    guard_refusals: int = 0
-    done: bool = False
-    failure: str | None = None
-    cannot_start: bool = False
-    cost_estimated: bool = False
-    tokens_cached: int = 0
-    session: str | None = None
-    error: str | None = None
-    rate_limit: RateLimitEvent | None = None
-    parse_note: str | None = None
-    cost_note: str | None = None
-    report_problems: tuple[str, ...] = ()
-    log: str | None = None
-    harmed: tuple[dict[str, Any], ...] | None = None
-    integrity_detail: str | None = None
-    verify: str | None = None
-    verify_by_hook: bool = False
     secscan: GateReading | None = None
     signals: Signals | None = None
     calls: CallsLeft | None = None
@@ -93,7 +63,7 @@ class IterationRecord:
 
     @property
     def is_harmful(self) -> bool:
-        return bool(self.harmed)
+        return bool(self.integrity)
 
     @property
     def provider_refused(self) -> bool:
@@ -158,7 +128,7 @@ def iteration_record(
         cost_note=outcome.cost_note,
         report_problems=tuple(outcome.report_problems),
         log=log,
-        harmed=tuple(integrity.as_record()) if integrity is not None else None,
+        integrity=tuple(integrity.as_record()) if integrity is not None else None,
         integrity_detail=integrity.detail() if integrity is not None and harmed else None,
     )
 
@@ -166,37 +136,6 @@ def iteration_record(
 # The keys of the rate window's calls in an ``iteration.finished`` event.
 _CALLS_LEFT = "calls_remaining"
 _CALLS = "calls_allowed"
-
-# Fields the record and its event hold alike, copied as they are both ways.
-_PLAIN_FIELDS = (
-    "run_id",
-    "iteration",
-    "duration",
-    "exit",
-    "timed_out",
-    "signal",
-    "start_error",
-    "output_bytes",
-    "output_lines",
-    "tokens",
-    "tool_calls",
-    "cost_usd",
-    "permission_denials",
-    "guard_refusals",
-    "verify_by_hook",
-    "done",
-    "failure",
-    "cannot_start",
-    "cost_estimated",
-    "tokens_cached",
-    "session",
-    "error",
-    "parse_note",
-    "cost_note",
-    "log",
-    "integrity_detail",
-    "verify",
-)
 
 
 def finished_event(
@@ -216,13 +155,8 @@ def finished_event(
     # The rate window's calls left after the permit, beside the record (and the
     # window's size, so that a replay judges the calls-remaining alert too).
     extra = {} if calls is None else {_CALLS_LEFT: calls.remaining, _CALLS: calls.calls}
-    return IterationFinished(
-        **{name: getattr(record, name) for name in _PLAIN_FIELDS},
-        rate_limit=attrs.asdict(record.rate_limit) if record.rate_limit else None,
-        report_problems=list(record.report_problems),
+    decision = IterationDecision(
         gates=gates,
-        integrity=list(record.harmed) if record.harmed is not None else None,
-        signals=record.signals.as_record() if record.signals is not None else None,
         judged=judged,
         trip=trip,
         score=score,
@@ -230,8 +164,9 @@ def finished_event(
         risk=risk,
         circuit=circuit,
         pause=pause,
-        extra=extra,
     )
+    signals = record.signals.as_record() if record.signals is not None else None
+    return IterationFinished.compose(record, decision, signals=signals, extra=extra)
 
 
 def secscan_reading(gates: dict[str, Any]) -> GateReading | None:
@@ -252,25 +187,10 @@ def record_from_event(event: IterationFinished) -> IterationRecord:
     """The record an ``iteration.finished`` event holds, for a replay.
 
     Raises:
-        ValueError: when its signals or provider limit do not parse.
+        ValueError: when its signals do not parse.
     """
-    limit = None
-    if event.rate_limit is not None:
-        status = event.rate_limit.get("status")
-        resets = event.rate_limit.get("resets_at")
-        kind = event.rate_limit.get("kind")
-        if not isinstance(status, str):
-            raise ValueError(f"rate_limit.status: {status!r}")
-        limit = RateLimitEvent(
-            status=status,
-            resets_at=float(resets) if isinstance(resets, int | float) else None,
-            kind=kind if isinstance(kind, str) else None,
-        )
     return IterationRecord(
-        **{name: getattr(event, name) for name in _PLAIN_FIELDS},
-        rate_limit=limit,
-        report_problems=tuple(event.report_problems),
-        harmed=tuple(event.integrity) if event.integrity is not None else None,
+        **facts_of(event),
         secscan=secscan_reading(event.gates),
         signals=Signals.from_record(event.signals) if event.signals is not None else None,
         calls=_calls_from(event.extra),

@@ -13,6 +13,7 @@ from .._guard import shell_guard_environment
 from .._hook_passing import HOOKS_PASSED, LOOP_VERIFY
 from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
 from .._redact import Redact
+from .._sourcepath import source_environment
 from ._definition import Executor
 from ._observation import Observation
 from ._parsers import make_parser
@@ -69,6 +70,9 @@ class IterationContext:
             }
         )
         env.update(self.extra_env)
+        # In a linked worktree the agent's own commands (its tests) import the
+        # worktree's sources, as the loop's verify does.
+        env.update(source_environment(self.workdir, env))
         return env
 
 

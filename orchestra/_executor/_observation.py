@@ -4,20 +4,8 @@ from __future__ import annotations
 
 import attrs
 
-
-@attrs.frozen
-class RateLimitEvent:
-    """The provider refused for now: all loops should wait rather than count failures.
-
-    Attributes:
-        status: The provider's word (``rejected`` for Claude's rate_limit_event).
-        resets_at: Wall-clock epoch seconds when the limit resets, when known.
-        kind: Which limit (``five_hour`` ...), when known.
-    """
-
-    status: str
-    resets_at: float | None = None
-    kind: str | None = None
+# Recorded as the timeline holds it, so declared with the iteration's facts.
+from .._state import RateLimitEvent as RateLimitEvent
 
 
 @attrs.frozen

@@ -10,9 +10,20 @@ from pathlib import Path
 
 import attrs
 
+from .._sourcepath import holds_python
+
 AGENT_CLIS = ("claude", "codex", "gemini")
 _MAKE_TEST = re.compile(r"^test\s*:", re.MULTILINE)
 _NPM_DEFAULT_TEST = "no test specified"
+# A src layout's tests import src/ of the checkout they run in, ahead of an
+# editable install of another one (the main checkout's, in a loop's worktree).
+SRC_LAYOUT_PYTEST = (
+    "PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH} pytest -q --junitxml=.forge/junit.xml"
+)
+SRC_LAYOUT_SOURCE = (
+    "a Python project with tests in a src layout; src/ goes first on the module path, "
+    "so a worktree's verify tests the worktree's code"
+)
 
 
 @attrs.frozen
@@ -43,6 +54,8 @@ def _test_command(root: Path) -> tuple[str, str]:
     if makefile.is_file() and _MAKE_TEST.search(_read(makefile)):
         return "make test", "the Makefile's test target"
     if _uses_pytest(root):
+        if holds_python(root / "src"):
+            return SRC_LAYOUT_PYTEST, SRC_LAYOUT_SOURCE
         return "pytest -q --junitxml=.forge/junit.xml", "a Python project with tests"
     package = root / "package.json"
     if package.is_file():

@@ -350,8 +350,12 @@ def resume_commands(
     elif gate == "forge state":
         clear = [f"{prefix}forge status", f"{prefix}forge timeline {change}"]
     else:  # the loop circuit (any trip), its iterations used up, a gate's error
+        # The circuit's reset clears the verify breaker with it; a spent budget
+        # is a decision of its own and is granted first.
+        spent = bool(trips) and trips[-1].condition == "budget"
         clear = [
             f"{prefix}forge timeline {change}",
+            *([f"{prefix}forge spend {change} --reset"] if spent else []),
             f"{prefix}forge circuit {change} --reset --reason WHY",
         ]
     return (*clear, rerun)

@@ -457,8 +457,8 @@ def _refusal(event: IterationFinished) -> str | None:
     """The provider's refusal of an iteration, in words (None: it was not refused)."""
     if event.rate_limit is None and event.judged:
         return None
-    limit = event.rate_limit or {}
-    which = f"{limit.get('status', 'limit')} {limit.get('kind') or ''}".strip()
+    limit = event.rate_limit
+    which = f"{limit.status} {limit.kind or ''}".strip() if limit is not None else "limit"
     note = f"the provider refused: {which}"
     if event.pause:
         note += f"; every loop paused {brief_seconds(event.pause)}"

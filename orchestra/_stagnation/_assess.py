@@ -227,8 +227,6 @@ def repeats(
     if detector == "test-fix-loop":
         changed = signals.files_modified
         return changed > 0 and signals.test_files_modified / changed > policy.test_fix_ratio
-    if detector == "no-progress":
-        return _no_progress(signals)
     return False
 
 

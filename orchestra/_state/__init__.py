@@ -51,11 +51,18 @@ if TYPE_CHECKING:
     from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._iteration import IterationDecision as IterationDecision
+    from ._iteration import IterationFacts as IterationFacts
+    from ._iteration import RateLimitEvent as RateLimitEvent
+    from ._iteration import decision_of as decision_of
+    from ._iteration import facts_of as facts_of
     from ._known import has_state as has_state
     from ._known import require_change as require_change
     from ._statusfile import STATUS_FILE as STATUS_FILE
     from ._statusfile import last_alert_details as last_alert_details
     from ._statusfile import read_sections as read_sections
+    from ._strict import Misfit as Misfit
+    from ._strict import strict_structure as strict_structure
     from ._timeline import TimelineRead as TimelineRead
     from ._timeline import append_event as append_event
     from ._timeline import append_events as append_events
@@ -122,6 +129,14 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._iteration": (
+                "IterationDecision",
+                "IterationFacts",
+                "RateLimitEvent",
+                "decision_of",
+                "facts_of",
+            ),
+            "._strict": ("Misfit", "strict_structure"),
             "._statusfile": ("STATUS_FILE", "last_alert_details", "read_sections"),
             "._known": ("has_state", "require_change"),
             "._timeline": (

@@ -2,8 +2,14 @@
 
 Every writer builds one of these classes and every reader decodes through
 :func:`decode_event`, so an event's name and fields are spelled in this module
-only. On disk an event is one JSON object: ``ts``, ``seq``, ``event`` (the
-kind), ``change``, then the class's own fields in declaration order.
+only (an iteration's fields in ``_iteration.py``). On disk an event is one JSON
+object: ``ts``, ``seq``, ``event`` (the kind), ``change``, then the class's own
+fields in declaration order.
+
+Each known kind's fields are checked by the one strict converter
+(``_strict.py``), built from the class's resolved field types: an int stands
+for a float, a bool for nothing else, a list's items and a nested object's
+fields are checked too.
 
 Decoding never raises. A known kind whose fields do not fit its class, and a
 kind this release does not know, decode to :class:`OtherEvent`, which keeps
@@ -14,7 +20,8 @@ Kinds:
 
 - ``run.started`` / ``run.stopped``: a loop's beginning and its ending.
 - ``iteration.started`` / ``iteration.finished``: one iteration; the finished
-  event carries the iteration record the loop judged (see ``orchestra._engine``).
+  event carries the iteration record the loop judged and what it decided, each
+  declared once in ``_iteration.py`` (see also ``orchestra._engine``).
 - ``protect.violation``: a protected path was harmed and restored.
 - ``breaker.opened`` / ``breaker.half_open`` / ``breaker.closed``: the loop circuit.
 - ``breaker.reset``: a human cleared the verify breaker or the loop circuit.
@@ -33,6 +40,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
+
+from ._iteration import IterationDecision, IterationFacts, facts_of
+from ._strict import Misfit, shape_of
 
 # The loop contract's event names, the only ones a person may also write by hand.
 LOOP_STARTED = "forge.loop.started"
@@ -86,53 +96,39 @@ class IterationStarted(Event):
 
 
 @attrs.frozen(kw_only=True)
-class IterationFinished(Event):
+class IterationFinished(IterationDecision, IterationFacts, Event):
     """One judged (or, for a provider's refusal, unjudged) iteration.
 
-    The fields up to ``gates`` are the iteration record: what the loop's
-    decision function read. The rest is what it decided.
+    The iteration's record (its :class:`IterationFacts`) and what was decided
+    about it (its :class:`IterationDecision`), each declared once in
+    ``_iteration.py``; on disk the line is flat, in that order, then the
+    signals. The rate window's calls (``calls_remaining``, ``calls_allowed``)
+    ride in ``extra``.
+
+    Attributes:
+        signals: The record's measured signals as JSON (None: the loop does
+            not measure); their class, ``Signals``, lives above this layer.
     """
 
     kind: ClassVar[str] = "iteration.finished"
-    run_id: str
-    iteration: int
-    duration: float = 0.0
-    exit: int | None = None
-    timed_out: bool = False
-    signal: int | None = None
-    start_error: str | None = None
-    output_bytes: int = 0
-    output_lines: int = 0
-    tokens: int = 0
-    tool_calls: int = 0
-    cost_usd: float = 0.0
-    permission_denials: int = 0
-    done: bool = False
-    failure: str | None = None
-    error: str | None = None
-    rate_limit: dict[str, Any] | None = None
-    parse_note: str | None = None
-    cost_note: str | None = None
-    report_problems: list[str] = attrs.field(factory=list)
-    log: str | None = None
-    gates: dict[str, Any] = attrs.field(factory=dict)
-    integrity: list[dict[str, Any]] | None = None
-    judged: bool = True
-    verify: str | None = None
-    trip: str | None = None
     signals: dict[str, Any] | None = None
-    score: int | None = None
-    window_score: int | None = None
-    risk: str | None = None
-    circuit: str | None = None
-    cannot_start: bool = False
-    integrity_detail: str | None = None
-    cost_estimated: bool = False
-    tokens_cached: int = 0
-    session: str | None = None
-    pause: float | None = None
-    guard_refusals: int = 0
-    verify_by_hook: bool = False
+
+    @classmethod
+    def compose(
+        cls,
+        facts: IterationFacts,
+        decision: IterationDecision,
+        *,
+        signals: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> IterationFinished:
+        """The event of an iteration's facts (the engine's record is some) and its decision."""
+        return cls(
+            **facts_of(facts),
+            **attrs.asdict(decision, recurse=False),
+            signals=signals,
+            extra=extra or {},
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -307,28 +303,8 @@ KINDS: dict[str, type[Event]] = {
     )
 }
 _HEADER = ("ts", "seq", "change")
-
-
-def _fits(value: Any, annotation: str) -> bool:
-    """Whether a JSON value fits a field's annotation (``str | None``, ``dict[str, Any]`` ...).
-
-    JSON has one number type: an int stands for a float; a bool is neither.
-    Checked by hand rather than by a converter: ``forge timeline`` reads every
-    event and must start fast.
-    """
-    for option in (part.strip() for part in annotation.split("|")):
-        base = option.split("[", 1)[0]
-        if (
-            (base == "None" and value is None)
-            or (base == "str" and isinstance(value, str))
-            or (base == "bool" and isinstance(value, bool))
-            or (base == "int" and isinstance(value, int) and not isinstance(value, bool))
-            or (base == "float" and isinstance(value, int | float) and not isinstance(value, bool))
-            or (base == "dict" and isinstance(value, dict))
-            or (base == "list" and isinstance(value, list))
-        ):
-            return True
-    return False
+# The fields every event carries that a line's body may not set.
+_NOT_BODY = frozenset((*_HEADER, "extra"))
 
 
 def event_name(event: Event) -> str:
@@ -353,38 +329,33 @@ def encode_event(event: Event) -> dict[str, Any]:
     fields = {
         field.name: getattr(event, field.name)
         for field in attrs.fields(type(event))
-        if field.name not in (*_HEADER, "extra")
+        if field.name not in _NOT_BODY
     }
+    shape_of(type(event)).plain(fields)
     fields.update(event.extra)
     return fields
 
 
 def decode_event(raw: Mapping[str, Any]) -> Event:
     """An event read from a timeline line; never raises (see the module's docstring)."""
-    header = {key: raw.get(key) for key in _HEADER}
-    ts = header["ts"] if isinstance(header["ts"], str) else None
-    seq = header["seq"] if isinstance(header["seq"], int) else None
-    change = header["change"] if isinstance(header["change"], str) else None
+    ts, seq, change = raw.get("ts"), raw.get("seq"), raw.get("change")
+    header: dict[str, Any] = {
+        "ts": ts if isinstance(ts, str) else None,
+        "seq": seq if isinstance(seq, int) else None,
+        "change": change if isinstance(change, str) else None,
+    }
     name = raw.get("event")
     body = {k: v for k, v in raw.items() if k not in (*_HEADER, "event")}
     cls = KINDS.get(name) if isinstance(name, str) else None
     if cls is None:
         if isinstance(name, str) and name.startswith(CONTRACT_PREFIX):
-            return ContractEvent(ts=ts, seq=seq, change=change, name=name, fields=body)
-        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-    declared = {f.name for f in attrs.fields(cls)} - {*_HEADER, "extra"}
-    known = {k: v for k, v in body.items() if k in declared}
-    extra = {k: v for k, v in body.items() if k not in declared}
-    fields = {f.name: f for f in attrs.fields(cls)}
-    values: dict[str, Any] = {}
-    for key, value in known.items():
-        if not _fits(value, str(fields[key].type)):
-            return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-        numeric = isinstance(value, int) and not isinstance(value, bool)
-        wants_float = str(fields[key].type).startswith("float")
-        values[key] = float(value) if numeric and wants_float else value
+            return ContractEvent(**header, name=name, fields=body)
+        return OtherEvent(**header, name=str(name), fields=body)
+    shape = shape_of(cls)
+    known = {k: v for k, v in body.items() if k in shape.checks and k not in _NOT_BODY}
     try:
-        event = cls(**values)
-    except TypeError:  # a required field is missing
-        return OtherEvent(ts=ts, seq=seq, change=change, name=str(name), fields=body)
-    return attrs.evolve(event, ts=ts, seq=seq, change=change, extra=extra)
+        values = shape.values(known)
+    except Misfit:  # a value that does not fit, or a required field missing
+        return OtherEvent(**header, name=str(name), fields=body)
+    extra = {k: v for k, v in body.items() if k not in known}
+    return cls(**header, **values, extra=extra)

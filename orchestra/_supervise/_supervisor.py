@@ -27,6 +27,7 @@ from .._executor import Executor, load_executor, shell_command
 from .._ratelimit import RateLimiter
 from .._secscan import load_rules
 from .._state import ChangePaths
+from ._imports import check_worktree_imports
 from ._loop_tables import LoopSetup
 from ._worktree import WorktreeError, ensure_worktree
 
@@ -179,6 +180,9 @@ async def _with_worktree(run: LoopRun, lock: trio.Lock) -> LoopPlan:
         return run.plan
     run.progress.status = "making its worktree"
     path: Path = await ensure_worktree(run.setup.root, run.setup.change, run.setup.base, lock)
+    # Its verify must test the worktree's code: say so now rather than after
+    # three failed verifies of a correct edit.
+    await check_worktree_imports(path, run.setup.change)
     return attrs.evolve(run.plan, workdir=path)
 
 

@@ -11,8 +11,10 @@ if TYPE_CHECKING:
     from ._breaker import VerifyAttempts as VerifyAttempts
     from ._breaker import breaker_line as breaker_line
     from ._breaker import gate_detail as gate_detail
+    from ._breaker import holds as holds
     from ._breaker import record_verdict as record_verdict
     from ._breaker import reset as reset
+    from ._breaker import reset_line as reset_line
     from ._checks import CheckResult as CheckResult
     from ._report import VerifyReport as VerifyReport
     from ._report import run_verify as run_verify
@@ -40,8 +42,10 @@ if not TYPE_CHECKING:
                 "VerifyAttempts",
                 "breaker_line",
                 "gate_detail",
+                "holds",
                 "record_verdict",
                 "reset",
+                "reset_line",
             ),
             "._checks": ("CheckResult",),
             "._report": (

@@ -134,6 +134,24 @@ def reset(state: VerifyAttempts, *, now: str) -> VerifyAttempts:
     )
 
 
+def reset_line(before: VerifyAttempts, change: str) -> str:
+    """The ``Breaker: reset`` line, for the breaker as it was before a reset (a contract)."""
+    if before.blocked is not None:
+        what = f"cleared the block ({before.blocked})"
+    elif before.open:
+        what = f"cleared an OPEN circuit after {before.consecutive_failures} consecutive failures"
+    elif before.consecutive_failures:
+        what = f"cleared a streak of {before.consecutive_failures} consecutive failures"
+    else:
+        what = "nothing to clear: the breaker was already closed"
+    return f'Breaker: reset for change "{change}" — {what}.'
+
+
+def holds(state: VerifyAttempts) -> bool:
+    """Whether the breaker holds anything a reset would clear (a streak, an opening, a block)."""
+    return state.open or state.blocked is not None or state.consecutive_failures > 0
+
+
 def breaker_line(state: VerifyAttempts, change: str, *, previous_streak: int = 0) -> str:
     """The ``Breaker:`` line of the verify report: a contract, so its wording never changes."""
     if state.blocked is not None:

@@ -10,6 +10,7 @@ import trio
 
 from .._policy import VerifyPolicy
 from .._redact import Redact
+from .._sourcepath import with_sources
 from ._breaker import FAIL, PASS
 from ._checks import CheckResult, run_check
 from ._scenarios import ScenarioCoverage, measure_coverage
@@ -77,6 +78,9 @@ async def run_verify(
     """
     started = trio.current_time()
     checks = []
+    # In a linked worktree the checks import the worktree's sources, not an
+    # editable install of the main checkout's.
+    env = with_sources(root)
     for name, command in (("tests", policy.command), ("lint", policy.lint)):
         if command.strip():
             checks.append(
@@ -84,6 +88,7 @@ async def run_verify(
                     name,
                     command,
                     cwd=root,
+                    env=env,
                     time_limit=policy.timeout.seconds,
                     grace=grace,
                     redact=redact,

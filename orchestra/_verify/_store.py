@@ -77,8 +77,11 @@ def read_breaker(paths: ChangePaths) -> BreakerUpdate:
     return BreakerUpdate(before=state, after=state, corrupt=corrupt)
 
 
-def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
-    """Clear the breaker: the explicit "a human intervened" signal."""
+def reset_breaker(paths: ChangePaths, *, reason: str | None = None) -> BreakerUpdate:
+    """Clear the breaker: the explicit "a human intervened" signal.
+
+    ``reason`` (why, when the person gave one) is kept in the ``breaker.reset`` event.
+    """
     from .._state import VERIFY_BREAKER, BreakerReset  # only when one is written
 
     with exclusive_lock(paths.lock):
@@ -93,6 +96,7 @@ def reset_breaker(paths: ChangePaths) -> BreakerUpdate:
                 cleared_consecutive_failures=before.consecutive_failures,
                 was_open=before.open,
                 was_blocked=before.blocked,
+                reason=reason,
             ),
         )
     return BreakerUpdate(before=before, after=after, corrupt=corrupt)
