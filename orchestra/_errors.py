@@ -18,15 +18,17 @@ The tree (every subclass, wherever it is defined)::
     │   ├── FleetUnavailable      exit 1  the fleet's Redis server cannot be reached
     │   └── LeaseLost             exit 1  another host took the loop over (its fencing token)
     ├── BudgetExhausted           exit 1  another fix iteration asked for with none left
+    ├── GoalStepsExhausted        exit 1  another goal step asked for with none left
     ├── SourceError               exit 1  a fleet loop's repository could not be cloned or pushed
     └── WorktreeError             exit 1  a loop's git worktree could not be created
         └── WorktreeImportError   exit 1  its Python would import the main checkout's code
 
-Defined elsewhere, next to what raises them: ``ContractError`` and
-``BudgetExhausted`` in :mod:`orchestra._contract`, ``LimitTooLarge`` and
-``RateLimitStoreError`` in :mod:`orchestra._ratelimit`, ``WorktreeError`` and
-``WorktreeImportError`` in :mod:`orchestra._supervise`, ``FleetUnavailable``,
-``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test keeps this tree complete.
+Defined elsewhere, next to what raises them: ``ContractError``,
+``BudgetExhausted`` and ``GoalStepsExhausted`` in :mod:`orchestra._contract`,
+``LimitTooLarge`` and ``RateLimitStoreError`` in :mod:`orchestra._ratelimit`,
+``WorktreeError`` and ``WorktreeImportError`` in :mod:`orchestra._supervise`,
+``FleetUnavailable``, ``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test
+keeps this tree complete.
 
 This module imports nothing from the rest of the package.
 """

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .support import Repo
+from .support import Repo, failing_policy
 
 START = [
     "loop",
@@ -44,6 +44,15 @@ def to_verify(repo: Repo) -> None:
             "checkpoint", "--change", "billing", "--stage", stage, "--current-stage", current
         )
         assert done.code == 0, done.err
+
+
+def verify_fails(repo: Repo) -> None:
+    """One ``forge verify --change billing`` that fails (the breaker stays closed)."""
+    if not (repo.root / "forge.toml").exists():
+        failing_policy(repo, max_failures=50)
+    done = repo.forge("verify", "--change", "billing")
+    assert done.code == 0, done.err
+    assert "Verdict: FAIL" in done.out
 
 
 def checkpoint_of(repo: Repo) -> dict[str, Any]:
@@ -183,6 +192,7 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     assert too_early.code == 2
     assert "verify first" in too_early.err
     to_verify(repo)
+    verify_fails(repo)
     no_strategy = repo.forge(*base, "--failure", "R1: 2 tests fail")
     assert no_strategy.code == 2
     assert "needs --strategy-change" in no_strategy.err
@@ -191,6 +201,7 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     )
     assert first.code == 0
     assert checkpoint_of(repo)["budget"]["used_fix_iterations"] == 1
+    verify_fails(repo)
     same = repo.forge(*base, "--strategy-change", "split the task")
     assert same.code == 2
     assert "repeats an earlier failed one" in same.err
@@ -199,11 +210,14 @@ def test_verify_failed_needs_a_new_strategy_and_a_budget(repo: Repo) -> None:
     assert "stop condition: budget_exhausted" in second.out
     assert checkpoint_of(repo)["stop_condition"] == "budget_exhausted"
     assert checkpoint_of(repo)["next_action"] == "ask"  # never iterate with no budget left
+    verify_fails(repo)
     third = repo.forge(*base, "--strategy-change", "something else")
     assert third.code == 1
     assert "stop condition budget_exhausted" in third.err
     assert events_of(repo).count("forge.strategy.changed") == 2
-    assert events_of(repo).count("forge.iteration.started") >= 2
+    # iteration-1 began the first pass and the first failed verify the second;
+    # the verify-failed that spent the budget began none.
+    assert events_of(repo).count("forge.iteration.started") == 2
 
 
 def passing_verify(repo: Repo) -> None:
@@ -287,8 +301,10 @@ def test_budget_exhausted_stops_the_next_action_and_resume_agrees(repo: Repo) ->
     repo.forge(*START)
     to_verify(repo)
     base = ["checkpoint", "--change", "billing", "--stage", "verify-failed"]
+    verify_fails(repo)
     assert repo.forge(*base, "--failure", "R1", "--strategy-change", "one").code == 0
     assert checkpoint_of(repo)["next_action"] == "iterate"
+    verify_fails(repo)
     iterate = repo.forge(*base, "--strategy-change", "two", "--next-action", "iterate")
     assert iterate.code == 2
     assert "--next-action iterate contradicts the stop condition budget_exhausted" in iterate.err
@@ -418,12 +434,15 @@ def test_a_failed_strategy_never_comes_back_in_another_spelling(repo: Repo) -> N
     repo.forge(*START[:-1], "5")
     to_verify(repo)
     base = ["checkpoint", "--change", "billing", "--stage", "verify-failed", "--failure", "R1"]
+    verify_fails(repo)
     assert repo.forge(*base, "--strategy-change", "Split totals").code == 0
+    verify_fails(repo)
     for again in ("split totals.", "  SPLIT,   totals! ", "split_totals"):
         refused = repo.forge(*base, "--strategy-change", again)
         assert refused.code == 2, again
         assert "repeats an earlier failed one ('Split totals')" in refused.err
     assert repo.forge(*base, "--strategy-change", "smaller steps").code == 0
+    verify_fails(repo)
     earlier = repo.forge(*base, "--strategy-change", "Split totals")
     assert earlier.code == 2  # not only the last one: every earlier failed strategy
     assert "failed strategies so far: Split totals; smaller steps" in earlier.err
@@ -445,6 +464,7 @@ def test_events_known_and_unknown(repo: Repo) -> None:
 def test_resume_rebuilds_the_contract_from_the_files(repo: Repo) -> None:
     repo.forge(*START)
     to_verify(repo)
+    verify_fails(repo)
     repo.forge(
         "checkpoint",
         "--change",

@@ -19,9 +19,11 @@ from .._contract import (
     add_trace,
     apply,
     block,
+    iteration_prompt,
     load_checkpoint,
     next_action_of,
     parse_rubric_update,
+    pass_begun,
     record,
     render,
     save_checkpoint,
@@ -105,7 +107,39 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
 def checkpoint(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge checkpoint")
-    update = Update(
+    update = _update_of(args)
+    # Only shipping and a failed verify need the verify standing (shipping, its git status).
+    verify = None
+    if _ships(update) or update.stage == "verify-failed":
+        verify = _verify_standing(project, paths, with_tree=_ships(update))
+    now = utc_now_iso()
+    with exclusive_lock(paths.lock):
+        before = _require(paths)
+        after = apply(before, update, now=now, verify=verify)
+        save_checkpoint(paths, after)
+    began = _record_checkpoint(paths, before, after, update)
+    summary = _summary(before, after, update)
+    _trace(project, after, now, after.stage, summary, out)
+    out.line(f'Checkpoint: {after.stage} on change "{paths.name}" — {summary}')
+    budget = after.budget
+    out.line(
+        f"  budget: {budget.used_fix_iterations}/{budget.max_fix_iterations} fix iteration(s) used"
+    )
+    if after.route == "goal" and after.max_goal_steps is not None:
+        out.line(f"  goal steps: {after.iteration}/{after.max_goal_steps} used")
+    if began is not None and update.stage == "verify-failed":
+        out.line(
+            f"  next pass: iteration-{began}; its prompt, from the failed rubric items: "
+            f"forge resume --change {paths.name}"
+        )
+    _say_stop(after, out)
+    if out.json_mode:
+        out.document(_as_json(after))
+    return EXIT_OK
+
+
+def _update_of(args: argparse.Namespace) -> Update:
+    return Update(
         stage=args.stage,
         current_stage=args.current_stage,
         rubric=tuple(parse_rubric_update(text) for text in args.rubric or []),
@@ -120,13 +154,12 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
         owner_decision=args.owner_decision,
         decided=args.decided,
     )
-    # Only shipping needs the verify standing (and its git status).
-    verify = _verify_standing(project, paths) if _ships(update) else None
-    now = utc_now_iso()
-    with exclusive_lock(paths.lock):
-        before = _require(paths)
-        after = apply(before, update, now=now, verify=verify)
-        save_checkpoint(paths, after)
+
+
+def _record_checkpoint(
+    paths: ChangePaths, before: Checkpoint, after: Checkpoint, update: Update
+) -> int | None:
+    """The checkpoint's events in the timeline; returns the pass it began, if any."""
     fields: dict[str, Any] = {
         "stage": after.stage,
         "current_stage": after.current_stage,
@@ -148,44 +181,43 @@ def checkpoint(args: argparse.Namespace, out: Output) -> int:
     for blocker in after.blockers:
         if blocker not in kept:
             record(paths, BLOCKED, {"detail": blocker})
-    if update.stage == "verify-failed" or update.stage.startswith("iteration-"):
-        if update.strategy_change:
-            record(
-                paths,
-                STRATEGY_CHANGED,
-                {"strategy_change": after.strategy_change, "failure": after.last_failure},
-            )
-        record(paths, ITERATION_BEGUN, {"stage": after.stage})
+    if _iterates(update) and update.strategy_change:
+        record(
+            paths,
+            STRATEGY_CHANGED,
+            {"strategy_change": after.strategy_change, "failure": after.last_failure},
+        )
+    began = pass_begun(before, after)
+    if began is not None:  # once a pass: the iteration-N checkpoints after it report on it
+        record(paths, ITERATION_BEGUN, {"stage": after.stage, "iteration": began})
     if update.stage == "ship-ready":
         record(paths, SHIP_READY, {"goal": after.goal})
+    return began
+
+
+def _iterates(update: Update) -> bool:
+    return update.stage == "verify-failed" or update.stage.startswith("iteration-")
+
+
+def _summary(before: Checkpoint, after: Checkpoint, update: Update) -> str:
+    """The checkpoint in one line: for the Loop Trace and the command's output."""
     moved = f"{before.current_stage} -> {after.current_stage}"
     if before.current_stage == after.current_stage:
         moved = after.current_stage
-    summary = f"{moved}; next: {after.next_action or '-'}"
-    if update.stage == "verify-failed" or update.stage.startswith("iteration-"):
-        if after.last_failure:
-            summary += f"; failure: {after.last_failure}"
-        if update.strategy_change:
-            summary += f"; strategy: {update.strategy_change}"
+    parts = [f"{moved}; next: {after.next_action or '-'}"]
+    if _iterates(update) and after.last_failure:
+        parts.append(f"failure: {after.last_failure}")
+    if _iterates(update) and update.strategy_change:
+        parts.append(f"strategy: {update.strategy_change}")
     if update.stage == "ship-ready":
-        risks = "; ".join(after.residual_risks) or "none"
-        summary += f"; residual risks: {risks}"
+        parts.append(f"residual risks: {'; '.join(after.residual_risks) or 'none'}")
     if after.stop_condition:
-        summary += f"; stop: {after.stop_condition}"
+        parts.append(f"stop: {after.stop_condition}")
     if update.owner_decision is not None:
-        summary += f"; owner decision: {after.owner_decision}"
+        parts.append(f"owner decision: {after.owner_decision}")
     if update.decided is not None:
-        summary += f"; decided: {' '.join(update.decided.split())}"
-    _trace(project, after, now, after.stage, summary, out)
-    out.line(f'Checkpoint: {after.stage} on change "{paths.name}" — {summary}')
-    budget = after.budget
-    out.line(
-        f"  budget: {budget.used_fix_iterations}/{budget.max_fix_iterations} fix iteration(s) used"
-    )
-    _say_stop(after, out)
-    if out.json_mode:
-        out.document(_as_json(after))
-    return EXIT_OK
+        parts.append(f"decided: {' '.join(update.decided.split())}")
+    return "; ".join(parts)
 
 
 def event(args: argparse.Namespace, out: Output) -> int:
@@ -237,21 +269,41 @@ def resume(args: argparse.Namespace, out: Output) -> int:
         if str(e.get("event")).startswith(CONTRACT_PREFIX)
     ]
     last = events[-args.events :] if args.events else []
+    prompt = iteration_prompt(current, paths.name)
     if out.json_mode:
         out.document(
             {
                 "change": paths.name,
                 "checkpoint": _as_json(current),
                 "next_action": next_action_of(current),
+                "next_prompt": prompt,
                 "last_events": last,
             }
         )
         return EXIT_OK
-    out.line(f'Resume: change "{paths.name}" — {current.goal}')
+    _say_contract(paths.name, current, out)
+    out.line(f"  next action: {next_action_of(current) or '-'}")
+    if prompt is not None:
+        out.line("  next prompt:")
+        for line in prompt.splitlines():
+            out.line(f"    {line}")
+    if last:
+        out.line("  last events:")
+        for recorded in last:
+            out.line(
+                f"    {recorded.get('ts')}  {recorded.get('event')}  {_detail(recorded)}".rstrip()
+            )
+    return EXIT_OK
+
+
+def _say_contract(change: str, current: Checkpoint, out: Output) -> None:
+    """The contract as forge resume shows it, down to the stop condition."""
+    out.line(f'Resume: change "{change}" — {current.goal}')
     where = f"current stage {current.current_stage}, mode {current.mode}"
     out.line(f"  stage:       {current.stage} ({where})")
     if current.route:
-        out.line(f"  route:       {current.route}, max {current.max_goal_steps} goal step(s)")
+        limit = f"/{current.max_goal_steps}" if current.max_goal_steps else ""
+        out.line(f"  route:       {current.route}, {current.iteration}{limit} goal step(s) used")
     out.line("  rubric:")
     for item in current.rubric:
         evidence = f" — {item.evidence}" if item.evidence else ""
@@ -270,13 +322,12 @@ def resume(args: argparse.Namespace, out: Output) -> int:
         out.line(
             f"  stop:        {current.stop_condition}{_STOP_NOTES.get(current.stop_condition, '')}"
         )
-    out.line(f"  next action: {next_action_of(current) or '-'}")
-    if last:
-        out.line("  last events:")
-        for recorded in last:
-            detail = recorded.get("detail") or recorded.get("stage") or recorded.get("goal") or ""
-            out.line(f"    {recorded.get('ts')}  {recorded.get('event')}  {detail}".rstrip())
-    return EXIT_OK
+
+
+def _detail(recorded: dict[str, Any]) -> str:
+    if recorded.get("event") == ITERATION_BEGUN and recorded.get("iteration"):
+        return f"iteration-{recorded['iteration']} (at {recorded.get('stage')})"
+    return str(recorded.get("detail") or recorded.get("stage") or recorded.get("goal") or "")
 
 
 _STOP_NOTES = {
@@ -286,6 +337,9 @@ _STOP_NOTES = {
         " — no fix iteration left: ask the owner, downgrade the scope, or stop and reflect"
     ),
     "owner_decision_required": " — ask the owner this one decision before going on",
+    "goal_steps_exhausted": (
+        " — no goal step left: ask the owner, downgrade the scope, or stop and reflect"
+    ),
 }
 
 
@@ -296,6 +350,7 @@ def _say_stop(checkpoint: Checkpoint, out: Output) -> None:
         "blocked": f"blocked: {'; '.join(checkpoint.blockers)}",
         "budget_exhausted": "no fix iteration left",
         "owner_decision_required": f"the owner decides: {checkpoint.owner_decision}",
+        "goal_steps_exhausted": f"no goal step left ({checkpoint.max_goal_steps} used)",
     }.get(checkpoint.stop_condition or "", "")
     out.line(f"  stop condition: {checkpoint.stop_condition} — {what}", style="red")
 
@@ -304,19 +359,20 @@ def _ships(update: Update) -> bool:
     return update.stage == "ship-ready" or update.current_stage == "ship"
 
 
-def _verify_standing(project: Project, paths: ChangePaths) -> VerifyStanding:
-    # Here, not at the top: only shipping reads the breaker.
+def _verify_standing(project: Project, paths: ChangePaths, *, with_tree: bool) -> VerifyStanding:
+    # Here, not at the top: only shipping and a failed verify read the breaker.
     from .._verify import read_breaker
 
     last = read_breaker(paths).after
-    now = tree_state(project.root)
+    now = tree_state(project.root) if with_tree else None
     return VerifyStanding(
         change=paths.name,
         verdict=last.last_verdict,
         commit=last.last_commit,
         tree=last.last_tree,
-        current_commit=now.commit,
-        current_tree=now.fingerprint,
+        current_commit=now.commit if now else None,
+        current_tree=now.fingerprint if now else None,
+        attempts=last.total_attempts,
     )
 
 

@@ -12,14 +12,18 @@ if TYPE_CHECKING:
     from ._model import Checkpoint as Checkpoint
     from ._model import ContractError as ContractError
     from ._model import Discovery as Discovery
+    from ._model import GoalStepsExhausted as GoalStepsExhausted
     from ._model import Update as Update
     from ._model import VerifyStanding as VerifyStanding
-    from ._model import apply as apply
-    from ._model import block as block
-    from ._model import next_action_of as next_action_of
     from ._model import parse_rubric_update as parse_rubric_update
-    from ._model import same_strategy as same_strategy
     from ._model import start as start
+    from ._passes import pass_begun as pass_begun
+    from ._passes import pass_in_progress as pass_in_progress
+    from ._prompt import iteration_prompt as iteration_prompt
+    from ._rules import apply as apply
+    from ._rules import block as block
+    from ._rules import next_action_of as next_action_of
+    from ._rules import same_strategy as same_strategy
     from ._store import EVENTS as EVENTS
     from ._store import add_trace as add_trace
     from ._store import checkpoint_path as checkpoint_path
@@ -40,17 +44,17 @@ if not TYPE_CHECKING:
                 "ContractError",
                 "DEPTHS",
                 "Discovery",
+                "GoalStepsExhausted",
                 "RISKS",
                 "STATUSES",
                 "Update",
                 "VerifyStanding",
-                "apply",
-                "block",
-                "next_action_of",
                 "parse_rubric_update",
-                "same_strategy",
                 "start",
             ),
+            "._passes": ("pass_begun", "pass_in_progress"),
+            "._prompt": ("iteration_prompt",),
+            "._rules": ("apply", "block", "next_action_of", "same_strategy"),
             "._store": (
                 "EVENTS",
                 "add_trace",
