@@ -185,8 +185,10 @@ def _done_before(result: Replay, run_id: str) -> ReplayStep | None:
 
     A loop that finished in an earlier run does nothing in the next one; the
     candidate agrees when its replay of the earlier runs ends done as well.
+    Only earlier runs count (run ids begin with their start time, so they sort
+    in time): a later run's done says nothing of a run that never started.
     """
-    earlier = [s for s in result.steps if s.ending is not None and s.record.run_id != run_id]
+    earlier = [s for s in result.steps if s.ending is not None and s.record.run_id < run_id]
     last = earlier[-1] if earlier else None
     return (
         last
