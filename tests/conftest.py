@@ -125,11 +125,11 @@ def _as_it_ran(files: tuple[tuple[Path, str], ...]) -> Iterator[None]:
             path.write_text(text, encoding="utf-8")
         yield
     finally:
-        for path, text in now.items():
-            if text is None:
+        for path, was in now.items():
+            if was is None:
                 path.unlink(missing_ok=True)
             else:
-                path.write_text(text, encoding="utf-8")
+                path.write_text(was, encoding="utf-8")
 
 
 def _batch_policy(batch: Supervised, overlay: str, folder: Path) -> str:

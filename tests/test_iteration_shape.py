@@ -167,12 +167,14 @@ def test_a_line_written_before_decodes_to_the_same_event(tmp_path: Path) -> None
     assert isinstance(before, IterationFinished)
     assert isinstance(now, IterationFinished)
     # The same event, but for the signals written since the older line (read as their defaults).
-    newer = {
-        "verify_read_only": True,
-        "denied": ("Bash: git push --force",),
-        "question": "Should I use SQLite?",
-    }
-    assert attrs.evolve(before, signals=now.signals, **newer) == now
+    newer = attrs.evolve(
+        before,
+        signals=now.signals,
+        verify_read_only=True,
+        denied=("Bash: git push --force",),
+        question="Should I use SQLite?",
+    )
+    assert newer == now
     older = attrs.evolve(RECORD, verify_read_only=False, denied=(), question=None)
     assert record_from_event(before) == older
     rewritten = written_line(tmp_path, attrs.evolve(before, ts=None, seq=None))
