@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 FORGE = Path(sys.executable).with_name("forge")
+FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 
 
 @attrs.frozen
@@ -177,3 +180,27 @@ def failing_policy(repo: Repo, *, max_failures: int | None = None) -> None:
     if max_failures is not None:
         lines.append(f"max_failures = {max_failures}")
     repo.write("forge.toml", "\n".join(lines) + "\n")
+
+
+def supervise_claude_json(
+    repo: Repo, steps: Sequence[dict[str, Any]], policy: str, *, iterations: int
+) -> list[dict[str, Any]]:
+    """``forge supervise`` one loop ``c`` whose fake agent prints Claude Code's JSON; its timeline.
+
+    ``policy`` is TOML laid after a passing verify and a memory rate limit.
+    """
+    script = repo.root.parent / "steps.json"
+    script.write_text(json.dumps({"steps": list(steps)}))
+    argv = [sys.executable, str(FAKE_AGENT), str(script)]
+    repo.write("executors/fakejson.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
+        f"{policy}"
+        f'[[loop]]\nchange = "c"\nexecutor = "fakejson"\nmax_iterations = {iterations}\n',
+    )
+    repo.commit("loop")
+    ran = repo.forge("supervise")
+    assert "Traceback" not in ran.err, ran.err
+    lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]

@@ -3,32 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from .support import Repo
+from .support import Repo, supervise_claude_json
 
-FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 BREAKER = '[breaker]\ncooldown = "0.1s"\ncooldown_max = "0.2s"\nmax_opens = 1\n'
 
 
 def supervise(repo: Repo, steps: list[dict[str, Any]], stagnation: str) -> list[dict[str, Any]]:
-    script = repo.root.parent / "steps.json"
-    script.write_text(json.dumps({"steps": steps}))
-    argv = [sys.executable, str(FAKE_AGENT), str(script)]
-    repo.write("executors/fakejson.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
-    repo.write(
-        "forge.toml",
-        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
-        f"{BREAKER}[stagnation]\n{stagnation}"
-        '[[loop]]\nchange = "c"\nexecutor = "fakejson"\nmax_iterations = 6\n',
-    )
-    repo.commit("loop")
-    ran = repo.forge("supervise")
-    assert "Traceback" not in ran.err, ran.err
-    lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    return supervise_claude_json(repo, steps, f"{BREAKER}[stagnation]\n{stagnation}", iterations=6)
 
 
 def result(**fields: Any) -> str:

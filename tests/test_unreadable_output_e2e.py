@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .support import Repo
+from .support import Repo, supervise_claude_json
 
-FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 DONE = {"type": "result", "subtype": "success", "is_error": False, "result": "FORGE_DONE"}
 
 # What a CLI that was cut short or confused prints instead of its result.
@@ -23,21 +20,7 @@ GARBLED = {
 
 
 def supervise(repo: Repo, *steps: dict[str, Any], breaker: str = "") -> list[dict[str, Any]]:
-    script = repo.root.parent / "steps.json"
-    script.write_text(json.dumps({"steps": list(steps)}))
-    argv = [sys.executable, str(FAKE_AGENT), str(script)]
-    repo.write("executors/fakejson.toml", f'argv = {json.dumps(argv)}\noutput = "claude-json"\n')
-    repo.write(
-        "forge.toml",
-        '[verify]\ncommand = "true"\nspecs = []\n[rate_limit]\nbackend = "memory"\n'
-        f"{breaker}"
-        '[[loop]]\nchange = "c"\nexecutor = "fakejson"\nmax_iterations = 4\n',
-    )
-    repo.commit("loop")
-    ran = repo.forge("supervise")
-    assert "Traceback" not in ran.err, ran.err
-    lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    return supervise_claude_json(repo, steps, breaker, iterations=4)
 
 
 @pytest.mark.parametrize("garbled", GARBLED.values(), ids=list(GARBLED))
