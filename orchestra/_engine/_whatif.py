@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from .._policy import Policy
-from .._state import Event, IterationFinished, RunStopped
+from .._state import Event, IterationFinished, RunStarted, RunStopped
 from ._record import IterationRecord
 from ._replay import Replay, ReplayStep, replay
 
@@ -116,7 +116,7 @@ def what_if(
     return WhatIf(
         change=change,
         ending_then=_ending_then(recorded, last_stop),
-        ending_now=_ending_now(result, steps, run_id, last_stop),
+        ending_now=_ending_now(result, steps, run_id, last_stop, _runs_before(events, run_id)),
         trip_then=_first_trip_then(events, in_run),
         trip_now=_first_trip_now(steps),
         iterations_then=len(recorded),
@@ -156,8 +156,23 @@ def _ending_then(
     return Moment(_last_iteration(recorded, last_stop.iterations), last_stop.reason)
 
 
+def _runs_before(events: Sequence[Event], run_id: str | None) -> frozenset[str]:
+    """The runs that started before ``run_id`` did (none, when it never started)."""
+    before: set[str] = set()
+    for event in events:
+        if isinstance(event, RunStarted):
+            if event.run_id == run_id:
+                return frozenset(before)
+            before.add(event.run_id)
+    return frozenset()
+
+
 def _ending_now(
-    result: Replay, steps: Sequence[ReplayStep], run_id: str | None, last_stop: RunStopped | None
+    result: Replay,
+    steps: Sequence[ReplayStep],
+    run_id: str | None,
+    last_stop: RunStopped | None,
+    earlier: frozenset[str],
 ) -> Moment | None:
     """How the candidate ends the run compared, if its replay ends it."""
     # Endings are compared within one run: the one asked for, or (over a whole
@@ -172,7 +187,7 @@ def _ending_now(
         None,
     )
     if ended is None and run_id is not None and not steps:
-        ended = _done_before(result, run_id)
+        ended = _done_before(result, earlier)
     if ended is None or ended.ending is None:
         return None
     # An ending before an iteration comes after the one before it.
@@ -180,15 +195,15 @@ def _ending_now(
     return Moment(at, ended.ending.reason)
 
 
-def _done_before(result: Replay, run_id: str) -> ReplayStep | None:
+def _done_before(result: Replay, earlier_runs: frozenset[str]) -> ReplayStep | None:
     """A run that ran nothing because the loop was done: the replay's done, if it was done too.
 
     A loop that finished in an earlier run does nothing in the next one; the
     candidate agrees when its replay of the earlier runs ends done as well.
-    Only earlier runs count (run ids begin with their start time, so they sort
-    in time): a later run's done says nothing of a run that never started.
+    Only the runs that started before it count: a later run's done says
+    nothing of a run that never started (a worktree that could not be made).
     """
-    earlier = [s for s in result.steps if s.ending is not None and s.record.run_id < run_id]
+    earlier = [s for s in result.steps if s.ending is not None and s.record.run_id in earlier_runs]
     last = earlier[-1] if earlier else None
     return (
         last
