@@ -88,8 +88,10 @@ def test_the_denied_commands_are_named_in_the_timeline_the_status_log_and_the_re
     assert "denied: Bash: git push --force" in html.read_text()
 
 
-def test_an_agent_that_asks_is_told_to_decide_and_its_question_is_shown(repo: Repo) -> None:
+def test_an_agent_that_asks_is_told_to_decide_its_question_shown_and_told(repo: Repo) -> None:
     env = repo.root.parent / "env-2.json"
+    told = repo.root.parent / "told.jsonl"
+    notify = f'[notify]\non_question = "(cat; echo; env | grep ^FORGE_QUESTION=) >> {told}"\n'
     question = "Should I use PostgreSQL or SQLite? Please let me know."
     steps: list[dict[str, Any]] = [
         {"print": result(result=f"I looked at the schema.\n\n{question}")},
@@ -99,7 +101,7 @@ def test_an_agent_that_asks_is_told_to_decide_and_its_question_is_shown(repo: Re
             "print": result(result="Chose SQLite.\nFORGE_DONE"),
         },
     ]
-    events = supervise(repo, steps, "")
+    events = supervise(repo, steps, notify)
     finished = [e for e in events if e["event"] == "iteration.finished"]
     assert finished[0]["question"] == question
     assert finished[1]["question"] is None
@@ -110,3 +112,12 @@ def test_an_agent_that_asks_is_told_to_decide_and_its_question_is_shown(repo: Re
     assert f"- Question: {question}" in status
     stopped = [e["reason"] for e in events if e["event"] == "run.stopped"]
     assert stopped == ["done"]
+    # Told once, the moment it was asked: the question, its loop and what happens next.
+    payload, variable = [line for line in told.read_text().splitlines() if line]
+    notice = json.loads(payload)
+    assert notice["event"] == "question"
+    assert notice["question"]["change"] == "c"
+    assert notice["question"]["iteration"] == 1
+    assert notice["question"]["text"] == question
+    assert "decide" in notice["question"]["next"]
+    assert variable == f"FORGE_QUESTION={question}"

@@ -334,7 +334,7 @@ def _plan_json(run: LoopRun) -> dict[str, Any]:
 
 @attrs.define
 class _Live:
-    """Escalations and alerts told to ``[notify]`` as they happen, not at the batch's end."""
+    """Escalations, alerts and questions told to ``[notify]`` as they happen."""
 
     notices: LiveNotices
     events: EventSink
@@ -353,9 +353,15 @@ class _Live:
 
     def iteration(self, run: LoopRun) -> None:
         nursery = self._nursery
-        if nursery is None or not self.notices.tells_alerts:
+        if nursery is None:
             return
         change, folder = run.setup.change, str(run.setup.root)
+        question = run.progress.question
+        if question and self.notices.tells_questions:
+            ask = partial(self.notices.asked, change, folder, run.progress.iteration, question)
+            nursery.start_soon(self._send, change, ask)
+        if not self.notices.tells_alerts:
+            return
         for name, detail in run.progress.raised:
             if not self.notices.worth_telling(change, folder, name, trio.current_time()):
                 continue
@@ -381,7 +387,7 @@ class _Live:
 
 def _live_notices(policy: Policy, root: Path, run_id: str, events: EventSink) -> _Live | None:
     notify = policy.notify
-    if not (notify.on_escalate or notify.on_alert or notify.webhook):
+    if not (notify.on_escalate or notify.on_alert or notify.on_question or notify.webhook):
         return None
     from .._notify import LiveNotices
 

@@ -739,6 +739,7 @@ class _Loop:
         progress = self.progress
         # The alerts this iteration raised (told to [notify] as they happen) and those holding.
         progress.raised = [(alert.name, alert.detail) for alert in verdict.raised]
+        progress.question = record.question
         if verdict.holding is not None:
             progress.alerts = list(verdict.holding)
         if verdict.opened:

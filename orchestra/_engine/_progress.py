@@ -29,6 +29,8 @@ class LoopProgress:
     alerts: list[str] = attrs.field(factory=list)  # the alerts raised now
     # The alerts the last judged iteration raised, with their detail (for notices).
     raised: list[tuple[str, str]] = attrs.field(factory=list)
+    # The question the last judged iteration ended on instead of acting (for notices).
+    question: str | None = None
     # Iterations a person should look at: output that fell back to plain text.
     review: list[str] = attrs.field(factory=list)
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 ESCALATE = "escalate"
 ALERT = "alert"
 FINISH = "finish"
+QUESTION = "question"
 LOG_NAME = "notify.log"
 # Alerts about the whole batch, not one loop (the shared rate window): told once.
 BATCH_WIDE = frozenset({"calls-remaining"})
@@ -33,7 +34,12 @@ def deliver(
     root: Path,
 ) -> list[Delivery]:
     """Send one notice to its ``[notify]`` command and to the webhook (each when set)."""
-    command = {ESCALATE: policy.on_escalate, ALERT: policy.on_alert, FINISH: policy.on_finish}
+    command = {
+        ESCALATE: policy.on_escalate,
+        ALERT: policy.on_alert,
+        FINISH: policy.on_finish,
+        QUESTION: policy.on_question,
+    }
     timeout = policy.timeout.seconds
     deliveries: list[Delivery] = []
     if command[event]:

@@ -1,8 +1,9 @@
-"""Notifications sent while a batch runs: a loop that escalates, an alert that is raised.
+"""Notifications sent while a batch runs: a loop that escalates, an alert, a question.
 
 A batch that runs overnight must not keep a loop's escalation until its last
 loop ends: :class:`LiveNotices` sends ``escalate`` the moment a loop stops for
-a person and ``alert`` the moment an alert is raised, and remembers what it
+a person, ``alert`` the moment an alert is raised and ``question`` the moment an
+iteration ends on a question instead of acting, and remembers what it
 sent so that the batch's end sends only what was not said yet (``finish``,
 always). Sending blocks (a command, a POST, each bounded by the timeout): the
 supervisor calls :meth:`LiveNotices.escalated` and :meth:`LiveNotices.alert`
@@ -15,7 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._deliver import ALERT, BATCH_WIDE, ESCALATE, LOG_NAME, deliver, log_deliveries
+from ._deliver import (
+    ALERT,
+    BATCH_WIDE,
+    ESCALATE,
+    LOG_NAME,
+    QUESTION,
+    deliver,
+    log_deliveries,
+)
 from ._send import Delivery
 
 if TYPE_CHECKING:
@@ -60,6 +69,11 @@ class LiveNotices:
         """Whether anybody listens for alerts (``on_alert``, or the webhook)."""
         return bool(self._policy.on_alert or self._policy.webhook)
 
+    @property
+    def tells_questions(self) -> bool:
+        """Whether anybody listens for questions (``on_question``, or the webhook)."""
+        return bool(self._policy.on_question or self._policy.webhook)
+
     def escalated(self, entry: Mapping[str, Any]) -> list[Delivery]:
         """A loop stopped for a person; ``entry`` is its line of the coming summary."""
         change, folder = str(entry.get("change")), str(entry.get("dir"))
@@ -93,7 +107,24 @@ class LiveNotices:
         part = {"change": change, "dir": folder, "name": name, "text": detail}
         return self._send(ALERT, {"alert": part}, change)
 
-    def _send(self, event: str, own: dict[str, Any], change: str) -> list[Delivery]:
+    def asked(self, change: str, folder: str, iteration: int, question: str) -> list[Delivery]:
+        """An iteration of a loop ended on ``question``; the loop goes on and decides."""
+        part = {
+            "change": change,
+            "dir": folder,
+            "iteration": iteration,
+            "text": question,
+            "next": "the next iteration's prompt tells the agent to decide and go on",
+        }
+        return self._send(QUESTION, {"question": part}, change, {"FORGE_QUESTION": question})
+
+    def _send(
+        self,
+        event: str,
+        own: dict[str, Any],
+        change: str,
+        more_env: Mapping[str, str] | None = None,
+    ) -> list[Delivery]:
         # No ``report`` and no file variables: the summary and the report are
         # written when the batch ends, and never if it is killed or writes none.
         # The ``finish`` notice names them once they exist.
@@ -107,6 +138,7 @@ class LiveNotices:
             "FORGE_REPORT": "",
             "FORGE_REPORT_MARKDOWN": "",
             "FORGE_EXIT_CODE": "",
+            **(more_env or {}),
         }
         deliveries = deliver(self._policy, event, payload, env, root=self._root)
         log_deliveries(self._run_folder / LOG_NAME, deliveries)

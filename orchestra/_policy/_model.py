@@ -699,6 +699,13 @@ class NotifyPolicy:
     on_alert: str = attrs.field(
         default="", metadata=_doc("Run once for each alert raised during the batch.")
     )
+    on_question: str = attrs.field(
+        default="",
+        metadata=_doc(
+            "Run once for each iteration that ended on a question instead of acting "
+            "(the loop goes on, and its next prompt tells the agent to decide)."
+        ),
+    )
     webhook: str = attrs.field(
         default="",
         validator=Check(_url, {"pattern": "^(https?://.*)?$"}),
