@@ -143,3 +143,20 @@ def test_a_spent_budget_is_named_and_the_reports_steps_grant_it(repo: Repo) -> N
     assert not any("Still held" in step.out for step in clearing)
     assert rerun.code == 1, rerun  # the agent spends past its ceiling again ...
     assert supervised_loop(rerun)["iterations"] == 1  # ... but only after an iteration
+
+
+def test_a_loops_own_budget_is_the_one_named_as_still_holding_it(repo: Repo) -> None:
+    # The ceiling is the loop's own ([loop.budget]); the project sets none.
+    escalating_loop(repo, "true", tokens=500)
+    toml = repo.root / "forge.toml"
+    toml.write_text(toml.read_text() + "[loop.budget]\nmax_tokens = 100\n")
+    repo.commit("the loop's own budget")
+    assert repo.forge("supervise").code == 1
+    alone = repo.forge("circuit", "c", "--reset", "--reason", REASON)
+    assert alone.code == 1, alone
+    assert alone.lines[-1] == (
+        "Still held: spend budget (500 tokens spent, ceiling 100) — "
+        "clear it with: forge spend c --reset"
+    )
+    spend = repo.forge("spend", "c")
+    assert "  tokens:     500 (ceiling 100)" in spend.lines, spend

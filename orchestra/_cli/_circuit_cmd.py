@@ -12,7 +12,7 @@ from .._durations import format_duration
 from .._errors import EXIT_ESCALATE, EXIT_OK, ForgeError, UsageError
 from .._state import ChangePaths, require_change
 from .._workspace import Project
-from ._common import policy_from, project_from
+from ._common import change_budget, project_from
 from ._console import Output
 
 
@@ -88,7 +88,7 @@ def _still_held(project: Project, paths: ChangePaths) -> tuple[str, ...]:
     from .._spend import budget_exceeded, read_spend
 
     try:
-        budget = policy_from(project).policy.budget
+        budget = change_budget(project, paths.name)
     except ForgeError as exc:
         return (f"Still held: unknown — the policy could not be read ({exc.message})",)
     reading = read_spend(paths)

@@ -11,7 +11,7 @@ from .._errors import UsageError
 from .._workspace import Project, find_project
 
 if TYPE_CHECKING:
-    from .._policy import Layer, LoadedPolicy
+    from .._policy import BudgetPolicy, Layer, LoadedPolicy
 
 
 def project_from(args: argparse.Namespace) -> Project:
@@ -33,6 +33,23 @@ def policy_from(
     return load_policy(
         project.config, root=project.root, flags=[*flags, *settings], overlays=overlays
     )
+
+
+def change_budget(
+    project: Project, change: str, args: argparse.Namespace | None = None
+) -> BudgetPolicy:
+    """The spend budget in force for ``change``: its ``[[loop]]`` table's, else the project's.
+
+    A loop declared in forge.toml may set its own ``[loop.budget]``; what holds
+    that loop is judged by its own ceilings, not the project's.
+    """
+    from .._supervise import resolve_loops
+
+    loaded = policy_from(project, args=args)
+    for setup in resolve_loops(loaded, project.root):
+        if setup.change == change and setup.root == project.root:
+            return setup.policy.budget
+    return loaded.policy.budget
 
 
 def set_layer(text: str) -> Layer:

@@ -9,7 +9,7 @@ import attrs
 from .._errors import EXIT_OK
 from .._spend import read_spend, reset_spend
 from .._state import ChangePaths, require_change
-from ._common import policy_from, project_from
+from ._common import change_budget, project_from
 from ._console import Output
 
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if out.json_mode:
             out.document({"change": paths.name, "message": line, "cleared": attrs.asdict(before)})
         return EXIT_OK
-    budget = policy_from(project, args=args).policy.budget
+    budget = change_budget(project, paths.name, args)
     reading = read_spend(paths)
     if reading.corrupt is not None:
         out.note(reading.corrupt.render())
