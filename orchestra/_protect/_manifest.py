@@ -16,12 +16,13 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
 
-from ._spec import ProtectSpec, normalize
+from ._spec import ProtectSpec
+from ._walk import CompiledSpec
 
 FILE = "file"
 DIRECTORY = "directory"
@@ -34,6 +35,10 @@ _CHUNK = 1 << 20
 # Files up to this size are read whole for their hash, and their snapshot may be
 # kept in memory; larger ones are streamed, and snapshotted on disk.
 SMALL_FILE = 256 * 1024
+
+
+def _compile(scope: Scope) -> CompiledSpec:
+    return CompiledSpec(scope.spec)
 
 
 @attrs.frozen
@@ -65,6 +70,10 @@ class Scope:
 
     base: Path
     spec: ProtectSpec
+    # The spec compiled for walking, once per scope (a check takes two manifests an iteration).
+    compiled: CompiledSpec = attrs.field(
+        init=False, eq=False, repr=False, default=attrs.Factory(_compile, takes_self=True)
+    )
 
 
 @attrs.frozen
@@ -114,9 +123,8 @@ def take_manifest(
     protection: dict[str, str] = {}
     names: dict[str, str] = {}
     for scope in scopes:
-        for path, relative in _protected_paths(scope):
-            mode = scope.spec.mode_of(relative)
-            if mode is None or path in nodes:
+        for path, relative, mode in scope.compiled.walk(str(scope.base)):
+            if path in nodes:
                 continue
             node = _node(path, previous, contents)
             if node is None:
@@ -187,60 +195,3 @@ def _kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return FILE
     return OTHER
-
-
-def _protected_paths(scope: Scope) -> Iterator[tuple[str, str]]:
-    """(absolute path, relative name) of everything under the scope's entries."""
-    base = str(scope.base)
-    seen: set[str] = set()
-    for entry in scope.spec.entries:
-        start = normalize(entry.origin) or ""
-        start_path = os.path.join(base, start) if start else base
-        if _climbs_a_link(base, start):
-            # A protected name reached through a symlinked folder is the link's
-            # business, not ours: record nothing beyond the repository.
-            continue
-        for path, relative in _walk(start_path, start):
-            if (
-                relative
-                and relative not in seen
-                and entry.covers(relative.casefold() if scope.spec.fold else relative)
-            ):
-                seen.add(relative)
-                yield path, relative
-
-
-def _climbs_a_link(base: str, relative: str) -> bool:
-    """Whether a folder on the way to ``relative`` (excluding itself) is a symlink."""
-    parts = relative.split("/")[:-1] if relative else []
-    current = base
-    for part in parts:
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            return True
-    return False
-
-
-def _walk(path: str, relative: str) -> Iterator[tuple[str, str]]:
-    """The path itself and, for a real directory, everything below it (links not followed)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return
-    yield path, relative
-    if not stat.S_ISDIR(info.st_mode):
-        return
-    stack = [(path, relative)]
-    while stack:
-        folder, folder_relative = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for item in sorted(entries, key=lambda e: e.name):
-            if item.name == ".git" and not folder_relative:
-                continue
-            child_relative = f"{folder_relative}/{item.name}" if folder_relative else item.name
-            yield item.path, child_relative
-            if item.is_dir(follow_symlinks=False):
-                stack.append((item.path, child_relative))
