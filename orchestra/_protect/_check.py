@@ -6,7 +6,10 @@ and reports what it found and did. The loop then stops and escalates.
 
 Per iteration, what did not change since the previous manifest costs a stat:
 its hash and its snapshot are reused. What changed (Forge's own state, written
-between iterations) is read once, for its hash and its snapshot together.
+between iterations) is read once, for its hash and its snapshot together; of
+an append-only timeline, only what was appended is hashed. Folders nothing
+protects (a change's ``runs/``) are never walked: the cost follows what is
+protected, not how long the loop has run.
 """
 
 from __future__ import annotations
@@ -73,7 +76,9 @@ class IntegrityCheck:
     def arm(self) -> Manifest:
         """Record the protected paths as they are now (before an iteration)."""
         contents, self._seen = self._seen, {}
-        manifest = take_manifest(self.scopes, self.before, contents)
+        # No agent runs between iterations: an append-only file is read past
+        # what the last manifest hashed of it, not whole (see _appendonly).
+        manifest = take_manifest(self.scopes, self.before, contents, trusted=True)
         # Journal positions before the (possibly slow) snapshot copy: a write
         # forge makes meanwhile (a waiver, another run's spend) counts as after.
         # Another loop notes its write before it renames the file into place,

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import attrs
 
-from ._spec import ProtectSpec
+from ._appendonly import Held, extend, read_held
+from ._spec import GROWS, ProtectSpec
 from ._walk import CompiledSpec
 
 FILE = "file"
@@ -85,6 +86,8 @@ class Manifest:
     protection: Mapping[str, str]
     # Display names, relative to the scope they were found in.
     names: Mapping[str, str]
+    # What was hashed of each append-only file, for the next manifest to carry on.
+    held: Mapping[str, Held] = attrs.field(factory=dict)
 
 
 def file_digest(path: str) -> str:
@@ -112,27 +115,36 @@ def take_manifest(
     scopes: Iterable[Scope],
     previous: Manifest | None = None,
     contents: dict[str, bytes] | None = None,
+    *,
+    trusted: bool = False,
 ) -> Manifest:
     """Record every path the scopes protect, reusing unchanged hashes from ``previous``.
 
     When ``contents`` is given, the content of every small file read for its
-    hash is added to it, by hash: exactly the bytes that were hashed.
+    hash is added to it, by hash: exactly the bytes that were hashed (and the
+    whole of an append-only file, held up to its limit). ``trusted`` says no
+    agent ran since ``previous``: an append-only file is then read only past
+    what ``previous`` hashed of it (see :mod:`._appendonly`).
     """
     started = time.time_ns()
     nodes: dict[str, Node] = {}
     protection: dict[str, str] = {}
     names: dict[str, str] = {}
+    held: dict[str, Held] = {}
     for scope in scopes:
         for path, relative, mode in scope.compiled.walk(str(scope.base)):
             if path in nodes:
                 continue
-            node = _node(path, previous, contents)
+            if mode == GROWS:
+                node = _grown_node(path, previous, contents, held, trusted=trusted)
+            else:
+                node = _node(path, previous, contents)
             if node is None:
                 continue
             nodes[path] = node
             protection[path] = mode
             names[path] = relative
-    return Manifest(taken_at_ns=started, nodes=nodes, protection=protection, names=names)
+    return Manifest(taken_at_ns=started, nodes=nodes, protection=protection, names=names, held=held)
 
 
 def _node(path: str, previous: Manifest | None, contents: dict[str, bytes] | None) -> Node | None:
@@ -160,6 +172,38 @@ def _node(path: str, previous: Manifest | None, contents: dict[str, bytes] | Non
     if content is not None and contents is not None:
         contents[digest] = content
     return _node_of(info, kind, digest=digest)
+
+
+def _grown_node(
+    path: str,
+    previous: Manifest | None,
+    contents: dict[str, bytes] | None,
+    held: dict[str, Held],
+    *,
+    trusted: bool,
+) -> Node | None:
+    """An append-only file: hashed on from what ``previous`` held of it, else whole."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if _kind(info.st_mode) != FILE:
+        return _node(path, previous, contents)
+    earlier = previous.held.get(path) if previous is not None else None
+    found = None
+    if earlier is not None and previous is not None:
+        node = previous.nodes.get(path)
+        if node is not None and _unchanged(node, info, previous) and node.digest == earlier.digest:
+            found = earlier
+        else:
+            found = extend(path, info, earlier, trusted=trusted)
+    if found is None:
+        found = read_held(path, info.st_ino)
+    if found is None:  # past the limit or unreadable: as any file
+        return _node(path, previous, contents)
+    held[path] = found
+    # Its bytes stay with the manifest (``held``): the snapshot store takes them from there.
+    return _node_of(info, FILE, digest=found.digest)
 
 
 def _node_of(

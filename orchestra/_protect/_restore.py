@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 import attrs
 
+from ._appendonly import Held
 from ._diff import ADDED, Violation
 from ._manifest import (
     DIRECTORY,
@@ -65,6 +66,8 @@ class SnapshotStore:
     folder: Path
     memory_budget: int = MEMORY_BUDGET
     _memory: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
+    # Append-only files' bytes, held by the kept manifest itself (see _appendonly).
+    _held: dict[str, Held] = attrs.field(factory=dict, init=False, repr=False)
     # Blobs this store wrote to the folder and has not dropped since.
     _written: set[str] = attrs.field(factory=set, init=False, repr=False)
 
@@ -73,7 +76,10 @@ class SnapshotStore:
 
     def in_memory(self, digest: str) -> bytes | None:
         """The content kept in memory for ``digest``, if it is kept there."""
-        return self._memory.get(digest)
+        found = self._memory.get(digest)
+        if found is None and (held := self._held.get(digest)) is not None:
+            return held.content()
+        return found
 
     def keep(self, manifest: Manifest, contents: Mapping[str, bytes] | None = None) -> None:
         """Hold the content of every protected file of ``manifest``, and only that.
@@ -84,10 +90,11 @@ class SnapshotStore:
         """
         given = contents or {}
         memory: dict[str, bytes] = {}
+        self._held = {held.digest: held for held in manifest.held.values()}
         used = 0
         for path, node in manifest.nodes.items():
             digest = node.digest
-            if node.kind != FILE or digest is None or digest in memory:
+            if node.kind != FILE or digest is None or digest in memory or digest in self._held:
                 continue
             content = self._memory.get(digest)
             if content is None:
