@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from .._monitor import (
     Lesson,
     StatusEntry,
+    StatusLog,
     append_lesson,
     error_lines,
-    render_log,
     render_section,
 )
 from .._policy import Policy
 from .._redact import Redact
-from .._state import STATUS_FILE, ChangePaths, atomic_write, read_sections
+from .._state import STATUS_FILE, ChangePaths
 from ._decide import LoopState, Verdict
 from ._progress import LoopProgress
 from ._record import IterationRecord
@@ -61,8 +61,8 @@ class IterationWatch:
         self._policy = policy
         self._active = active
         self._progress = progress
-        # The status log's sections so far (read from the file once).
-        self._sections: list[str] | None = None
+        # Appended to, rewritten only past its bound: never the whole log per iteration.
+        self._status = StatusLog(paths.folder / STATUS_FILE, paths.name, policy.alerts.status_log)
 
     def render(
         self,
@@ -83,8 +83,6 @@ class IterationWatch:
         """
         if not self._active or not verdict.judged:
             return
-        if self._sections is None:
-            self._sections = read_sections(self._paths.folder / STATUS_FILE)
         self._write_status(record, before, after, verdict, now_iso)
         if verdict.opened and _stalled(verdict):
             self._lesson(record, before, after, verdict, now_iso)
@@ -124,12 +122,7 @@ class IterationWatch:
             denied=record.denied,
             question=record.question,
         )
-        sections = self._sections if self._sections is not None else []
-        sections.append(render_section(entry))
-        del sections[:-keep]
-        self._sections = sections
-        text = render_log(self._paths.name, sections, keep)
-        atomic_write(self._paths.folder / STATUS_FILE, text.encode("utf-8"), ordinary=True)
+        self._status.add(render_section(entry))
 
     def _errors(self, record: IterationRecord) -> list[str]:
         signals = record.signals

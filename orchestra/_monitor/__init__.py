@@ -3,6 +3,7 @@
 - ``_alerts``: the monitored figures against ``[alerts]``, raised and cleared by
   the engine's :func:`decide` (pure).
 - ``_statuslog``: a section of the status log (``status.md``) per iteration, rendered.
+- ``_statusfile``: the status log on disk, appended to and rewritten only past its bound.
 - ``_lessons``: the lessons file a stalled loop appends to.
 - ``_errorlines``: the errors an iteration ended with, as the status log shows them.
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ._errorlines import error_lines as error_lines
     from ._lessons import Lesson as Lesson
     from ._lessons import append_lesson as append_lesson
+    from ._statusfile import StatusLog as StatusLog
     from ._statuslog import StatusEntry as StatusEntry
     from ._statuslog import render_log as render_log
     from ._statuslog import render_section as render_section
@@ -45,6 +47,7 @@ if not TYPE_CHECKING:
             ),
             "._errorlines": ("error_lines",),
             "._lessons": ("Lesson", "append_lesson"),
+            "._statusfile": ("StatusLog",),
             "._statuslog": ("StatusEntry", "render_log", "render_section"),
         },
     )

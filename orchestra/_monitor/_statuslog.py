@@ -4,9 +4,10 @@ Written for a person reading along: each judged iteration of a supervised
 loop adds a section (its number and time, the circuit's state, tasks
 completed, the files modified, the test totals, the errors, the progress
 score, the rate window's calls remaining, the stagnation risk, and any
-recovery strategy, alert or output to review). Only the last ``[alerts]
-status_log`` iterations are kept. The file is replaced atomically, so a
-reader never sees half of it.
+recovery strategy, alert or output to review). At least the last ``[alerts]
+status_log`` iterations are kept, fewer than twice as many (``_statusfile``:
+sections are appended, and the file rewritten atomically, down to the last
+``status_log``, only when it reaches twice that).
 """
 
 from __future__ import annotations
@@ -114,6 +115,6 @@ def render_log(change: str, sections: Sequence[str], keep: int) -> str:
     kept = list(sections)[-keep:] if keep else []
     head = (
         f"# Status of {change}\n\n"
-        f"One section per iteration, the latest last; the last {keep} are kept.\n"
+        f"One section per iteration, the latest last; at least the last {keep} are kept.\n"
     )
     return head + "".join(f"\n{section}" for section in kept)
