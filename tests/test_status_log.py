@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._monitor import _statusfile
 from orchestra._monitor._statusfile import StatusLog
-from orchestra._state import last_alert_details, read_sections
+from orchestra._state import atomic_write, last_alert_details, read_sections
 
 
 def section(n: int, alerts: str = "") -> str:
@@ -27,13 +26,12 @@ def numbers(path: Path) -> list[int]:
 def rewrites(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Each whole rewrite of the file (atomic_write), by path."""
     done: list[Path] = []
-    real = _statusfile.atomic_write
 
     def counting(path: Path, data: bytes, **kwargs: bool) -> None:
         done.append(path)
-        real(path, data, **kwargs)
+        atomic_write(path, data, **kwargs)
 
-    monkeypatch.setattr(_statusfile, "atomic_write", counting)
+    monkeypatch.setattr("orchestra._monitor._statusfile.atomic_write", counting)
     return done
 
 
