@@ -77,6 +77,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/limiter.py
 	$(BIN)/python bench/fleet.py
 	$(BIN)/python bench/integrity_check.py
+	$(BIN)/python bench/history.py
 
 # The slow fault-injection tier: hundreds of kill -9 trials, crash points at
 # every state write, hypothesis over bad input (the fast tier is in make test).

@@ -12,7 +12,16 @@ Baseline, interleaved with it in the same loop: the least a check that trusts
 for ``inspect()``): ``os.stat`` of every file of the tree, then read and SHA-256
 the three state files that were rewritten.
 
-    .venv/bin/python bench/integrity_check.py [--iterations 2000] [--specs 20] [--quick]
+Then the cost against the loop's history: the same tree, one change's folder
+holding the history of H iterations as a loop leaves it (a ``runs/<run>/``
+folder per ten iterations with each iteration's log, a timeline of about
+2.2 KB of events per iteration); each measured iteration Forge appends three
+events to the timeline and rewrites its state files (not timed), then
+``arm()`` and ``inspect()``. Printed: CPU per iteration at each H, and the
+largest H's against the smallest's, min/median/max of three runs.
+
+    .venv/bin/python bench/integrity_check.py [--iterations 2000] [--specs 20]
+        [--history 10,1000] [--history-iterations 200] [--quick]
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import time
 from pathlib import Path
 
 from _quick import parse_args
+from _spread import spread
 
 from orchestra._policy import Policy
 from orchestra._protect import integrity_check
@@ -64,11 +74,59 @@ def _forge_writes(state: Path, n: int) -> None:
     (state / "verify-attempts.yaml").write_text(f"consecutive_failures: 0\nlast: {n}\n")
 
 
+# One iteration's events, about as long as a supervised loop's (started, verify, finished).
+EVENT = b'{"ts":"2026-12-02T06:57:38.052Z","seq":1,"event":"iteration.started","pad":"' + (
+    b"x" * 640 + b'"}\n'
+)
+
+
+def _history(state: Path, iterations: int) -> None:
+    """A change's folder as ``iterations`` iterations of a loop leave it."""
+    for run in range(0, iterations, 10):
+        folder = state / "runs" / f"20261202T0000{run:06d}Z-abcd"
+        folder.mkdir(parents=True)
+        for n in range(1, 11):
+            (folder / f"iteration-{n}.log").write_bytes(b"")
+    (state / "timeline.jsonl").write_bytes(EVENT * 3 * iterations)
+
+
+def history_cost(specs: int, history: int, iterations: int) -> float:
+    """CPU seconds per arm()+inspect() with ``history`` iterations behind the loop."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        _tree(root, specs)
+        state = root / ".forge" / "changes" / "c"
+        state.mkdir(parents=True)
+        _history(state, history)
+        check = integrity_check(Policy(), workdir=root, root=root, state_folder=state)
+        _forge_writes(state, 0)
+        check.arm()
+        check.inspect("warm")
+        cpu = 0.0
+        for n in range(iterations):
+            _forge_writes(state, n + 1)
+            with (state / "timeline.jsonl").open("ab") as timeline:
+                timeline.write(EVENT * 3)
+            started = time.process_time()
+            check.arm()
+            report = check.inspect(f"i{n}")
+            cpu += time.process_time() - started
+            if report.harmed:
+                raise SystemExit(f"unexpected harm: {report.detail()}")
+        check.finish()
+        return cpu / iterations
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000)
     parser.add_argument("--specs", type=int, default=20)
-    args = parse_args(parser, iterations=20, specs=3)
+    parser.add_argument("--history", default="10,1000", help="history sizes, in iterations")
+    parser.add_argument("--history-iterations", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parse_args(
+        parser, iterations=20, specs=3, history="2,20", history_iterations=5, repeats=1
+    )
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         _tree(root, args.specs)
@@ -109,6 +167,19 @@ def main() -> None:
             f"{bare_wall * per:.0f} us wall, {bare_cpu * per:.0f} us CPU; "
             f"ratio {wall / bare_wall:.2f}x wall, {cpu / bare_cpu:.2f}x CPU"
         )
+    sizes = sorted({int(size) for size in args.history.split(",")})
+    costs: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(args.repeats):
+        for size in sizes:  # interleaved: a slow moment falls on every size alike
+            costs[size].append(history_cost(args.specs, size, args.history_iterations))
+    for size in sizes:
+        print(
+            f"history of {size} iterations: "
+            f"{spread([c * 1e6 for c in costs[size]], '{:.0f}')} us CPU per arm()+inspect()"
+        )
+    low, high = sizes[0], sizes[-1]
+    ratios = [b / a for a, b in zip(costs[low], costs[high], strict=True)]
+    print(f"history {high} / {low}: {spread(ratios)}x")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,11 @@ BENCHES = sorted(path.stem for path in ROOT.glob("bench/[!_]*.py"))
 RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     "fleet": [(r"forge = \d+%$", 2), (r"fleet = \d+\.\d\dx$", 1)],
     "hook_latency": [(r"^forge .* \d+\.\d\dx$", 3)],
-    "integrity_check": [(r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1)],
+    "history": [(r"^ratio forge CPU per iteration, ~\d+ / ~\d+: [\d.]+/[\d.]+/[\d.]+x$", 1)],
+    "integrity_check": [
+        (r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1),
+        (r"^history \d+ / \d+: [\d.]+/[\d.]+/[\d.]+x$", 1),
+    ],
     "limiter": [(r" (\d+\.\d\dx|1/[\d,]+) baseline$", 7)],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
     "secscan_compare": [
