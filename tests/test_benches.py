@@ -36,7 +36,10 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     "fleet": [(r"forge = \d+%$", 2), (r"fleet = \d+\.\d\dx$", 1)],
     "hook_latency": [(r"^forge .* \d+\.\d\dx$", 3)],
     "integrity_check": [(r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1)],
-    "limiter": [(r" (\d+\.\d\dx|1/[\d,]+) baseline$", 7)],
+    "limiter": [
+        (r" ratio to K = 0: \d+\.\d\d/\d+\.\d\d/\d+\.\d\dx$", 4),
+        (r"^  goal: K = [\d,]+ within 2\.0x of K = 0: ", 2),
+    ],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
     "secscan_compare": [
         (r"^(full|rescan|command start-up).* \d+\.\d{3}$", 6),

@@ -71,6 +71,13 @@ _FROM_VERSION_1 = (
 )
 
 
+# The statements of every transaction that touch the grants, each answered from
+# an index (a test holds them to it): never a scan of the window.
+PRUNE = "DELETE FROM grants WHERE at <= ? AND at + ? <= ?"
+REWRITE_LATER = "UPDATE grants SET at = ? WHERE at > ?"
+ADDED_SINCE = "SELECT id, at FROM grants WHERE id > ? ORDER BY id"
+
+
 def _expiry_bound(now: float, window: float) -> float:
     """A grant time at or above every ``at`` for which ``at + window <= now`` holds.
 
@@ -260,14 +267,11 @@ class SqliteBackend:
         # The same comparison as SlidingWindow.settle (`at + window > now` keeps a
         # permit), evaluated by sqlite in the same IEEE doubles; the bound beside it
         # lets the time index find those rows without reading the live ones.
-        connection.execute(
-            "DELETE FROM grants WHERE at <= ? AND at + ? <= ?",
-            (_expiry_bound(now, rule.window), rule.window, now),
-        )
+        connection.execute(PRUNE, (_expiry_bound(now, rule.window), rule.window, now))
         # A grant time after `now` means the wall clock went back. Rewriting it to
         # `now` keeps the permit for one full window from here rather than until
         # the clock catches up, which could be hours.
-        connection.execute("UPDATE grants SET at = ? WHERE at > ?", (now, now))
+        connection.execute(REWRITE_LATER, (now, now))
         connection.execute("DELETE FROM pause WHERE until <= ?", (now,))
         live, epoch = connection.execute("SELECT live, epoch FROM tally").fetchone()
         self._catch_up(connection, rule.window, now, int(live), int(epoch))
@@ -289,9 +293,7 @@ class SqliteBackend:
         """
         copy = self._copy
         if epoch == self._copy_epoch:
-            rows = connection.execute(
-                "SELECT id, at FROM grants WHERE id > ? ORDER BY id", (self._copy_through,)
-            ).fetchall()
+            rows = connection.execute(ADDED_SINCE, (self._copy_through,)).fetchall()
             newest = copy.newest
             for row_id, at in rows:
                 if newest is not None and at < newest:
