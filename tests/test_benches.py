@@ -37,8 +37,8 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     "hook_latency": [(r"^forge .* \d+\.\d\dx$", 3)],
     "integrity_check": [(r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1)],
     "limiter": [
-        (r" ratio to K = 0: \d+\.\d\d/\d+\.\d\d/\d+\.\d\dx$", 4),
-        (r"^  goal: K = [\d,]+ within 2\.0x of K = 0: ", 2),
+        (r"^  ratio K = [\d,]+ to K = 0: wall [\d./]+x, CPU [\d./]+x$", 4),
+        (r"^  goal: K = [\d,]+ within 2\.0x of K = 0 \(medians\): ", 2),
     ],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
     "secscan_compare": [
