@@ -149,10 +149,10 @@ def measure(
             cpu[key].append(total.cpu / count * 1e6)
     runs = f"min/median/max of {args.runs} run{'s' if args.runs > 1 else ''}"
     heading = f"µs per acquire, {runs} of {count} acquires each"
-    print(f"  {heading:53s}{'wall':>14s}{'CPU':>26s}")
+    print(f"  {heading:53s}{'wall':>15s}{'CPU':>27s}")
     for key in ("floor", *sizes):
         label = floor_label if key == "floor" else f"forge, K = {key:,} live permits"
-        figures = f"{spread(wall[key], '{:,.1f}'):>26s}{spread(cpu[key], '{:,.1f}'):>26s}"
+        figures = f"{spread(wall[key], '{:,.1f}'):>27s}{spread(cpu[key], '{:,.1f}'):>27s}"
         print(f"  {label:53s}{figures}")
     medians: list[float] = []
     for live in sizes[1:]:
