@@ -76,6 +76,7 @@ _FROM_VERSION_1 = (
 PRUNE = "DELETE FROM grants WHERE at <= ? AND at + ? <= ?"
 REWRITE_LATER = "UPDATE grants SET at = ? WHERE at > ?"
 ADDED_SINCE = "SELECT id, at FROM grants WHERE id > ? ORDER BY id"
+_INSERT = "INSERT INTO grants (at, who) VALUES (?, ?)"
 
 
 def _expiry_bound(now: float, window: float) -> float:
@@ -87,6 +88,14 @@ def _expiry_bound(now: float, window: float) -> float:
     operand cover the rounding of ``at + window`` and of this subtraction.
     """
     return now - window + 4 * (math.ulp(now) + math.ulp(window))
+
+
+def _last_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row the cursor inserted last."""
+    last = cursor.lastrowid
+    if last is None:  # executemany leaves it unset
+        (last,) = cursor.connection.execute("SELECT last_insert_rowid()").fetchone()
+    return int(last)
 
 
 class RateLimitStoreError(StateError):
@@ -215,12 +224,13 @@ class SqliteBackend:
             paused_until, reason = self._settle(connection, rule, now)
             wait = rule.wait_for(self._copy, now, permits, paused_until=paused_until)
             if wait <= 0:
-                connection.executemany(
-                    "INSERT INTO grants (at, who) VALUES (?, ?)", [(now, who)] * permits
+                cursor = (
+                    connection.execute(_INSERT, (now, who))
+                    if permits == 1
+                    else connection.executemany(_INSERT, [(now, who)] * permits)
                 )
-                (last,) = connection.execute("SELECT last_insert_rowid()").fetchone()
                 self._copy.append(now, permits)
-                self._copy_through = int(last)
+                self._copy_through = _last_id(cursor)
             return log_reading(wait <= 0, self._copy, now, wait, paused_until, reason)
 
     def peek(self, rule: SlidingWindow) -> BackendReading:
@@ -273,12 +283,13 @@ class SqliteBackend:
         # the clock catches up, which could be hours.
         connection.execute(REWRITE_LATER, (now, now))
         connection.execute("DELETE FROM pause WHERE until <= ?", (now,))
-        live, epoch = connection.execute("SELECT live, epoch FROM tally").fetchone()
+        live, epoch, until, reason = connection.execute(
+            "SELECT live, epoch, pause.until, pause.reason FROM tally LEFT JOIN pause"
+        ).fetchone()
         self._catch_up(connection, rule.window, now, int(live), int(epoch))
-        row = connection.execute("SELECT until, reason FROM pause WHERE id = 1").fetchone()
-        if row is None:
+        if until is None:
             return None, ""
-        return float(row[0]), str(row[1])
+        return float(until), str(reason)
 
     def _catch_up(
         self, connection: sqlite3.Connection, window: float, now: float, live: int, epoch: int
