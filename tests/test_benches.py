@@ -40,7 +40,10 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
         (r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1),
         (r"^history \d+ / \d+: [\d.]+/[\d.]+/[\d.]+x$", 1),
     ],
-    "limiter": [(r" (\d+\.\d\dx|1/[\d,]+) baseline$", 7)],
+    "limiter": [
+        (r"^  ratio K = [\d,]+ to K = 0: wall [\d./]+x, CPU [\d./]+x$", 4),
+        (r"^  goal: K = [\d,]+ within 2\.0x of K = 0 \(medians\): ", 2),
+    ],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
     "secscan_compare": [
         (r"^(full|rescan|command start-up).* \d+\.\d{3}$", 6),

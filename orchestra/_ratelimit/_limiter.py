@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
@@ -19,7 +19,9 @@ import trio
 
 from .._durations import Duration
 from .._errors import ConfigError
-from ._backends import BackendReading, MemoryBackend, RateLimitBackend, SqliteBackend
+from ._backends import BackendReading, MemoryBackend, RateLimitBackend
+from ._log import seen_live
+from ._sqlite import SqliteBackend
 from ._window import SlidingWindow, warn_threshold
 
 if TYPE_CHECKING:
@@ -136,8 +138,10 @@ class RateLimiter:
         self._waiting = 0
         self._head_ready_at: float | None = None
         self._warned = False
-        # The log as last read from the backend, on `clock`: what statistics() reports.
-        self._seen_log: tuple[float, ...] = ()
+        # The log as last read from the backend (ages, oldest first, at `clock`'s
+        # `_seen_at`), kept as read: what statistics() reports, settled at its own now.
+        self._seen_ages: Sequence[float] = ()
+        self._seen_at = 0.0
         self._seen_paused_until: float | None = None
         self._seen_pause_wall: float | None = None
         self._seen_pause_reason: str | None = None
@@ -230,7 +234,7 @@ class RateLimiter:
         :meth:`refresh` for a fresh reading.
         """
         now = self._clock()
-        live = self._rule.settle(self._seen_log, now)
+        live = seen_live(self._seen_ages, self._seen_at, self._rule.window, now)
         paused = self._seen_paused_until is not None and self._seen_paused_until > now
         paused_until = self._seen_paused_until if paused else None
         head_wait = 0.0 if self._head_ready_at is None else max(0.0, self._head_ready_at - now)
@@ -266,7 +270,7 @@ class RateLimiter:
             return
         self._unavailable = None
         now = self._clock()
-        self._seen_log = tuple(now - age for age in reading.ages)
+        self._seen_ages, self._seen_at = reading.ages, now
         if reading.paused_for > 0:
             self._seen_paused_until = now + reading.paused_for
             self._seen_pause_wall = self._wall_clock() + reading.paused_for
