@@ -628,7 +628,10 @@ class AlertsPolicy:
     status_log: int = attrs.field(
         default=50,
         validator=at_least(0),
-        metadata=_doc("Iterations kept in .forge/changes/<c>/status.md; 0 writes none."),
+        metadata=_doc(
+            "Iterations kept in .forge/changes/<c>/status.md (at least this many, the newest; "
+            "appended, and cut back to this many when it holds twice as many); 0 writes none."
+        ),
     )
 
 
