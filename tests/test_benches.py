@@ -51,7 +51,12 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     ],
     "secscan_engine": [(r"re2/re \d+\.\dx$", 2)],
     "startup": [(r"^forge .* \d+\.\d\dx +[\d.]+ms +\d+\.\d\dx$", 7)],
-    "supervisor_overhead": [(r"^ratio forge/raw: +\d+\.\d%$", 2), (r"; ratio -?\d+\.\d%$", 1)],
+    "supervisor_overhead": [
+        # forge and worktrees against raw and raw+git (supervise), forge against raw (run)
+        (r"^ratio (forge|worktrees)/raw(\+git)?: +(\d+\.\d%/){2}\d+\.\d%( |$)", 5),
+        (r"^worktrees/repos wall: +(\d+\.\d\dx/){2}\d+\.\d\dx ", 1),
+        (r"; ratio (-?\d+\.\d%/){2}-?\d+\.\d%$", 1),
+    ],
 }
 
 TIMEOUT = 300  # seconds: a hung bench, not a slow one
