@@ -8,6 +8,7 @@ names live, and a name's module is imported when the name is first read.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 # Not typing's, nor collections.abc at run time: the agent hooks' facade
@@ -33,10 +34,7 @@ def lazy_exports(
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        # __import__, not importlib.import_module: importlib's package imports
-        # warnings, which the hooks have no other use for. With a fromlist it
-        # returns the submodule itself.
-        value = getattr(__import__(package + module, fromlist=("_",)), name)
+        value = getattr(importlib.import_module(module, package), name)
         # Kept on the package, so the next read is an ordinary attribute.
         setattr(sys.modules[package], name, value)
         return value

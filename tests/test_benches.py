@@ -34,7 +34,10 @@ BENCHES = sorted(path.stem for path in ROOT.glob("bench/[!_]*.py"))
 # Each bench's ratio lines: a pattern and how many lines must match it.
 RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     "fleet": [(r"forge = \d+%$", 2), (r"fleet = \d+\.\d\dx$", 1)],
-    "hook_latency": [(r"^forge .* \d+\.\d\dx$", 3)],
+    "hook_latency": [
+        (r"^forge .* (\d+\.\d\d/){2}\d+\.\d\dx$", 4),
+        (r"^stop hook's own cost .* (\d+\.\d\d/){2}\d+\.\d\dx python -c pass$", 1),
+    ],
     "integrity_check": [(r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1)],
     "limiter": [(r" (\d+\.\d\dx|1/[\d,]+) baseline$", 7)],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
@@ -43,7 +46,7 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
         (r"recall ours [\d.]+%, detect-secrets [\d.]+%$", 1),
     ],
     "secscan_engine": [(r"re2/re \d+\.\dx$", 2)],
-    "startup": [(r"^forge .* \d+\.\d\dx +[\d.]+ms +\d+\.\d\dx$", 7)],
+    "startup": [(r"^forge .* wall +(\d+\.\d\d/){2}\d+\.\d\dx +cpu +(\d+\.\d\d/){2}\d+\.\d\dx$", 7)],
     "supervisor_overhead": [(r"^ratio forge/raw: +\d+\.\d%$", 2), (r"; ratio -?\d+\.\d%$", 1)],
 }
 
