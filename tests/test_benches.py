@@ -34,7 +34,10 @@ BENCHES = sorted(path.stem for path in ROOT.glob("bench/[!_]*.py"))
 # Each bench's ratio lines: a pattern and how many lines must match it.
 RATIO_LINES: dict[str, list[tuple[str, int]]] = {
     "fleet": [(r"forge = \d+%$", 2), (r"fleet = \d+\.\d\dx$", 1)],
-    "hook_latency": [(r"^forge .* \d+\.\d\dx$", 3)],
+    "hook_latency": [
+        (r"^forge .* (\d+\.\d\d/){2}\d+\.\d\dx$", 4),
+        (r"^stop hook's own cost .* (\d+\.\d\d/){2}\d+\.\d\dx python -c pass$", 1),
+    ],
     "history": [(r"^ratio forge CPU per iteration, ~\d+ / ~\d+: [\d.]+/[\d.]+/[\d.]+x$", 1)],
     "integrity_check": [
         (r"ratio \d+\.\d\dx wall, \d+\.\d\dx CPU$", 1),
@@ -50,7 +53,7 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
         (r"recall ours [\d.]+%, detect-secrets [\d.]+%$", 1),
     ],
     "secscan_engine": [(r"re2/re \d+\.\dx$", 2)],
-    "startup": [(r"^forge .* \d+\.\d\dx +[\d.]+ms +\d+\.\d\dx$", 7)],
+    "startup": [(r"^forge .* wall +(\d+\.\d\d/){2}\d+\.\d\dx +cpu +(\d+\.\d\d/){2}\d+\.\d\dx$", 7)],
     "supervisor_overhead": [
         # forge and worktrees against raw and raw+git (supervise), forge against raw (run)
         (r"^ratio (forge|worktrees)/raw(\+git)?: +(\d+\.\d%/){2}\d+\.\d%( |$)", 5),

@@ -194,29 +194,53 @@ def test_guard_command_forms(project: Repo) -> None:
     assert project.forge("guard").code == 2  # nothing to check: a usage error
 
 
-# Runs the installed forge script and writes the names in sys.modules at exit:
+# Runs the installed forge script and writes the names in sys.modules at exit,
+# by either way a hook ends (os._exit once its output is flushed, or sys.exit):
 # -X importtime would miss what the lazy facades import through importlib.
 _MODULES_AT_EXIT = """
-import atexit, json, runpy, sys
+import atexit, json, os, runpy, sys
 out, sys.argv = sys.argv[1], sys.argv[2:]
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+real_exit = os._exit
+
+def record():
+    with open(out, "w") as handle:
+        handle.write(json.dumps(sorted(sys.modules)))
+
+def exit_now(code):
+    record()
+    real_exit(code)
+
+os._exit = exit_now
+atexit.register(record)
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def modules_after_pre_tool_use(project: Repo, tool: str, tool_input: dict[str, Any]) -> set[str]:
-    payload = json.dumps({"tool_name": tool, "tool_input": tool_input, "cwd": str(project.root)})
+def modules_after(project: Repo, args: list[str], payload: str = "") -> tuple[int, set[str]]:
+    """Run ``forge args`` and return its exit code and the modules it had loaded at exit."""
     out = project.root.parent / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-c", _MODULES_AT_EXIT, str(out), str(FORGE), "hook", "pre-tool-use"],
+        [sys.executable, "-c", _MODULES_AT_EXIT, str(out), str(FORGE), *args],
         cwd=project.root,
         input=payload,
         env=forge_env(),
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(out.read_text()))
+    return done.returncode, set(json.loads(out.read_text()))
+
+
+def modules_after_pre_tool_use(project: Repo, tool: str, tool_input: dict[str, Any]) -> set[str]:
+    payload = json.dumps({"tool_name": tool, "tool_input": tool_input, "cwd": str(project.root)})
+    code, modules = modules_after(project, ["hook", "pre-tool-use"], payload)
+    assert code == 0
+    return modules
+
+
+# What the agent hooks must never load: each costs more than the hook's whole check.
+HEAVY = {"trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml", "pathlib"}
+# Nor the loop's side of protection, nor the policy and state packages.
+HEAVY |= {"orchestra._protect._check", "orchestra._policy", "orchestra._state"}
 
 
 def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
@@ -224,14 +248,51 @@ def test_hot_path_imports_neither_trio_nor_rich(project: Repo) -> None:
     assert pre_tool_use(project, "Bash", {"command": "ls"}).code == 0
     imported = modules_after_pre_tool_use(project, "Bash", {"command": "ls"})
     assert "orchestra._guard._shell._evaluate" in imported  # the command was analysed
-    heavy = {"trio", "rich", "attrs", "cattrs", "argparse", "tomllib", "yaml", "pathlib"}
-    # Nor the loop's side of protection, nor the policy and state packages.
-    heavy |= {"orchestra._protect._check", "orchestra._policy", "orchestra._state"}
-    assert not heavy & imported
+    assert not HEAVY & imported
+    # The rules of commands it does not hold are not even loaded.
+    assert not {"orchestra._guard._shell._git", "orchestra._guard._shell._find", "glob"} & imported
     # A tool that writes nothing does not even load the shell analyser.
     reading = modules_after_pre_tool_use(project, "Read", {"file_path": "src/app.py"})
     assert "orchestra._protect._config" in reading
-    assert not {"orchestra._guard._shell", *heavy} & reading
+    assert not {"orchestra._guard._shell", *HEAVY} & reading
+
+
+def test_the_guard_imports_what_the_hook_does(project: Repo) -> None:
+    assert project.forge("guard", "--", "ls").code == 0  # warms the protect cache
+    code, imported = modules_after(project, ["guard", "--", "git log -1 && cat src/*.py"])
+    assert code == 0
+    assert {"orchestra._guard._shell._git", "glob"} <= imported  # its rules, when it needs them
+    assert not HEAVY & imported
+
+
+def test_a_hook_skips_the_interpreters_teardown_once_its_answer_is_out(project: Repo) -> None:
+    # The refusal is written and flushed before os._exit: nothing is lost.
+    harm = {
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf specs"},
+        "cwd": str(project.root),
+    }
+    done = hook(project, "pre-tool-use", harm)
+    assert done.code == 2
+    assert done.err == 'forge guard: refused — rm would delete "specs" (protected: exist)\n'
+    exits = project.root.parent / "exits.txt"
+    driver = (
+        "import os, runpy, sys\n"
+        "real = os._exit\n"
+        f"os._exit = lambda code: (open({str(exits)!r}, 'w').write(str(code)), real(code))\n"
+        "sys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", driver, str(FORGE), "hook", "pre-tool-use"],
+        cwd=project.root,
+        input=json.dumps(harm),
+        env=forge_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 2
+    assert exits.read_text() == "2"
 
 
 def test_stop_lets_a_passing_change_stop(project: Repo) -> None:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ._match import redact as redact
     from ._match import shannon_entropy as shannon_entropy
     from ._project import ProjectScanner as ProjectScanner
-    from ._project import output_redactor as output_redactor
     from ._project import project_scanner as project_scanner
+    from ._redactor import output_redactor as output_redactor
     from ._rules import SEVERITIES as SEVERITIES
     from ._rules import SHIPPED_RULES as SHIPPED_RULES
     from ._rules import Rule as Rule
@@ -73,9 +73,9 @@ if not TYPE_CHECKING:
             ),
             "._project": (
                 "ProjectScanner",
-                "output_redactor",
                 "project_scanner",
             ),
+            "._redactor": ("output_redactor",),
             "._rules": (
                 "Rule",
                 "Ruleset",

@@ -8,13 +8,11 @@ findings at or above ``fail_on``).
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 from pathlib import Path
 
 import attrs
 
 from .._policy import SecscanPolicy
-from .._redact import Redact
 from .._state import STATE_DIR
 from .._treestatus import TreeStatus, tree_delta
 from ._findings import Finding, ScanResult
@@ -155,14 +153,3 @@ def project_scanner(policy: SecscanPolicy, *, root: Path, workdir: Path) -> Proj
     if not policy.enabled:
         return None
     return ProjectScanner.for_project(policy, root=root, workdir=workdir)
-
-
-def output_redactor(policy: SecscanPolicy, *, root: Path) -> Redact | None:
-    """What hides secrets in command output (verify's checks), or None when the scan is off.
-
-    Raises:
-        ConfigError: the rules file cannot be loaded.
-    """
-    if not policy.enabled:
-        return None
-    return partial(redact, ruleset=load_rules(policy.rules, root=root))

@@ -21,8 +21,6 @@ This runs on every tool call of an agent: it imports only its sibling modules.
 
 from __future__ import annotations
 
-from ._find import find_execs
-from ._git import git
 from ._harm import check_write
 from ._options import has_flag, parse_options
 from ._parse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
@@ -168,6 +166,9 @@ def _dispatch(analysis: Analysis, args: list[Arg], state: State, stdin: list[str
 
 def _find(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     """``find``: its own harm, and each ``-exec`` command over the paths it would get."""
+    # Imported for the commands that use them: a hook pays for the rules its command needs.
+    from ._find import find_execs
+
     judged: set[int] = set()
     for command, found in find_execs(analysis, argv, state):
         if id(command) not in judged:
@@ -212,6 +213,13 @@ def _shell(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: 
             analyse_text(analysis, text, state.copy())
 
 
+def _git(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
+    """``git``: its subcommands' rules (:mod:`._git`)."""
+    from ._git import git
+
+    git(analysis, verb, argv, state, stdin)
+
+
 def _eval(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     """``eval ARGS``: the arguments, joined, are analysed as commands."""
     analyse_text(analysis, " ".join(a.text for a in argv), state)
@@ -230,7 +238,7 @@ _HANDLERS: dict[str, Handler] = {
     **VERBS,
     **BUILTINS,
     "find": _find,
-    "git": git,
+    "git": _git,
     "sh": _shell,
     "bash": _shell,
     "zsh": _shell,

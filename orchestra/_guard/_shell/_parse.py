@@ -485,12 +485,12 @@ class Parser:
             index += 2 if self.text[index] == "\\" else 1
         body = self.text[self.pos + 2 : index]
         self.pos = index + 1
-        return _ANSI_ESCAPE.sub(_ansi_char, body).partition("\0")[0]
+        return re.sub(_ANSI_ESCAPE, _ansi_char, body, flags=re.DOTALL).partition("\0")[0]
 
 
-_ANSI_ESCAPE = re.compile(
-    r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)", re.DOTALL
-)
+# Compiled on first use (re caches it): few commands hold a $'…' word, and
+# every hook would pay for compiling it at import.
+_ANSI_ESCAPE = r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)"
 
 
 def _ansi_char(match: re.Match[str]) -> str:

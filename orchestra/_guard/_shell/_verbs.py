@@ -108,7 +108,7 @@ def _rsync(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list
     options, operands = parse_options(argv, _RSYNC_VALUES)
     if has_flag(options, "n", "--dry-run") or len(operands) < 2:
         return
-    local = [a for a in operands if a.opaque or not _REMOTE.match(a.text)]
+    local = [a for a in operands if a.opaque or not re.match(_REMOTE, a.text)]
     *sources, destination = operands
     if destination in local:
         if any(name.startswith("--del") for name, _ in options):
@@ -122,7 +122,7 @@ def _rsync(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list
                 )
 
 
-_REMOTE = re.compile(r"[^/]*:")  # host:path, user@host:path, rsync://…
+_REMOTE = r"[^/]*:"  # host:path, user@host:path, rsync://…; compiled on first use
 _RSYNC_VALUES = frozenset(
     {"-e", "--rsh", "-f", "--filter", "--exclude", "--include", "-T", "--temp-dir", "-B"}
     | {"--backup-dir", "--log-file", "--files-from", "--exclude-from", "--include-from"}

@@ -12,13 +12,12 @@ A word makes at most 256 arguments.
 The substitutions inside a word are analysed by the evaluator (:mod:`._evaluate`)
 before it expands the word here.
 
-This runs on every tool call of an agent: it imports only :mod:`glob`,
-:mod:`itertools`, :mod:`os`, :mod:`re` and its sibling modules.
+This runs on every tool call of an agent: it imports only :mod:`itertools`,
+:mod:`os`, :mod:`re` and its sibling modules (:mod:`glob` when a word globs).
 """
 
 from __future__ import annotations
 
-import glob
 import itertools
 import os
 import re
@@ -177,6 +176,8 @@ def _finish(
         globbing = split and any(c in GLOB_CHARS and f in (_LIT, _SPLIT) for c, f in field)
         matches: list[str] = []
         if globbing and (os.path.isabs(text) or state.cwd is not None):
+            import glob  # here: glob and its contextlib cost a hook more than most commands
+
             pattern = "".join(
                 glob.escape(c) if f == _QUOTED and c in GLOB_CHARS else c for c, f in field
             )
