@@ -155,6 +155,7 @@ async def run_process(
     log_fd = _open_log(log_path)
     timed_out = False
     ended = False  # the command ended by itself (or by its time limit), not by cancellation
+    emptied = False  # its group was found empty after it: nothing can join a group that is gone
     try:
         async with trio.open_nursery() as nursery:
             for stream, listener in (
@@ -169,14 +170,15 @@ async def run_process(
             # Whatever the command left running in its group goes too, or a
             # grandchild holding the pipe would keep the pump waiting for EOF.
             with trio.CancelScope(shield=True):
-                await stop_process_group(process, grace, whole_session=timed_out)
+                emptied = await stop_process_group(process, grace, whole_session=timed_out)
             # A process outside the group (it called setsid) may still hold the
             # pipes: give the output a grace period to end, then stop reading.
             nursery.cancel_scope.deadline = trio.current_time() + grace
         ended = True
     finally:
-        with trio.CancelScope(shield=True):
-            await stop_process_group(process, grace, whole_session=not ended or timed_out)
+        if not (ended and emptied):
+            with trio.CancelScope(shield=True):
+                await stop_process_group(process, grace, whole_session=not ended or timed_out)
         for watcher in _group_watchers:
             watcher(process.pid, False)
         if log_fd is not None:
@@ -195,17 +197,22 @@ async def run_process(
 
 async def stop_process_group(
     process: trio.Process, grace: float, *, whole_session: bool = True
-) -> None:
+) -> bool:
     """SIGTERM the process's group, wait up to ``grace``, then SIGKILL what is left.
 
     With ``whole_session``, then the same for the rest of its session:
     processes that moved to a group of their own (``set -m`` jobs, ``setpgid``)
     but stayed in the session. That takes a scan of /proc, so after a command
     that simply exited it is left to the end-of-command sweep instead.
+
+    Returns:
+        True when the process had ended and its group was already empty
+        (nothing signalled, nothing waited for), and no session was swept:
+        stopping it again would find nothing either.
     """
-    await _stop_group(process, grace)
+    empty = await _stop_group(process, grace)
     if not whole_session:
-        return
+        return empty
     for pid in _session_members(process.pid):
         _signal(pid, signal.SIGTERM)
     with trio.move_on_after(grace):
@@ -213,12 +220,16 @@ async def stop_process_group(
             await trio.sleep(_POLL_SECONDS)
     for pid in _session_members(process.pid):
         _signal(pid, signal.SIGKILL)
+    return False
 
 
-async def _stop_group(process: trio.Process, grace: float) -> None:
+async def _stop_group(process: trio.Process, grace: float) -> bool:
+    """Stop the group; True when there was nothing to stop (ended, group empty)."""
     pgid = process.pid  # the leader of a new session: its pid is the group id
-    if not _group_alive(pgid) and process.returncode is not None:
-        return
+    if process.returncode is not None and not _group_alive(pgid):
+        # The usual end: the command exited and left nothing behind. No signal,
+        # no wait, no /proc scan beyond the one probe.
+        return True
     _signal_group(pgid, signal.SIGTERM)
     with trio.move_on_after(grace):
         await process.wait()
@@ -229,6 +240,7 @@ async def _stop_group(process: trio.Process, grace: float) -> None:
     await process.wait()
     while _group_alive(pgid):  # noqa: ASYNC110 - no event tells when a group empties
         await trio.sleep(_POLL_SECONDS)
+    return False
 
 
 async def _pump(

@@ -301,6 +301,9 @@ class _Ran:
     after: Snapshot | None
     tree: _Tree
     hook_attempts: int
+    # The verdict the executor's Stop hook recorded on this tree, if it stands
+    # (read in the same thread hop as the tree: see _Loop._hook_verdict).
+    hook_verdict: str | None
     # The session it continued (None: a fresh one), and when it began (wall clock).
     resumed: str | None = None
     began: float = 0.0
@@ -410,7 +413,13 @@ class _Loop:
     # -- one iteration -------------------------------------------------------
 
     async def _iterate(self, between: _Between, number: int, run: _Run) -> tuple[_Between, Verdict]:
-        """One iteration, in three hops off the event loop around the executor and verify."""
+        """One iteration, in three hops off the event loop around the executor and verify.
+
+        Before the executor (record the start, arm the check), after it (inspect,
+        the tree, the Stop hook's verdict) and after the verify (measure, scan,
+        commit, render); the limiter's permit and the verify's coverage, when
+        there are specs to read, take one more each.
+        """
         ran = await self._run_executor(between, number, run.sight)
         outcome = ran.outcome
         record = iteration_record(
@@ -499,10 +508,10 @@ class _Loop:
                         self.plan, self.store, number, self.plan.integrity, label
                     )
             raise
-        integrity, after, tree = await _in_thread(
-            self._after_executor, number, label, sight, between.tree
+        integrity, after, tree, by_hook = await _in_thread(
+            self._after_executor, number, label, sight, between.tree, hook_attempts
         )
-        return _Ran(outcome, integrity, after, tree, hook_attempts, resume.session, began)
+        return _Ran(outcome, integrity, after, tree, hook_attempts, by_hook, resume.session, began)
 
     def _resume(self, session: Session | None, now: float) -> Resume:
         """The session this iteration continues, if its executor continues sessions."""
@@ -519,7 +528,9 @@ class _Loop:
             # After harm to a protected path the loop stops: verifying the
             # restored tree would only add a verdict nobody asked for.
             return attrs.evolve(record, verify=None, verify_report=None, tree=None)
-        by_hook = await _in_thread(self._hook_verdict, ran)
+        by_hook = ran.hook_verdict
+        if ran.tree.status is None:
+            by_hook = await _in_thread(self._hook_verdict, ran.hook_attempts, None)
         if by_hook is not None:
             # The agent's Stop hook verified this very tree and counted it: one
             # verify per iteration, the hook's.
@@ -555,7 +566,7 @@ class _Loop:
         table = policy_as_dict(self.policy)["verify"]
         return LOOP_VERIFY, json.dumps({k: v for k, v in table.items() if v is not None})
 
-    def _hook_verdict(self, ran: _Ran) -> str | None:
+    def _hook_verdict(self, hook_attempts: int, status: TreeStatus | None) -> str | None:
         """The verdict the executor's Stop hook recorded during the iteration, if it stands.
 
         It stands for the iteration only when it was reached during it, under
@@ -567,32 +578,39 @@ class _Loop:
         if not self.plan.executor.verifies_at_stop:
             return None
         breaker = read_breaker(self.plan.paths).after
-        if breaker.total_attempts <= ran.hook_attempts or breaker.last_verdict is None:
+        if breaker.total_attempts <= hook_attempts or breaker.last_verdict is None:
             return None
         if breaker.last_checks != verify_digest(self.policy):
             return None
-        status = ran.tree.status
         tree = tree_state_from(status) if status is not None else tree_state(self.plan.workdir)
         if tree.fingerprint is None or breaker.last_tree != tree.fingerprint:
             return None
         return breaker.last_verdict
 
     def _after_executor(
-        self, number: int, label: str, sight: _Sight, tree: _Tree
-    ) -> tuple[IntegrityReport | None, Snapshot | None, _Tree]:
-        """Restore and record any harm, then read the tree once."""
+        self, number: int, label: str, sight: _Sight, tree: _Tree, hook_attempts: int
+    ) -> tuple[IntegrityReport | None, Snapshot | None, _Tree, str | None]:
+        """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
-        if sight.probe is None:
-            if sight.prefix is not None:
-                tree = attrs.evolve(tree, status=read_status(self.plan.workdir, sight.prefix))
-            return report, None, tree
-        # The agent's work is what changed before the verify ran: files the
-        # verify writes (reports, caches) are not the agent's progress.
-        after = sight.probe.take()
-        return report, after, attrs.evolve(tree, status=after.status)
+        after = None
+        if sight.probe is not None:
+            # The agent's work is what changed before the verify ran: files the
+            # verify writes (reports, caches) are not the agent's progress.
+            after = sight.probe.take()
+            tree = attrs.evolve(tree, status=after.status)
+        elif sight.prefix is not None:
+            tree = attrs.evolve(tree, status=read_status(self.plan.workdir, sight.prefix))
+        # Read now, with the tree: nothing runs between the executor's end and
+        # the verify, and a hop of its own would cost a thread hand-off. Not
+        # after harm (nothing is verified then), nor outside git (where the
+        # tree's state takes git commands: read only when a verify follows).
+        by_hook = None
+        if tree.status is not None and not (report and report.harmed):
+            by_hook = self._hook_verdict(hook_attempts, tree.status)
+        return report, after, tree, by_hook
 
     def _conclude(
         self,

@@ -3,11 +3,13 @@
 The loop holds its change's state in memory (:class:`LoopState`) and judges
 from it; nothing it wrote is read back to judge. Each iteration's outcome is
 committed under the change's lock in one go: spend, verify streak, circuit and
-the timeline's events (one append, one fsync). A file someone else changed in
-the meantime (a Stop hook's ``forge verify``, a person's reset in another
-terminal) is noticed by its stat and read again before the commit: a decision
-made on the state before it is refused, and the loop decides again on the
-fresh state, so their update is folded in, never overwritten.
+the timeline's events, recorded in the change's commit journal with one fsync
+(``_state/_journal.py``, which writes them again after a power loss). A file
+someone else changed in the meantime (a Stop hook's ``forge verify``, a
+person's reset in another terminal) is noticed by its stat and read again
+before the commit: a decision made on the state before it is refused, and the
+loop decides again on the fresh state, so their update is folded in, never
+overwritten.
 
 Every method blocks (locks, fsyncs): the loop calls them through
 ``trio.to_thread.run_sync``, so one slow disk never stalls the other loops.
@@ -16,6 +18,7 @@ Every method blocks (locks, fsyncs): the loop calls them through
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -28,10 +31,13 @@ from .._state import (
     Event,
     IterationStarted,
     append_events,
+    checkpoint,
     exclusive_lock,
     load_or_block,
     read_timeline,
-    save_states,
+    recover,
+    render_state,
+    write_journaled,
 )
 from .._verify import VerifyAttempts, load_verify_locked
 from ._decide import LoopState
@@ -112,8 +118,13 @@ class ChangeStore:
         self._on_disk_circuit: CircuitState | None = None
 
     def load(self) -> LoopState:
-        """Read the change's state and its detectors' history from the timeline."""
+        """Read the change's state and its detectors' history from the timeline.
+
+        What the commit journal holds and the disk lost (a power loss since the
+        last run) is written again first.
+        """
         with exclusive_lock(self.paths.lock):
+            recover(self.paths)
             resumed = resume(read_timeline(self.paths.timeline).typed())
             circuit = self._read_circuit()
             if self._owns_circuit and resumed.started > circuit.iterations_used:
@@ -147,8 +158,7 @@ class ChangeStore:
         """Write the loop circuit (and record why) outside an iteration's commit."""
         with exclusive_lock(self.paths.lock):
             self._state = attrs.evolve(self._fresh(), circuit=circuit)
-            self._write_circuit(circuit)
-            append_events(self.paths.timeline, self.paths.name, events)
+            self._write([(self.paths.breaker, circuit)], events)
         return self._state
 
     def begin(self, event: IterationStarted) -> LoopState:
@@ -160,14 +170,15 @@ class ChangeStore:
         """
         with exclusive_lock(self.paths.lock):
             state = self._fresh()
+            files: list[tuple[Path, object]] = []
             if self._owns_circuit:
                 circuit = attrs.evolve(
                     state.circuit, iterations_used=event.iteration, finished=None
                 )
                 state = attrs.evolve(state, circuit=circuit)
-                self._write_circuit(circuit)
+                files.append((self.paths.breaker, circuit))
             self._state = state
-            append_events(self.paths.timeline, self.paths.name, [event])
+            self._write(files, [event])
         return self._state
 
     def current(self) -> LoopState:
@@ -190,8 +201,7 @@ class ChangeStore:
                 files.append((self.paths.verify_attempts, after.verify))
             if self._owns_circuit and after.circuit != self._on_disk_circuit:
                 files.append((self.paths.breaker, after.circuit))
-            self._write_all(files)
-            append_events(self.paths.timeline, self.paths.name, decision.events)
+            self._write(files, decision.events)
             self._state = after
         return True
 
@@ -202,14 +212,17 @@ class ChangeStore:
         it stands (the interrupted iteration counted as used).
         """
         with exclusive_lock(self.paths.lock):
+            files: list[tuple[Path, object]] = []
             if self._owns_circuit:
                 circuit = self._fresh().circuit
                 if finished is not None:
                     circuit = attrs.evolve(circuit, finished=finished)
                 self._state = attrs.evolve(self._state, circuit=circuit)
                 if circuit != self._on_disk_circuit:
-                    self._write_circuit(circuit)
-            append_events(self.paths.timeline, self.paths.name, [event])
+                    files.append((self.paths.breaker, circuit))
+            self._write(files, [event])
+            # A loop that ends leaves its files flushed and its journal empty.
+            checkpoint(self.paths)
 
     # -- with the lock held ------------------------------------------------------
 
@@ -245,11 +258,9 @@ class ChangeStore:
         self._seen[self.paths.spend] = _signature(self.paths.spend)
         return totals
 
-    def _write_circuit(self, circuit: CircuitState) -> None:
-        self._write_all([(self.paths.breaker, circuit)])
-
-    def _write_all(self, files: list[tuple[Path, object]]) -> None:
-        save_states(files)
+    def _write(self, files: list[tuple[Path, object]], events: Sequence[Event]) -> None:
+        """State files, then the events that record them: one journal record, one fsync."""
+        write_journaled(self.paths, [(path, render_state(state)) for path, state in files], events)
         for path, state in files:
             self._seen[path] = _signature(path)
             if path == self.paths.breaker and isinstance(state, CircuitState):

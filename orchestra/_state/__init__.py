@@ -59,6 +59,10 @@ if TYPE_CHECKING:
     from ._iteration import RateLimitEvent as RateLimitEvent
     from ._iteration import decision_of as decision_of
     from ._iteration import facts_of as facts_of
+    from ._journal import JOURNAL as JOURNAL
+    from ._journal import checkpoint as checkpoint
+    from ._journal import recover as recover
+    from ._journal import write_journaled as write_journaled
     from ._known import has_state as has_state
     from ._known import require_change as require_change
     from ._statusfile import STATUS_FILE as STATUS_FILE
@@ -72,6 +76,7 @@ if TYPE_CHECKING:
     from ._timeline import parse_timeline as parse_timeline
     from ._timeline import read_timeline as read_timeline
     from ._yamlstate import load_state as load_state
+    from ._yamlstate import render_state as render_state
     from ._yamlstate import save_state as save_state
     from ._yamlstate import save_states as save_states
 
@@ -132,6 +137,7 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._journal": ("JOURNAL", "checkpoint", "recover", "write_journaled"),
             "._ignore": ("GITIGNORE", "IGNORE_RULES", "keep_out_of_git"),
             "._iteration": (
                 "IterationDecision",
@@ -153,6 +159,7 @@ if not TYPE_CHECKING:
             "._converter": ("STATE_CONVERTER",),
             "._yamlstate": (
                 "load_state",
+                "render_state",
                 "save_state",
                 "save_states",
             ),

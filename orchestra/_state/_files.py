@@ -61,11 +61,17 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False, ordinary: bo
     fsync_dir(path.parent)
 
 
-def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False) -> None:
+def atomic_write_many(
+    files: list[tuple[Path, bytes]], *, journal: bool = False, sync: bool = True
+) -> None:
     """:func:`atomic_write` for several files of one folder, with one folder fsync.
 
     Each file is written and flushed to a temporary file first; only then are
     they renamed into place, so a crash leaves each file old or new, whole.
+    ``sync=False`` leaves the flushing to the kernel (no fsync at all): for a
+    caller whose own fsynced record can write the files again after a power
+    loss (the store's commit journal, ``_journal.py``). A killed process
+    loses nothing either way: the page cache outlives it.
 
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
@@ -89,7 +95,8 @@ def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False)
             with os.fdopen(fd, "wb") as tmp:
                 tmp.write(data)
                 tmp.flush()
-                os.fsync(tmp.fileno())
+                if sync:
+                    os.fsync(tmp.fileno())
             if journal:
                 note_forge_write(path, data)
         for tmp_name, path in written:
@@ -101,8 +108,29 @@ def atomic_write_many(files: list[tuple[Path, bytes]], *, journal: bool = False)
         if isinstance(exc, OSError):
             raise StateError(f"cannot write {files[0][0].parent}: {exc.strerror or exc}") from exc
         raise
-    for folder in {path.parent for path, _ in files}:
-        fsync_dir(folder)
+    if sync:
+        for folder in {path.parent for path, _ in files}:
+            fsync_dir(folder)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file written without fsync to disk (nothing when it does not exist).
+
+    Raises:
+        StateError: when the file exists but cannot be flushed.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StateError(f"cannot flush {path}: {exc.strerror or exc}") from exc
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise StateError(f"cannot flush {path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
 
 
 # A loop's own updates of protected state files are listed here by content

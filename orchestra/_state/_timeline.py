@@ -76,6 +76,20 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
     Raises:
         StateError: when the timeline cannot be written.
     """
+    written, data = stamp_events(path, change, events)
+    append_lines(path, data)
+    return written
+
+
+def stamp_events(path: Path, change: str, events: Sequence[Event]) -> tuple[list[Event], bytes]:
+    """The events with their ``ts``, ``seq`` and ``change``, and the lines that record them.
+
+    The numbering follows the timeline's last ``seq``: append the lines (with
+    :func:`append_lines`) before the lock is released. The caller holds it.
+
+    Raises:
+        StateError: when the timeline cannot be read.
+    """
     from ._events import event_record
 
     ts = utc_now_iso()
@@ -89,8 +103,22 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
         lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str))
         written.append(stamped)
     if not lines:
-        return written
-    line = "\n".join(lines) + "\n"
+        return written, b""
+    return written, ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def append_lines(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Append whole lines to a timeline in one write (and fsync); the caller holds the lock.
+
+    After a torn last line the lines start on a fresh one, so the tear never
+    spreads. ``sync=False`` leaves the flushing to the kernel: for a caller
+    whose own fsynced record holds the lines (the store's commit journal).
+
+    Raises:
+        StateError: when the timeline cannot be written.
+    """
+    if not data:
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         keep_out_of_git(path.parent)
@@ -99,18 +127,46 @@ def append_events(path: Path, change: str, events: Sequence[Event]) -> list[Even
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     try:
         prefix = b"\n" if _ends_torn(fd) else b""
-        data = prefix + line.encode("utf-8")
+        data = prefix + data
         count = os.write(fd, data)
         if count != len(data):
             # A short write (the disk filled up mid-line): the event is torn, not
             # recorded; the next append starts on a fresh line.
             raise OSError(f"only {count} of {len(data)} bytes written (disk full?)")
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
-    return written
+
+
+def last_seq(path: Path) -> int:
+    """The highest ``seq`` in the timeline (0 for none); the caller holds the lock.
+
+    Raises:
+        StateError: when the timeline cannot be read.
+    """
+    return _last_seq(path)
+
+
+def read_tail(path: Path, size: int) -> bytes:
+    """The timeline's last ``size`` bytes or so, from the start of a line (b"" when absent).
+
+    Raises:
+        StateError: when the timeline cannot be read.
+    """
+    try:
+        with path.open("rb") as handle:
+            end = handle.seek(0, os.SEEK_END)
+            start = max(0, end - size)
+            handle.seek(start)
+            tail = handle.read()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return tail.split(b"\n", 1)[-1] if start > 0 else tail
 
 
 def read_timeline(path: Path) -> TimelineRead:
