@@ -36,7 +36,6 @@ _FORGE_STATE_FILES = (
     "spend.yaml",
     "secscan-markers.json",
     "shell-guard/bash",
-    "commits.journal",
 )
 WAIVERS_FILE = ".forge/secscan-waivers.yaml"
 
