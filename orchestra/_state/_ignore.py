@@ -37,6 +37,7 @@ IGNORE_RULES = """\
 .lock
 *.lock
 .forge-writes
+/changes/*/commits.journal
 .*.tmp
 """
 
