@@ -221,7 +221,18 @@ def test_a_killed_host_s_loops_finish_elsewhere_and_continue(
                 if s.change == change and s.what == "start" and s.at <= killed_at
             ]
             assert runs[1]["plan"]["iterations_used"] >= max(started_before) >= 1
-            takeover = [s for s in stamps if s.change == change and s.at > killed_at]
+            # An agent w1 spawned just before it died may stamp its start a moment after
+            # the kill (its interpreter was still starting); it never ends. The takeover
+            # is the first iteration that starts after the kill and runs to its end.
+            ended = {(s.iteration, s.at) for s in stamps if s.change == change and s.what == "end"}
+            takeover = [
+                s
+                for s in stamps
+                if s.change == change
+                and s.what == "start"
+                and s.at > killed_at
+                and any(i == s.iteration and at > s.at for i, at in ended)
+            ]
             # Taken over only once the lease lapsed (renewed every heartbeat until the kill).
             assert takeover[0].at >= killed_at + 2.0 - 0.3 - 0.1
         assert "lease lost" not in fleet.output("w2")
