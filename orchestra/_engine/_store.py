@@ -166,7 +166,10 @@ class ChangeStore:
 
         The circuit's file is written before the event, as every state file is:
         a crash in between leaves the file a step ahead of the timeline, never
-        behind it.
+        behind it. Not flushed on its own: the iteration's commit flushes it
+        with its own record, and a power cut before that takes the whole
+        iteration, its start included (it runs again). A killed process loses
+        nothing of it.
         """
         with exclusive_lock(self.paths.lock):
             state = self._fresh()
@@ -178,7 +181,7 @@ class ChangeStore:
                 state = attrs.evolve(state, circuit=circuit)
                 files.append((self.paths.breaker, circuit))
             self._state = state
-            self._write(files, [event])
+            self._write(files, [event], sync=False)
         return self._state
 
     def current(self) -> LoopState:
@@ -258,9 +261,12 @@ class ChangeStore:
         self._seen[self.paths.spend] = _signature(self.paths.spend)
         return totals
 
-    def _write(self, files: list[tuple[Path, object]], events: Sequence[Event]) -> None:
+    def _write(
+        self, files: list[tuple[Path, object]], events: Sequence[Event], *, sync: bool = True
+    ) -> None:
         """State files, then the events that record them: one journal record, one fsync."""
-        write_journaled(self.paths, [(path, render_state(state)) for path, state in files], events)
+        rendered = [(path, render_state(state)) for path, state in files]
+        write_journaled(self.paths, rendered, events, sync=sync)
         for path, state in files:
             self._seen[path] = _signature(path)
             if path == self.paths.breaker and isinstance(state, CircuitState):

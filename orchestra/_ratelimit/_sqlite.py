@@ -160,6 +160,7 @@ class SqliteBackend:
         self._copy = StampLog()
         self._copy_through = 0
         self._copy_epoch: int | None = None
+        self._keeper: sqlite3.Connection | None = None
 
     @classmethod
     def open(
@@ -209,6 +210,7 @@ class SqliteBackend:
         # Outside a transaction, and kept by the file: every later connection,
         # in any process, shares the write-ahead log.
         backend._use_wal()
+        backend._keep_open()
         return backend
 
     def try_acquire(self, rule: SlidingWindow, permits: int, who: str) -> BackendReading:
@@ -333,6 +335,29 @@ class SqliteBackend:
                 connection.close()
         except sqlite3.Error as exc:
             raise self._store_error(exc) from exc
+
+    def _keep_open(self) -> None:
+        """Hold one idle connection to the log for as long as this backend lives.
+
+        Closing the last connection to a write-ahead log checkpoints it into
+        the file and deletes it: four flushes to disk, on every call when each
+        transaction's connection is the only one. With this one open, closing
+        a transaction's connection is never the last: the log is checkpointed
+        as it grows (sqlite's own threshold), not per call. It never runs a
+        transaction, so every check a fresh connection makes (a deleted,
+        replaced or damaged file) is still made.
+        """
+        uri = f"{self.path.absolute().as_uri()}?mode=rw"
+        try:
+            keeper = sqlite3.connect(
+                uri, uri=True, timeout=self._busy_timeout, check_same_thread=False
+            )
+            # One read opens the write-ahead log: from then on the connection
+            # holds its shared lock, which is what makes it count.
+            keeper.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self._keeper = keeper
+        except sqlite3.Error:
+            self._keeper = None  # only a saving: every transaction works without it
 
     @contextlib.contextmanager
     def _transaction(self, *, create: bool = False) -> Iterator[sqlite3.Connection]:

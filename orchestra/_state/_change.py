@@ -16,13 +16,15 @@ class ChangePaths:
 
     root: Path
     name: str = attrs.field()
+    # Joined once: a loop asks for these paths dozens of times an iteration.
+    folder: Path = attrs.field(init=False, eq=False, repr=False)
 
     @name.validator
     def _check_name(self, _attribute: object, value: str) -> None:
         check_change_name(value)
 
-    @property
-    def folder(self) -> Path:
+    @folder.default
+    def _folder(self) -> Path:
         return self.root / STATE_DIR / "changes" / self.name
 
     @property

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -33,12 +34,10 @@ def atomic_write(path: Path, data: bytes, *, journal: bool = False, ordinary: bo
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
     """
-    import tempfile
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         keep_out_of_git(path.parent)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp_name = _temporary_beside(path)
     except OSError as exc:
         raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
@@ -76,8 +75,6 @@ def atomic_write_many(
     Raises:
         StateError: when the folder cannot be written (read-only, disk full ...).
     """
-    import tempfile  # here, like atomic_write's: read-only commands never write
-
     if not files:
         return
     written: list[tuple[str, Path]] = []
@@ -86,9 +83,7 @@ def atomic_write_many(
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 keep_out_of_git(path.parent)
-                fd, tmp_name = tempfile.mkstemp(
-                    dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-                )
+                fd, tmp_name = _temporary_beside(path)
             except OSError as exc:
                 raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
             written.append((tmp_name, path))
@@ -111,6 +106,25 @@ def atomic_write_many(
     if sync:
         for folder in {path.parent for path, _ in files}:
             fsync_dir(folder)
+
+
+_TEMPORARY_NUMBERS = itertools.count()
+
+
+def _temporary_beside(path: Path) -> tuple[int, str]:
+    """A new private file (0600) next to ``path``, to be renamed over it: its fd and name.
+
+    Named after the process and a counter, not at random (``tempfile`` costs
+    more than the write it serves on a loop's every iteration); a name a
+    killed process left behind is skipped.
+    """
+    while True:
+        name = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_TEMPORARY_NUMBERS)}.tmp"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
 
 
 def fsync_path(path: Path) -> None:

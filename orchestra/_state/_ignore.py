@@ -8,12 +8,13 @@ log, the trusted allow markers and the waivers); what is ignored is what only
 a running Forge uses: worktrees (each a repository of its own), caches, raw
 iteration logs, batch folders, sqlite databases, locks and temporary files.
 
-This module runs under every state write: it imports nothing beyond ``os``.
+This module runs under every state write: it imports little beyond ``os``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 
@@ -42,11 +43,14 @@ IGNORE_RULES = """\
 """
 
 
+@functools.lru_cache(maxsize=1024)
 def state_dir_of(path: Path) -> Path | None:
     """The ``.forge`` folder ``path`` lies in (the nearest one), or None."""
-    for folder in (path, *path.parents):
-        if folder.name == STATE_DIR:
-            return folder
+    # Asked on every state write, for a handful of folders: kept per folder.
+    parts = path.parts
+    for index in range(len(parts) - 1, -1, -1):
+        if parts[index] == STATE_DIR:
+            return Path(*parts[: index + 1])
     return None
 
 

@@ -54,13 +54,23 @@ def journal_path(paths: ChangePaths) -> Path:
 
 
 def write_journaled(
-    paths: ChangePaths, files: Sequence[tuple[Path, bytes]], events: Sequence[Event]
+    paths: ChangePaths,
+    files: Sequence[tuple[Path, bytes]],
+    events: Sequence[Event],
+    *,
+    sync: bool = True,
 ) -> list[Event]:
     """Write state files (of the change's folder) and append events, with one fsync.
 
     The record goes to the journal and is flushed first; then the files are
     renamed into place before the events are appended, so a crash in between
     leaves a file a step ahead of the timeline, never behind it.
+
+    ``sync=False`` appends the record without flushing it: the next flushed
+    record flushes it too (one file, appended in order), so a power cut can
+    take it only together with everything after it. For a write that a later
+    one always follows (an iteration's start, before its commit); a killed
+    process loses nothing either way.
 
     Returns:
         The events as written, with their ``ts``, ``seq`` and ``change``.
@@ -76,7 +86,7 @@ def write_journaled(
         ],
         "timeline": lines.decode("utf-8"),
     }
-    size = _append_record(journal_path(paths), record)
+    size = _append_record(journal_path(paths), record, sync=sync)
     _apply(paths, list(files), lines)
     if size > CHECKPOINT_BYTES:
         checkpoint(paths)
@@ -187,8 +197,8 @@ def _apply(paths: ChangePaths, files: list[tuple[Path, bytes]], lines: bytes) ->
     append_lines(paths.timeline, lines, sync=False)
 
 
-def _append_record(journal: Path, record: dict[str, Any]) -> int:
-    """Append one record and flush it; the journal's size after it."""
+def _append_record(journal: Path, record: dict[str, Any], *, sync: bool) -> int:
+    """Append one record (and flush it); the journal's size after it."""
     line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
     try:
         journal.parent.mkdir(parents=True, exist_ok=True)
@@ -204,7 +214,8 @@ def _append_record(journal: Path, record: dict[str, Any]) -> int:
         count = os.write(fd, line)
         if count != len(line):
             raise OSError(f"only {count} of {len(line)} bytes written (disk full?)")
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except OSError as exc:
         raise StateError(f"cannot write {journal}: {exc.strerror or exc}") from exc
     finally:

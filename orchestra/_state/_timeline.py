@@ -126,7 +126,8 @@ def append_lines(path: Path, data: bytes, *, sync: bool = True) -> None:
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     try:
-        prefix = b"\n" if _ends_torn(fd) else b""
+        before = os.fstat(fd)
+        prefix = b"\n" if _ends_torn(fd, before.st_size) else b""
         data = prefix + data
         count = os.write(fd, data)
         if count != len(data):
@@ -135,6 +136,7 @@ def append_lines(path: Path, data: bytes, *, sync: bool = True) -> None:
             raise OSError(f"only {count} of {len(data)} bytes written (disk full?)")
         if sync:
             os.fsync(fd)
+        _carry_last_seq(path, before, os.fstat(fd), data)
     except OSError as exc:
         raise StateError(f"cannot append to {path}: {exc.strerror or exc}") from exc
     finally:
@@ -214,13 +216,49 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
+def _ends_torn(fd: int, size: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+# The highest ``seq`` of each timeline this process read or appended to, with
+# the file's identity, size and mtime then: every event appended asks for it,
+# and the tail need not be parsed again while the file is as this process
+# left it. Any other writer changes its size or mtime, and it is read again.
+_LAST_SEQ: dict[Path, tuple[tuple[int, int, int], int]] = {}
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int]:
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _carry_last_seq(path: Path, before: os.stat_result, after: os.stat_result, data: bytes) -> None:
+    """After an append: the highest ``seq``, from the one known before and the lines added."""
+    known = _LAST_SEQ.get(path)
+    if known is None or known[0] != _identity(before):
+        _LAST_SEQ.pop(path, None)
+        return
+    added = [e.get("seq") for e in parse_timeline(data).events]
+    seqs = [s for s in added if isinstance(s, int) and not isinstance(s, bool)]
+    _LAST_SEQ[path] = (_identity(after), max([known[1], *seqs]))
 
 
 def _last_seq(path: Path) -> int:
     """The highest ``seq`` in the timeline, read from its tail when possible."""
+    try:
+        identity = _identity(os.stat(path))
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    known = _LAST_SEQ.get(path)
+    if known is not None and known[0] == identity:
+        return known[1]
+    seq = _read_last_seq(path)
+    _LAST_SEQ[path] = (identity, seq)
+    return seq
+
+
+def _read_last_seq(path: Path) -> int:
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, os.SEEK_END)
