@@ -17,6 +17,7 @@ import attrs
 
 from .._policy import Policy
 from .._state import Event, IterationFinished, RunStarted, RunStopped
+from ._endings import EXHAUSTED
 from ._record import IterationRecord
 from ._replay import Replay, ReplayStep, replay
 
@@ -116,7 +117,14 @@ def what_if(
     return WhatIf(
         change=change,
         ending_then=_ending_then(recorded, last_stop),
-        ending_now=_ending_now(result, steps, run_id, last_stop, _runs_before(events, run_id)),
+        ending_now=_ending_now(
+            result,
+            steps,
+            run_id,
+            last_stop,
+            _runs_before(events, run_id),
+            _used_at_start(events, run_id, policy),
+        ),
         trip_then=_first_trip_then(events, in_run),
         trip_now=_first_trip_now(steps),
         iterations_then=len(recorded),
@@ -173,8 +181,14 @@ def _ending_now(
     run_id: str | None,
     last_stop: RunStopped | None,
     earlier: frozenset[str],
+    used_up: int | None,
 ) -> Moment | None:
-    """How the candidate ends the run compared, if its replay ends it."""
+    """How the candidate ends the run compared, if its replay ends it.
+
+    ``used_up``: the iterations the run found used, when they were all of
+    the candidate's (it ends before its first iteration, whatever else the
+    runs before left).
+    """
     # Endings are compared within one run: the one asked for, or (over a whole
     # history) the last one, since every new run starts its loop again.
     ending_run = run_id if run_id is not None else (last_stop.run_id if last_stop else None)
@@ -187,7 +201,9 @@ def _ending_now(
         None,
     )
     if ended is None and run_id is not None and not steps:
-        ended = _done_before(result, earlier)
+        if used_up is not None:
+            return Moment(used_up, EXHAUSTED)
+        ended = _ended_before(result, earlier)
     if ended is None or ended.ending is None:
         return None
     # An ending before an iteration comes after the one before it.
@@ -195,21 +211,31 @@ def _ending_now(
     return Moment(at, ended.ending.reason)
 
 
-def _done_before(result: Replay, earlier_runs: frozenset[str]) -> ReplayStep | None:
-    """A run that ran nothing because the loop was done: the replay's done, if it was done too.
+def _used_at_start(events: Sequence[Event], run_id: str | None, policy: Policy) -> int | None:
+    """The iterations ``run_id`` found used when they were all the policy allows, else None.
 
-    A loop that finished in an earlier run does nothing in the next one; the
-    candidate agrees when its replay of the earlier runs ends done as well.
-    Only the runs that started before it count: a later run's done says
+    A run resumed with none left (its predecessor was killed after its last
+    iteration) ends at once, its iterations used up, as the live loop checks
+    first.
+    """
+    started = next((e for e in events if isinstance(e, RunStarted) and e.run_id == run_id), None)
+    used = started.plan.get("iterations_used") if started is not None else None
+    if isinstance(used, int) and not isinstance(used, bool) and used >= policy.run.max_iterations:
+        return used
+    return None
+
+
+def _ended_before(result: Replay, earlier_runs: frozenset[str]) -> ReplayStep | None:
+    """A run that ran nothing because the loop had ended: the replay's ending of the runs before.
+
+    A loop that finished in an earlier run (done, its iterations used up, its
+    circuit open) does nothing in the next one but end again the same way;
+    the candidate's ending of the earlier runs is the one it carries into it.
+    Only the runs that started before it count: a later run's ending says
     nothing of a run that never started (a worktree that could not be made).
     """
     earlier = [s for s in result.steps if s.ending is not None and s.record.run_id in earlier_runs]
-    last = earlier[-1] if earlier else None
-    return (
-        last
-        if last is not None and last.ending is not None and last.ending.reason == "done"
-        else None
-    )
+    return earlier[-1] if earlier else None
 
 
 def _last_iteration(recorded: Sequence[IterationRecord], fallback: int) -> int:

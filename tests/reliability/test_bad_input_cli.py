@@ -457,6 +457,7 @@ def test_a_verify_event_with_a_non_text_commit_is_not_a_crash(repo: Repo) -> Non
 
 
 @pytest.mark.reliability
+@pytest.mark.replay_moves("the circuit is opened by hand in breaker.yaml: no timeline records it")
 def test_an_infinite_cooldown_on_disk_does_not_hang(repo: Repo) -> None:
     repo.write(
         "forge.toml",
