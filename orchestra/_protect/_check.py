@@ -21,12 +21,14 @@ from pathlib import Path
 
 import attrs
 
+from .._names import CHANGE_NAME
 from .._policy import Policy
 from .._state import FORGE_WRITES
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import Manifest, Scope, content_digest, take_manifest
+from ._manifest import Manifest, Scope, Tracked, content_digest, take_manifest
+from ._others import CHANGES, OtherChanges
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import GROWS, TIMELINES, ProtectSpec, forge_state_entries
+from ._spec import GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
 
 INTEGRITY = "integrity"
 
@@ -63,7 +65,7 @@ class IntegrityReport:
 class IntegrityCheck:
     """Manifests, snapshots and repairs for one loop's protected paths."""
 
-    scopes: tuple[Scope, ...]
+    scopes: tuple[Tracked, ...]
     store: SnapshotStore
     quarantine: Path
     before: Manifest | None = None
@@ -144,19 +146,25 @@ def integrity_check(
     """The check for one change's loop: the policy's paths and Forge's own state.
 
     Every change's state is guarded, not only the running one's: an agent must
-    not clear another change's open breaker or spent budget either.
+    not clear another change's open breaker or spent budget either. The
+    loop's own change (``state_folder``) is walked like any protected tree;
+    the others' state files are looked up by name (see :mod:`._others`), so
+    that the check costs no more with every other loop and its history.
     """
     protect = policy.protect
-    state = forge_state_entries("*", policy.secscan.waivers)
+    own = _own_change(root, state_folder)
+    state = forge_state_entries(own or "*", policy.secscan.waivers)
+    timelines = (f"{CHANGES}/{own}/{TIMELINE}",) if own else (TIMELINES,)
     same = _same_folder(workdir, root)
-    scopes: list[Scope] = [
+    fold = case_insensitive(workdir)
+    scopes: list[Tracked] = [
         Scope(
             workdir,
             ProtectSpec(
                 protect.exist,
                 protect.frozen + (state if same else ()),
-                grows=(TIMELINES,) if same else (),
-                fold=case_insensitive(workdir),
+                grows=timelines if same else (),
+                fold=fold,
             ),
         )
     ]
@@ -164,16 +172,25 @@ def integrity_check(
         # A loop in a worktree may still reach the main checkout: what must
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
-        root_spec = ProtectSpec(
-            protect.exist, state, grows=(TIMELINES,), fold=case_insensitive(root)
-        )
+        fold = case_insensitive(root)
+        root_spec = ProtectSpec(protect.exist, state, grows=timelines, fold=fold)
         scopes.append(Scope(root, root_spec))
+    if own:
+        scopes.append(OtherChanges(root, own, fold=fold))
     folder = state_folder / "protect"
     return IntegrityCheck(
         scopes=tuple(scopes),
         store=SnapshotStore(folder / "snapshots"),
         quarantine=folder / "quarantine",
     )
+
+
+def _own_change(root: Path, state_folder: Path) -> str | None:
+    """The change whose folder ``state_folder`` is, when it is one of ``root``'s."""
+    name = state_folder.name
+    if not CHANGE_NAME.fullmatch(name) or not _same_folder(state_folder.parent, root / CHANGES):
+        return None
+    return name
 
 
 def protect_lists(

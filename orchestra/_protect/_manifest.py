@@ -16,8 +16,9 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 
@@ -65,6 +66,15 @@ class Node:
         )
 
 
+class Tracked(Protocol):
+    """Something whose protected paths a manifest records: a :class:`Scope`, or
+    other changes' state (``_others.OtherChanges``)."""
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        """(absolute path, display name, protection) of each path to record."""
+        ...
+
+
 @attrs.frozen
 class Scope:
     """A tree whose protected paths are tracked: a base folder and its spec."""
@@ -75,6 +85,10 @@ class Scope:
     compiled: CompiledSpec = attrs.field(
         init=False, eq=False, repr=False, default=attrs.Factory(_compile, takes_self=True)
     )
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        """Every protected path under the base (see :meth:`CompiledSpec.walk`)."""
+        return self.compiled.walk(str(self.base))
 
 
 @attrs.frozen
@@ -112,7 +126,7 @@ def read_digest(path: str) -> tuple[str, bytes | None]:
 
 
 def take_manifest(
-    scopes: Iterable[Scope],
+    scopes: Iterable[Tracked],
     previous: Manifest | None = None,
     contents: dict[str, bytes] | None = None,
     *,
@@ -132,7 +146,7 @@ def take_manifest(
     names: dict[str, str] = {}
     held: dict[str, Held] = {}
     for scope in scopes:
-        for path, relative, mode in scope.compiled.walk(str(scope.base)):
+        for path, relative, mode in scope.walk():
             if path in nodes:
                 continue
             if mode == GROWS:
