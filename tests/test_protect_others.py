@@ -136,3 +136,34 @@ def test_the_check_lists_no_folder_of_another_change(
         ".forge/changes/b/timeline.jsonl",
         ".forge/changes/b/verify-attempts.yaml",
     ]
+
+
+def test_a_state_file_one_loop_read_is_not_read_again_by_another(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import orchestra._protect._manifest as manifest_module
+
+    other = root / ".forge" / "changes" / "b"
+    old = 1_000_000_000  # long settled: no racing edit to fear
+    for name in ("breaker.yaml", "verify-attempts.yaml"):
+        os.utime(other / name, ns=(old, old))
+    first = _check(root)
+    first.arm()
+    reads: list[str] = []
+    real = manifest_module.read_digest
+
+    def counted(path: str, size: int = manifest_module.SMALL_FILE) -> tuple[str, bytes | None]:
+        reads.append(path)
+        return real(path, size)
+
+    monkeypatch.setattr(manifest_module, "read_digest", counted)
+    second = integrity_check(
+        Policy(), workdir=root, root=root, state_folder=root / ".forge" / "changes" / "c"
+    )
+    second.arm()
+    assert [p for p in reads if p.startswith(str(other))] == []
+    # What the second loop's agent does to it is still seen, and put back.
+    (other / "breaker.yaml").write_text("state: closed\n")
+    report = second.inspect("c-1")
+    assert [r.violation.name for r in report.repairs] == [".forge/changes/b/breaker.yaml"]
+    assert (other / "breaker.yaml").read_bytes() == BREAKER
