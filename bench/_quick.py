@@ -8,7 +8,15 @@ threshold is judged from them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# How an installed forge runs: its bytecode cached on disk. This machine's
+# environment may set PYTHONDONTWRITEBYTECODE, which would have every forge a
+# bench starts compile its sources again; and NO_COLOR changes what is printed.
+FORGE_ENV = {
+    k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NO_COLOR")
+}
 
 
 def parse_args(parser: argparse.ArgumentParser, **quick: object) -> argparse.Namespace:

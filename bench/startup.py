@@ -20,7 +20,6 @@ wall-clock ratio within 6x of ``python -c pass``.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -30,12 +29,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _quick import parse_args, verdict
+from _quick import FORGE_ENV, parse_args, verdict
 from _spread import spread
 
 FORGE = Path(sys.executable).with_name("forge")
 # Timed as an installed forge runs: with its bytecode cached on disk.
-ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NO_COLOR")}
+ENV = FORGE_ENV
 GOAL = 6.0
 
 FORGE_TOML = """\

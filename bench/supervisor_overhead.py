@@ -56,7 +56,7 @@ from pathlib import Path
 
 import attrs
 import trio
-from _quick import parse_args, verdict
+from _quick import FORGE_ENV, parse_args, verdict
 from _spread import spread
 
 FORGE = Path(sys.executable).with_name("forge")
@@ -75,7 +75,7 @@ GIT_STATUS = [
     ".",
     ":(exclude).forge",
 ]
-GIT_ENV = dict(os.environ, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+GIT_ENV = dict(FORGE_ENV, GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
 REPOS = "repos"
 WORKTREES = "worktrees"
 LAYOUTS = {REPOS: "separate repositories", WORKTREES: 'worktrees = "auto", one repository'}
@@ -180,7 +180,7 @@ def counting_env(folder: Path) -> tuple[dict[str, str], Path]:
         f'exec {shlex.quote(real)} "$@"\n'
     )
     wrapper.chmod(0o755)
-    env = dict(os.environ, PATH=f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(FORGE_ENV, PATH=f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     return env, log
 
 
@@ -192,7 +192,12 @@ def _forge(
 ) -> dict[str, object]:
     try:
         done = subprocess.run(
-            [str(FORGE), *args], cwd=root, capture_output=True, text=True, env=env, timeout=timeout
+            [str(FORGE), *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            env=FORGE_ENV if env is None else env,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         raise SystemExit(f"forge {' '.join(args)} did not finish in {timeout:g} s") from None

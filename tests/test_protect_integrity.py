@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from orchestra._policy import Policy, ProtectPolicy
 from orchestra._protect._check import IntegrityCheck, integrity_check
-from orchestra._protect._manifest import SMALL_FILE, Scope, content_digest, take_manifest
+from orchestra._protect._manifest import (
+    SMALL_FILE,
+    Scope,
+    Settled,
+    content_digest,
+    read_digest,
+    take_manifest,
+)
 from orchestra._protect._spec import ProtectSpec
 
 
@@ -146,9 +154,9 @@ def test_unchanged_files_are_not_rehashed(project: Path, monkeypatch: pytest.Mon
 
     real = manifest_module.read_digest
 
-    def counted(path: str) -> tuple[str, bytes | None]:
+    def counted(path: str, size: int = SMALL_FILE) -> tuple[str, bytes | None]:
         reads.append(path)
-        return real(path)
+        return real(path, size)
 
     monkeypatch.setattr(manifest_module, "read_digest", counted)
     (project / "specs" / "README.md").write_text("edited\n")
@@ -243,9 +251,9 @@ def test_arming_again_reads_only_what_changed_and_keeps_only_the_newest_content(
 
     real = manifest_module.read_digest
 
-    def counted(path: str) -> tuple[str, bytes | None]:
+    def counted(path: str, size: int = SMALL_FILE) -> tuple[str, bytes | None]:
         reads.append(path)
-        return real(path)
+        return real(path, size)
 
     monkeypatch.setattr(manifest_module, "read_digest", counted)
     monkeypatch.setattr(restore_module, "read_digest", counted)
@@ -272,7 +280,7 @@ def test_content_read_by_inspect_is_not_read_again_by_the_next_arm(
     import orchestra._protect._manifest as manifest_module
     import orchestra._protect._restore as restore_module
 
-    def refused(path: str) -> tuple[str, bytes | None]:
+    def refused(path: str, size: int = SMALL_FILE) -> tuple[str, bytes | None]:
         raise AssertionError(f"{path} read again")
 
     monkeypatch.setattr(manifest_module, "read_digest", refused)
@@ -298,3 +306,50 @@ def test_large_snapshots_no_longer_needed_are_dropped_at_the_next_arm(project: P
     assert not check.inspect("i2").harmed
     check.finish()
     assert _snapshots(project) == [content_digest(second)]
+
+
+def test_a_file_that_grew_since_its_stat_is_read_whole(project: Path) -> None:
+    path = project / "grown.txt"
+    path.write_bytes(b"x" * 100)
+    assert read_digest(str(path), 3) == (content_digest(b"x" * 100), b"x" * 100)
+    path.write_bytes(b"y" * (SMALL_FILE + 10))
+    assert read_digest(str(path), 3) == (content_digest(b"y" * (SMALL_FILE + 10)), None)
+
+
+def test_a_modification_settled_on_the_filesystems_clock_is_not_rehashed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scope = Scope(project, ProtectSpec((), ("forge.toml",)))
+    path = project / "forge.toml"
+    info = path.stat()
+    # Modified this very second, but before the marker's time: settled.
+    settled = Settled(info.st_dev, info.st_mtime_ns + 1)
+    first = take_manifest([scope], settled=settled)
+    # Stamped with the marker's own time: a later edit may share it.
+    racing = take_manifest([scope], settled=Settled(info.st_dev, info.st_mtime_ns))
+    import orchestra._protect._manifest as manifest_module
+
+    reads: list[str] = []
+    real = manifest_module.read_digest
+
+    def counted(path: str, size: int = SMALL_FILE) -> tuple[str, bytes | None]:
+        reads.append(path)
+        return real(path, size)
+
+    monkeypatch.setattr(manifest_module, "read_digest", counted)
+    take_manifest([scope], first, settled=settled)
+    assert reads == []
+    take_manifest([scope], racing, settled=settled)
+    assert reads == [str(path)]
+
+
+def test_the_filesystems_clock_is_never_ahead_of_the_wall_clock(project: Path) -> None:
+    check = _check(project)
+    check.arm()
+    marker = check.store.folder.parent / ".clock"
+    assert marker.is_file()
+    future = time.time_ns() + 3600 * 10**9
+    os.utime(marker, ns=(future, future))
+    settled = check._settled()
+    assert settled is not None
+    assert settled.before_ns <= time.time_ns()

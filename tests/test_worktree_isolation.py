@@ -97,12 +97,6 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> _Listings:
     return seen
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the integrity check walks every folder under .forge/changes for each of its "
-    "'.forge/changes/*/...' entries (orchestra/_protect/_manifest.py, _protected_paths and "
-    "_walk), including other changes' runs/: fixed in orchestra/_protect, not here",
-)
 def test_a_worktree_loops_iteration_lists_nothing_of_another_change(
     tmp_path: Path, listings: _Listings
 ) -> None:

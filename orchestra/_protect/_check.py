@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
 
+from .._names import CHANGE_NAME
 from .._policy import Policy
 from .._state import FORGE_WRITES
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import Manifest, Scope, content_digest, take_manifest
+from ._manifest import Manifest, Scope, Settled, Tracked, content_digest, take_manifest
+from ._others import CHANGES, OtherChanges
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import GROWS, TIMELINES, ProtectSpec, forge_state_entries
+from ._spec import GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
 
 INTEGRITY = "integrity"
 
@@ -63,7 +66,7 @@ class IntegrityReport:
 class IntegrityCheck:
     """Manifests, snapshots and repairs for one loop's protected paths."""
 
-    scopes: tuple[Scope, ...]
+    scopes: tuple[Tracked, ...]
     store: SnapshotStore
     quarantine: Path
     before: Manifest | None = None
@@ -78,7 +81,9 @@ class IntegrityCheck:
         contents, self._seen = self._seen, {}
         # No agent runs between iterations: an append-only file is read past
         # what the last manifest hashed of it, not whole (see _appendonly).
-        manifest = take_manifest(self.scopes, self.before, contents, trusted=True)
+        manifest = take_manifest(
+            self.scopes, self.before, contents, trusted=True, settled=self._settled()
+        )
         # Journal positions before the (possibly slow) snapshot copy: a write
         # forge makes meanwhile (a waiver, another run's spend) counts as after.
         # Another loop notes its write before it renames the file into place,
@@ -98,7 +103,7 @@ class IntegrityCheck:
         """Compare with the armed manifest; restore whatever was harmed."""
         before = self.before if self.before is not None else self.arm()
         seen: dict[str, bytes] = {}
-        after = take_manifest(self.scopes, before, seen)
+        after = take_manifest(self.scopes, before, seen, settled=self._settled())
         found: Sequence[Violation] = [
             v
             for v in violations(before, after)
@@ -114,6 +119,26 @@ class IntegrityCheck:
                 _keep_later_events(done.violation.path, done.quarantined)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
+
+    def _settled(self) -> Settled | None:
+        """The filesystem's clock now, from a marker file in the loop's protect folder.
+
+        None when the marker cannot be set: the manifest then takes any
+        modification in the last second as racing it, and rehashes it.
+        """
+        marker = self.store.folder.parent / _CLOCK
+        try:
+            try:
+                os.utime(marker)
+            except FileNotFoundError:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            info = os.stat(marker)
+        except OSError:
+            return None
+        # Never later than the wall clock: a marker an agent dated ahead of time
+        # would have every recent edit taken as settled.
+        return Settled(info.st_dev, min(info.st_mtime_ns, time.time_ns()))
 
     def _forge_wrote(self, violation: Violation, after: Manifest) -> bool:
         """Whether the change is forge's own write since the manifest (not the agent's)."""
@@ -144,19 +169,25 @@ def integrity_check(
     """The check for one change's loop: the policy's paths and Forge's own state.
 
     Every change's state is guarded, not only the running one's: an agent must
-    not clear another change's open breaker or spent budget either.
+    not clear another change's open breaker or spent budget either. The
+    loop's own change (``state_folder``) is walked like any protected tree;
+    the others' state files are looked up by name (see :mod:`._others`), so
+    that the check costs no more with every other loop and its history.
     """
     protect = policy.protect
-    state = forge_state_entries("*", policy.secscan.waivers)
+    own = _own_change(root, state_folder)
+    state = forge_state_entries(own or "*", policy.secscan.waivers)
+    timelines = (f"{CHANGES}/{own}/{TIMELINE}",) if own else (TIMELINES,)
     same = _same_folder(workdir, root)
-    scopes: list[Scope] = [
+    fold = case_insensitive(workdir)
+    scopes: list[Tracked] = [
         Scope(
             workdir,
             ProtectSpec(
                 protect.exist,
                 protect.frozen + (state if same else ()),
-                grows=(TIMELINES,) if same else (),
-                fold=case_insensitive(workdir),
+                grows=timelines if same else (),
+                fold=fold,
             ),
         )
     ]
@@ -164,16 +195,25 @@ def integrity_check(
         # A loop in a worktree may still reach the main checkout: what must
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
-        root_spec = ProtectSpec(
-            protect.exist, state, grows=(TIMELINES,), fold=case_insensitive(root)
-        )
+        fold = case_insensitive(root)
+        root_spec = ProtectSpec(protect.exist, state, grows=timelines, fold=fold)
         scopes.append(Scope(root, root_spec))
+    if own:
+        scopes.append(OtherChanges(root, own, fold=fold))
     folder = state_folder / "protect"
     return IntegrityCheck(
         scopes=tuple(scopes),
         store=SnapshotStore(folder / "snapshots"),
         quarantine=folder / "quarantine",
     )
+
+
+def _own_change(root: Path, state_folder: Path) -> str | None:
+    """The change whose folder ``state_folder`` is, when it is one of ``root``'s."""
+    name = state_folder.name
+    if not CHANGE_NAME.fullmatch(name) or not _same_folder(state_folder.parent, root / CHANGES):
+        return None
+    return name
 
 
 def protect_lists(
@@ -194,6 +234,9 @@ def protect_lists(
     files = tuple(str(path) for path in loaded.files)
     return protect.exist, frozen, files, case_insensitive(Path(root))
 
+
+# In the loop's protect folder, beside its snapshots: its time is the filesystem's clock.
+_CLOCK = ".clock"
 
 # The journal's last entries (41 bytes each: a 40-digit hash and a newline)
 # that may belong to writes still in flight when a manifest is taken.

@@ -16,8 +16,9 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 
@@ -65,6 +66,15 @@ class Node:
         )
 
 
+class Tracked(Protocol):
+    """Something whose protected paths a manifest records: a :class:`Scope`, or
+    other changes' state (``_others.OtherChanges``)."""
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        """(absolute path, display name, protection) of each path to record."""
+        ...
+
+
 @attrs.frozen
 class Scope:
     """A tree whose protected paths are tracked: a base folder and its spec."""
@@ -75,6 +85,10 @@ class Scope:
     compiled: CompiledSpec = attrs.field(
         init=False, eq=False, repr=False, default=attrs.Factory(_compile, takes_self=True)
     )
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        """Every protected path under the base (see :meth:`CompiledSpec.walk`)."""
+        return self.compiled.walk(str(self.base))
 
 
 @attrs.frozen
@@ -88,6 +102,67 @@ class Manifest:
     names: Mapping[str, str]
     # What was hashed of each append-only file, for the next manifest to carry on.
     held: Mapping[str, Held] = attrs.field(factory=dict)
+    settled: Settled | None = None
+
+
+@attrs.frozen
+class Settled:
+    """The filesystem's own clock when a manifest began: a marker file's time, just set.
+
+    A file on ``device`` last modified before ``before_ns`` cannot be modified
+    again without its time moving: whatever writes it later is stamped at
+    least ``before_ns``. So a hash taken then can be trusted while its stat
+    stays the same, however coarse the filesystem's clock (git's rule for
+    its index). Without a marker, a modification within ``_RACY_NS`` of the
+    manifest is taken as possibly racing it.
+    """
+
+    device: int
+    before_ns: int
+
+    def holds(self, info: os.stat_result, taken_at_ns: int) -> bool:
+        """Whether ``info``'s modification time is settled for a manifest begun so."""
+        if info.st_dev == self.device:
+            return info.st_mtime_ns < self.before_ns
+        return info.st_mtime_ns < taken_at_ns - _RACY_NS
+
+
+class _Read:
+    """A state file as some check of this process last read it (see ``_SHARED``)."""
+
+    __slots__ = ("content", "digest", "key", "settled", "taken_at_ns")
+
+    def __init__(
+        self,
+        key: tuple[int, ...],
+        digest: str,
+        content: bytes | None,
+        settled: Settled | None,
+        taken_at_ns: int,
+    ) -> None:
+        self.key = key
+        self.digest = digest
+        self.content = content
+        self.settled = settled
+        self.taken_at_ns = taken_at_ns
+
+    def still(self, key: tuple[int, ...], info: os.stat_result) -> bool:
+        """Whether the file is still as read: the same stat, modified before the read began."""
+        if key != self.key:
+            return False
+        if self.settled is not None:
+            return self.settled.holds(info, self.taken_at_ns)
+        return info.st_mtime_ns < self.taken_at_ns - _RACY_NS
+
+
+# Forge's state files, as last read by any loop's check in this process. Every
+# loop's check records every change's state (see _others), and each loop
+# rewrites its own every iteration: without this, each of N loops would read
+# each of the others' new files again, N times what one loop's check reads.
+# Shared by content hash and stat, it is read once. Entries are immutable and
+# replaced whole, so the worker threads of several loops share it without a lock.
+_SHARED: dict[str, _Read] = {}
+_SHARED_UNDER = os.sep + os.path.join(".forge", "changes") + os.sep
 
 
 def file_digest(path: str) -> str:
@@ -99,10 +174,20 @@ def content_digest(content: bytes) -> str:
     return hashlib.blake2b(content, digest_size=20).hexdigest()
 
 
-def read_digest(path: str) -> tuple[str, bytes | None]:
-    """A file's content hash and, when it is no larger than ``SMALL_FILE``, its content."""
-    with open(path, "rb") as handle:
-        head = handle.read(SMALL_FILE + 1)
+def read_digest(path: str, size: int = SMALL_FILE) -> tuple[str, bytes | None]:
+    """A file's content hash and, when it is no larger than ``SMALL_FILE``, its content.
+
+    ``size`` is what its stat said: a file that small is read with a buffer of
+    about its size (one of ``SMALL_FILE`` would be allocated, for every
+    few-byte state file); one that grew since its stat is read on.
+    """
+    want = min(size, SMALL_FILE) + 1
+    # Unbuffered: a read of a regular file returns what was asked or what is
+    # left, and no buffer of the file object's own is allocated.
+    with open(path, "rb", buffering=0) as handle:
+        head = handle.read(want)
+        if len(head) == want and want <= SMALL_FILE:  # it grew since its stat
+            head += handle.read(SMALL_FILE + 1 - want)
         if len(head) <= SMALL_FILE:
             return content_digest(head), head
         digest = hashlib.blake2b(head, digest_size=20)
@@ -112,11 +197,12 @@ def read_digest(path: str) -> tuple[str, bytes | None]:
 
 
 def take_manifest(
-    scopes: Iterable[Scope],
+    scopes: Iterable[Tracked],
     previous: Manifest | None = None,
     contents: dict[str, bytes] | None = None,
     *,
     trusted: bool = False,
+    settled: Settled | None = None,
 ) -> Manifest:
     """Record every path the scopes protect, reusing unchanged hashes from ``previous``.
 
@@ -124,30 +210,44 @@ def take_manifest(
     hash is added to it, by hash: exactly the bytes that were hashed (and the
     whole of an append-only file, held up to its limit). ``trusted`` says no
     agent ran since ``previous``: an append-only file is then read only past
-    what ``previous`` hashed of it (see :mod:`._appendonly`).
+    what ``previous`` hashed of it (see :mod:`._appendonly`). ``settled`` is
+    the filesystem's clock as the manifest begins (see :class:`Settled`).
     """
     started = time.time_ns()
+    now = (settled, started)
     nodes: dict[str, Node] = {}
     protection: dict[str, str] = {}
     names: dict[str, str] = {}
     held: dict[str, Held] = {}
     for scope in scopes:
-        for path, relative, mode in scope.compiled.walk(str(scope.base)):
+        for path, relative, mode in scope.walk():
             if path in nodes:
                 continue
             if mode == GROWS:
-                node = _grown_node(path, previous, contents, held, trusted=trusted)
+                node = _grown_node(path, previous, contents, held, now, trusted=trusted)
             else:
-                node = _node(path, previous, contents)
+                node = _node(path, previous, contents, now)
             if node is None:
                 continue
             nodes[path] = node
             protection[path] = mode
             names[path] = relative
-    return Manifest(taken_at_ns=started, nodes=nodes, protection=protection, names=names, held=held)
+    return Manifest(
+        taken_at_ns=started,
+        nodes=nodes,
+        protection=protection,
+        names=names,
+        held=held,
+        settled=settled,
+    )
 
 
-def _node(path: str, previous: Manifest | None, contents: dict[str, bytes] | None) -> Node | None:
+def _node(
+    path: str,
+    previous: Manifest | None,
+    contents: dict[str, bytes] | None,
+    now: tuple[Settled | None, int],
+) -> Node | None:
     try:
         info = os.lstat(path)
     except OSError:
@@ -163,14 +263,22 @@ def _node(path: str, previous: Manifest | None, contents: dict[str, bytes] | Non
     earlier = previous.nodes.get(path) if previous is not None else None
     if earlier is not None and previous is not None and _unchanged(earlier, info, previous):
         return _node_of(info, kind, digest=earlier.digest)
+    shared = _SHARED_UNDER in path
+    key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+    if shared and (seen := _SHARED.get(path)) is not None and seen.still(key, info):
+        if seen.content is not None and contents is not None:
+            contents[seen.digest] = seen.content
+        return _node_of(info, kind, digest=seen.digest)
     try:
-        digest, content = read_digest(path)
+        digest, content = read_digest(path, info.st_size)
     except OSError:
         # Unreadable (permissions): record it without content; a later change of
         # its stat still shows, and a restore has nothing to restore from.
         return _node_of(info, kind)
     if content is not None and contents is not None:
         contents[digest] = content
+    if shared:
+        _SHARED[path] = _Read(key, digest, content, *now)
     return _node_of(info, kind, digest=digest)
 
 
@@ -179,6 +287,7 @@ def _grown_node(
     previous: Manifest | None,
     contents: dict[str, bytes] | None,
     held: dict[str, Held],
+    now: tuple[Settled | None, int],
     *,
     trusted: bool,
 ) -> Node | None:
@@ -188,7 +297,7 @@ def _grown_node(
     except OSError:
         return None
     if _kind(info.st_mode) != FILE:
-        return _node(path, previous, contents)
+        return _node(path, previous, contents, now)
     earlier = previous.held.get(path) if previous is not None else None
     found = None
     if earlier is not None and previous is not None:
@@ -200,7 +309,7 @@ def _grown_node(
     if found is None:
         found = read_held(path, info.st_ino)
     if found is None:  # past the limit or unreadable: as any file
-        return _node(path, previous, contents)
+        return _node(path, previous, contents, now)
     held[path] = found
     # Its bytes stay with the manifest (``held``): the snapshot store takes them from there.
     return _node_of(info, FILE, digest=found.digest)
@@ -227,7 +336,11 @@ def _unchanged(earlier: Node, info: os.stat_result, previous: Manifest) -> bool:
         and earlier.digest is not None
         and (earlier.size, earlier.mtime_ns, earlier.ctime_ns, earlier.inode)
         == (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-        and info.st_mtime_ns < previous.taken_at_ns - _RACY_NS
+        and (
+            previous.settled.holds(info, previous.taken_at_ns)
+            if previous.settled is not None
+            else info.st_mtime_ns < previous.taken_at_ns - _RACY_NS
+        )
     )
 
 

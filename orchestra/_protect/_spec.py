@@ -23,14 +23,15 @@ FROZEN = "frozen"
 # Append-only: may grow at its end, never shrink, vanish or change what it held
 # (every change's timeline: the log of record).
 GROWS = "grows"
-TIMELINES = ".forge/changes/*/timeline.jsonl"
+TIMELINE = "timeline.jsonl"
+TIMELINES = f".forge/changes/*/{TIMELINE}"
 FORGE_STATE = "Forge's own state"
 """The rule of a frozen entry under ``.forge/``: Forge's own state, not the project's list."""
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
 # and spend that decide whether a loop may go on, the human's waivers, and the
 # bash that puts Forge's guard in front of an agent's shell (shell_guard).
-_FORGE_STATE_FILES = (
+FORGE_STATE_FILES = (
     "verify-attempts.yaml",
     "breaker.yaml",
     "spend.yaml",
@@ -42,7 +43,7 @@ WAIVERS_FILE = ".forge/secscan-waivers.yaml"
 
 def forge_state_entries(change: str = "*", waivers: str = WAIVERS_FILE) -> tuple[str, ...]:
     """Forge's own frozen state, for one change or (``*``) every change."""
-    files = tuple(f".forge/changes/{change}/{name}" for name in _FORGE_STATE_FILES)
+    files = tuple(f".forge/changes/{change}/{name}" for name in FORGE_STATE_FILES)
     return (*files, waivers)
 
 

@@ -1,0 +1,86 @@
+"""Other changes' state, guarded by one loop's check without walking their folders.
+
+Every change keeps its state in ``.forge/changes/<change>/`` of one checkout,
+and under ``[supervise] worktrees = "auto"`` many loops run against that one
+folder. A loop's agent must not clear another change's open breaker or spent
+budget, nor cut its timeline: so each loop's check records the other
+changes' state files too, but only those, by name. It lists
+``.forge/changes/`` itself (which changes exist) and never lists inside a
+change's folder: its ``runs/`` (a log per iteration), its ``protect/``
+snapshots and its lock and journal files cost nothing, and neither does
+anything else another loop keeps there (its worktree lives elsewhere, under
+``.forge/worktrees/``).
+
+What the manifest then does with these paths is what it does with the loop's
+own state: a file whose stat is unchanged keeps its hash (a stat, not a
+read), a changed one is hashed and its snapshot kept, and after the
+iteration a change that is not Forge's own journalled write, or a timeline
+that did more than grow, is put back and stops the loop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from ._spec import FORGE_STATE_FILES, FROZEN, GROWS, TIMELINE
+
+CHANGES = ".forge/changes"
+# Each change's files: frozen, then its append-only timeline; split into the
+# folders on the way (``shell-guard/``) and the name.
+_FILES = tuple(
+    (tuple(name.split("/")[:-1]), name, mode)
+    for name, mode in (
+        *((name, FROZEN) for name in FORGE_STATE_FILES),
+        (TIMELINE, GROWS),
+    )
+)
+
+
+@attrs.frozen
+class OtherChanges:
+    """The state files of every change under ``base`` but ``own``."""
+
+    base: Path
+    own: str
+    fold: bool = False
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        """(absolute path, display name, protection) of each other change's state file.
+
+        A name is given whether or not the file exists (the manifest's stat
+        tells); a file reached through a symlinked folder is not, so that it
+        shows as gone and the restore moves the link aside, as for a walk.
+        """
+        folder = os.path.join(self.base, CHANGES)
+        if os.path.islink(os.path.join(self.base, ".forge")) or os.path.islink(folder):
+            return
+        own = self.own.casefold() if self.fold else self.own
+        try:
+            with os.scandir(folder) as listing:
+                changes = sorted(
+                    (entry.name, entry.path)
+                    for entry in listing
+                    if entry.is_dir(follow_symlinks=False)
+                )
+        except OSError:
+            return
+        for name, path in changes:
+            if (name.casefold() if self.fold else name) == own:
+                continue
+            for folders, file, mode in _FILES:
+                if folders and _through_a_link(path, folders):
+                    continue
+                yield os.path.join(path, file), f"{CHANGES}/{name}/{file}", mode
+
+
+def _through_a_link(change: str, folders: tuple[str, ...]) -> bool:
+    current = change
+    for part in folders:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return True
+    return False
