@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -190,3 +191,34 @@ def test_init_puts_a_src_layouts_sources_first_in_its_verify(repo: Repo) -> None
     tools = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     verified = repo.forge("verify", env=tools)
     assert "Verdict: PASS" in verified.out, verified
+
+
+def _counting_python(repo: Repo, env: dict[str, str]) -> tuple[dict[str, str], Path]:
+    """``python3`` first on PATH that logs each import probe, then runs the real one."""
+    real = shutil.which("python3", path=env["PATH"])
+    assert real is not None
+    log = repo.root.parent / "probes.log"
+    wrapper = repo.root.parent / "counting-bin" / "python3"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *find_spec*) echo probe >> {shlex.quote(str(log))};; esac\n'
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return {"PATH": f"{wrapper.parent}{os.pathsep}{env['PATH']}"}, log
+
+
+def test_the_worktrees_of_one_batch_ask_the_interpreter_once(repo: Repo) -> None:
+    env, log = _counting_python(repo, editable_project(repo))
+    worktree_loop(repo)
+    toml = (repo.root / "forge.toml").read_text()
+    second = toml[toml.index("[[loop]]") :].replace('change = "calc"', 'change = "calc-two"')
+    repo.write("forge.toml", toml + "\n" + second)
+    repo.commit("two loops")
+    done = repo.forge("supervise", "--json", env=env)
+    assert done.code == 0, done
+    loops = json.loads(done.out)["loops"]
+    assert [(loop["reason"], loop["iterations"]) for loop in loops] == [("done", 1)] * 2
+    # Both worktrees were made alike: the first answer (clean) stands for the second.
+    assert log.read_text().splitlines() == ["probe"]

@@ -7,7 +7,11 @@ the worktree's sources, and then every verify tests the wrong code: the
 agent's correct edit fails, again and again, until the circuit opens. So the
 interpreter on the loop's ``PATH`` is asked, once, where it would import the
 project's packages from; a path in the main checkout ends the loop before its
-first iteration, with the path and the fix.
+first iteration, with the path and the fix. A clean answer stands for the
+other worktrees of the same checkout the process makes alike (same
+interpreter, packages and environment, but for their own path): a batch asks
+once, not once a loop. A loop that starts after the project was installed
+otherwise in the same process is not asked again.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import json
 import os
 import shutil
 from pathlib import Path
+
+import trio
 
 from .._process import run_process
 from .._sourcepath import LinkedCheckout, linked_checkout, source_roots, with_sources
@@ -60,6 +66,45 @@ async def check_worktree_imports(worktree: Path, change: str) -> None:
     if linked is None or python is None:
         return
     names = _package_names(linked)
+    # The worktrees of one checkout differ only by their own path: what one
+    # answered clean, the others answer alike, and a batch of fifty loops
+    # asks the interpreter once (a pyenv shim costs a dozen processes a time).
+    key = _probe_key(linked, python, names, env)
+    async with _probing(key):
+        if key in _CLEAN:
+            return
+        await _probe(linked, python, names, env, change)
+        _CLEAN.add(key)
+
+
+# What was answered clean in this process, and the locks that make the loops of
+# one batch wait for the first answer instead of all asking at once.
+_CLEAN: set[tuple[str, ...]] = set()
+_LOCKS: dict[tuple[object, tuple[str, ...]], trio.Lock] = {}
+
+
+def _probing(key: tuple[str, ...]) -> trio.Lock:
+    token = trio.lowlevel.current_trio_token()
+    return _LOCKS.setdefault((token, key), trio.Lock())
+
+
+def _probe_key(
+    linked: LinkedCheckout, python: str, names: list[str], env: dict[str, str] | None
+) -> tuple[str, ...]:
+    """The question asked, with the worktree's own path written as a placeholder."""
+    here = str(linked.worktree)
+    variables = env or os.environ
+    relative = [variables.get(name, "").replace(here, "<worktree>") for name in _PROBED_VARIABLES]
+    return (python, str(linked.main), *relative, "\0".join(names))
+
+
+_PROBED_VARIABLES = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+
+
+async def _probe(
+    linked: LinkedCheckout, python: str, names: list[str], env: dict[str, str] | None, change: str
+) -> None:
+    worktree = linked.worktree
     done = await run_process(
         [python, "-c", _PROBE, *names], cwd=worktree, env=env, time_limit=_PROBE_TIME, grace=1.0
     )
