@@ -216,14 +216,16 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
-def modules_after(project: Repo, args: list[str], payload: str = "") -> tuple[int, set[str]]:
+def modules_after(
+    project: Repo, args: list[str], payload: str = "", **env: str
+) -> tuple[int, set[str]]:
     """Run ``forge args`` and return its exit code and the modules it had loaded at exit."""
     out = project.root.parent / "modules.json"
     done = subprocess.run(
         [sys.executable, "-c", _MODULES_AT_EXIT, str(out), str(FORGE), *args],
         cwd=project.root,
         input=payload,
-        env=forge_env(),
+        env=forge_env(env),
         capture_output=True,
         text=True,
     )
@@ -263,6 +265,39 @@ def test_the_guard_imports_what_the_hook_does(project: Repo) -> None:
     assert code == 0
     assert {"orchestra._guard._shell._git", "glob"} <= imported  # its rules, when it needs them
     assert not HEAVY & imported
+
+
+# What only the Stop hook's verify needs: the full guard and a stop at an open
+# gate must not pay for it.
+VERIFY_MACHINERY = {"trio", "orchestra._secscan", "orchestra._verify._report", "yaml"}
+
+
+def _under(modules: set[str], packages: set[str]) -> set[str]:
+    return {m for m in modules for p in packages if m == p or m.startswith(p + ".")}
+
+
+def test_the_full_guard_leaves_the_stop_hooks_machinery_unimported(project: Repo) -> None:
+    assert project.forge("guard", "--", "ls").code == 0  # warms the protect cache
+    code, imported = modules_after(project, ["guard", "--json", "--", "rm AGENTS.md"])
+    assert code == 2
+    assert "orchestra._cli._hook_cmd" in imported  # the full command line took it
+    assert not _under(imported, VERIFY_MACHINERY | {"orchestra._policy._load"})
+
+
+def test_a_stop_at_an_open_gate_only_reads_the_breaker(project: Repo) -> None:
+    failing_policy(project, max_failures=1)
+    assert "human should review" in hook(project, "stop", stop_event(project), FORGE_CHANGE="c").out
+    payload = json.dumps(stop_event(project, active=True))
+    code, imported = modules_after(project, ["hook", "stop"], payload, FORGE_CHANGE="c")
+    assert code == 0
+    assert "orchestra._verify._store" in imported  # it read the breaker
+    assert not _under(imported, VERIFY_MACHINERY | {"orchestra._policy._load", "cattrs"})
+    # A stop that verifies loads all of it.
+    project.write("forge.toml", '[verify]\ncommand = "true"\n')
+    project.forge("verify", "--change", "c", "--reset-breaker")
+    code, imported = modules_after(project, ["hook", "stop"], payload, FORGE_CHANGE="c")
+    assert code == 0
+    assert {"trio", "orchestra._verify._report", "orchestra._policy._load"} <= imported
 
 
 def test_a_hook_skips_the_interpreters_teardown_once_its_answer_is_out(project: Repo) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from pathlib import Path
 
+import attrs
 import pytest
 
 from orchestra._policy import Policy, commented_toml, load_policy, policy_as_toml
@@ -213,6 +215,21 @@ def test_shipped_default_policy_is_generated_from_the_model() -> None:
     )
     assert load_policy(ROOT / "policies" / "default.toml", root=ROOT).policy == Policy()
     assert tomllib.loads(policy_as_toml(Policy())) == tomllib.loads(text)
+
+
+def test_the_policy_as_data_is_what_the_converter_unstructures() -> None:
+    from orchestra._policy import POLICY_CONVERTER, policy_as_dict, verify_digest
+
+    shipped = load_policy(ROOT / "policies" / "default.toml", root=ROOT).policy
+    policy = attrs.evolve(
+        shipped,
+        budget=attrs.evolve(shipped.budget, max_tokens=7, max_cost_usd=0.5),
+        verify=attrs.evolve(shipped.verify, specs=("a/", "b.md"), lint="ruff check"),
+    )
+    for each in (shipped, policy):
+        assert policy_as_dict(each) == POLICY_CONVERTER.unstructure(each)
+    table = json.dumps(POLICY_CONVERTER.unstructure(policy.verify), sort_keys=True, default=str)
+    assert verify_digest(policy) == "sha256:" + hashlib.sha256(table.encode()).hexdigest()[:16]
 
 
 def test_shipped_policies_are_found_in_the_source_tree() -> None:

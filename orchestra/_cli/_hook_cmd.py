@@ -15,25 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
 from .._hook_passing import LOOP_VERIFY, stands_aside
-from .._secscan import output_redactor
-from .._state import ChangePaths
-from .._verify import (
-    VerifyReport,
-    breaker_line,
-    gate_detail,
-    read_breaker,
-    record_attempt,
-    run_verify,
-)
-from .._workspace import default_change, find_project, tree_state
-from ._common import flag_layer, policy_from
-from ._console import Output
 from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusal_lines, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
-from ._trio_run import run_interruptible
 
+# The Stop hook imports its machinery (the verify, trio, the policy, the
+# secret scan's rules) as it needs each: ``forge guard --json`` needs none of
+# it, and a stop whose gate is already open only reads the breaker.
 if TYPE_CHECKING:
     from .._policy import Layer
+    from .._state import ChangePaths
+    from .._verify import VerifyReport
+    from ._console import Output
 
 ESCALATE = "escalate: a human should review before continuing"
 # Claude Code shows a hook's stderr to the user, without blocking, on this code.
@@ -93,6 +85,9 @@ def stop(args: argparse.Namespace, out: Output) -> int:
 
 
 def _stop(args: argparse.Namespace, out: Output) -> int:
+    from .._verify import breaker_line, gate_detail, read_breaker, record_attempt
+    from .._workspace import default_change, find_project
+
     event = _stop_event(sys.stdin.read())
     start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event_cwd(event))
     project = find_project(start, Path(args.config) if args.config else None)
@@ -103,12 +98,18 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         # Nothing a retry can change: let the agent stop and say who acts next.
         message = f"forge: {gate_detail(before)} for change {change!r} — {ESCALATE}"
         return _answer(out, {"systemMessage": message}, note=message)
+    from .._policy import verify_digest
+    from .._secscan import output_redactor
+    from .._verify import run_verify
+    from .._workspace import tree_state
+    from ._common import policy_from
+    from ._trio_run import run_interruptible
+
     policy = policy_from(project, _loop_verify(args), args).policy
     tree = tree_state(project.root)
     redact = output_redactor(policy.secscan, root=project.root)
     grace = policy.run.grace.seconds
     report = run_interruptible(run_verify, project.root, policy.verify, grace, redact)
-    from .._policy import verify_digest
 
     update = record_attempt(
         paths,
@@ -139,6 +140,8 @@ def _loop_verify(args: argparse.Namespace) -> list[Layer]:
         raise UsageError(f"{LOOP_VERIFY} is not JSON: {exc}") from exc
     if not isinstance(table, dict):
         raise UsageError(f"{LOOP_VERIFY} is not a [verify] table")
+    from ._common import flag_layer
+
     return [flag_layer(f"the loop's [verify] ({LOOP_VERIFY})", "verify", table)]
 
 
@@ -149,6 +152,8 @@ def _change_paths(root: Path, change: str) -> ChangePaths:
     in the main checkout (``FORGE_STATE_DIR``): the verdict must reach the
     breaker the loop reads, not a copy in the worktree.
     """
+    from .._state import ChangePaths
+
     state_dir = os.environ.get("FORGE_STATE_DIR")
     if state_dir and os.environ.get("FORGE_CHANGE") == change:
         folder = Path(state_dir)

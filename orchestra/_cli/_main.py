@@ -45,13 +45,14 @@ def _integer(value: str) -> int:
     return number
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, action: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``forge``; with ``command``, of that command only.
 
     A command's parser does not depend on its siblings', so a command line
     that names one is parsed by a parser built for it alone: building all of
     them (argparse looks up translations for each) is a large part of a quick
-    command's start.
+    command's start. Likewise ``action`` (``show`` of ``forge policy show``)
+    builds only that action's parser of a command that has several.
     """
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -73,7 +74,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, add in _COMMANDS.items():
-        if command is None or name == command:
+        if name == command == "policy":
+            _add_policy(commands, common, action)
+        elif command is None or name == command:
             add(commands, common)
     return parser
 
@@ -380,20 +383,45 @@ def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
     resume.set_defaults(handler="_contract_cmd:resume")
 
 
-def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
+_POLICY_ACTIONS = ("show", "check", "dump", "schema", "diff", "simulate")
+
+
+def _add_policy(
+    commands: _Commands, common: argparse.ArgumentParser, action: str | None = None
+) -> None:
+    """``forge policy`` and its actions; with ``action``, that one only."""
     policy = commands.add_parser(
         "policy", help="show, check, dump, compare the effective policy; its JSON Schema"
     )
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
+    for name, add in (
+        ("show", _add_policy_show),
+        ("check", _add_policy_check),
+        ("dump", _add_policy_dump),
+        ("schema", _add_policy_schema),
+        ("diff", _add_policy_diff),
+        ("simulate", _add_policy_simulate),
+    ):
+        if action is None or name == action:
+            add(policy_commands, common)
+
+
+def _add_policy_show(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     show = policy_commands.add_parser(
         "show", parents=[common], help="each effective value and where it came from"
     )
     show.set_defaults(handler="_policy_cmd:show")
+
+
+def _add_policy_check(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     check = policy_commands.add_parser(
         "check", parents=[common], help="validate a policy file (exit 0 or 2)"
     )
     check.add_argument("file", nargs="?", help="the file to check (default: forge.toml)")
     check.set_defaults(handler="_policy_cmd:check")
+
+
+def _add_policy_dump(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     dump = policy_commands.add_parser(
         "dump", parents=[common], help="the effective policy as TOML that loads back the same"
     )
@@ -407,6 +435,9 @@ def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
         help="begin with a '#:schema PATH_OR_URL' line, which TOML editors validate against",
     )
     dump.set_defaults(handler="_policy_cmd:dump")
+
+
+def _add_policy_schema(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     schema = policy_commands.add_parser(
         "schema",
         help="the JSON Schema of forge.toml, for editors (always JSON)",
@@ -418,6 +449,9 @@ def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
     schema.add_argument("--json", action="store_true", help="accepted; the output is JSON anyway")
     schema.add_argument("--plain", action="store_true", help="plain text, no colour or styles")
     schema.set_defaults(handler="_policy_cmd:schema")
+
+
+def _add_policy_diff(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     diff = policy_commands.add_parser(
         "diff",
         parents=[common],
@@ -436,6 +470,9 @@ def _add_policy(commands: _Commands, common: argparse.ArgumentParser) -> None:
         help="set one value of A (repeatable), as --set does for B",
     )
     diff.set_defaults(handler="_policy_cmd:diff")
+
+
+def _add_policy_simulate(policy_commands: _Commands, common: argparse.ArgumentParser) -> None:
     simulate = policy_commands.add_parser(
         "simulate",
         parents=[common],
@@ -590,8 +627,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The parsed command line (default: ``sys.argv[1:]``); exits 2 on a usage error."""
     words = sys.argv[1:] if argv is None else list(argv)
     # Help, a mistyped command or none: the whole parser, which lists them all.
-    parser = build_parser(words[0] if words and words[0] in _COMMANDS else None)
-    return parser.parse_args(words)
+    command = words[0] if words and words[0] in _COMMANDS else None
+    # Likewise a policy action: a mistyped one gets every action's parser.
+    action = (
+        words[1] if command == "policy" and words[1:2] and words[1] in _POLICY_ACTIONS else None
+    )
+    return build_parser(command, action).parse_args(words)
 
 
 def is_brief(args: argparse.Namespace) -> bool:

@@ -5,34 +5,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import EXIT_OK, EXIT_USAGE, ConfigError, UsageError
-from .._policy import (
-    Layer,
-    LoadedPolicy,
-    Policy,
-    batch_relaxed_warnings,
-    commented_toml,
-    display_name,
-    load_policy,
-    policy_as_dict,
-    policy_as_toml,
-    policy_differences,
-    policy_json_schema_text,
-)
-from .._shipped import shipped_dir, shipped_names
-from .._state import atomic_write
-from .._supervise import LoopSetup, resolve_loops, separate_trees
-from .._workspace import Project, find_project
 from ._common import policy_from, project_from, set_layer
 from ._console import Output
 
+# Each action imports what it uses, when it runs: show and dump need neither
+# the loop tables (check), the policy diff, the JSON Schema nor the shipped
+# policies (diff); a read-only command's start is mostly its imports.
+if TYPE_CHECKING:
+    from .._policy import Layer, LoadedPolicy, Policy
+    from .._supervise import LoopSetup
+    from .._workspace import Project
+
 
 def show(args: argparse.Namespace, out: Output) -> int:
+    from .._policy import display_name, policy_as_dict
+
     project = project_from(args)
     loaded = policy_from(project, args=args)
     values = policy_as_dict(loaded.policy)
@@ -66,6 +58,10 @@ def show(args: argparse.Namespace, out: Output) -> int:
 
 
 def check(args: argparse.Namespace, out: Output) -> int:
+    from .._policy import display_name, load_policy
+    from .._supervise import resolve_loops, separate_trees
+    from .._workspace import find_project
+
     if args.file:
         path = Path(args.file).resolve()
         project = find_project(path.parent, path if path.is_file() else None)
@@ -111,6 +107,8 @@ def check(args: argparse.Namespace, out: Output) -> int:
 
 def _relaxed(policy: Policy, loops: Sequence[LoopSetup]) -> list[str]:
     """The relaxed-policy warnings of the policy and of each declared loop, once each."""
+    from .._policy import batch_relaxed_warnings
+
     return batch_relaxed_warnings(policy, ((loop.change, loop.policy) for loop in loops))
 
 
@@ -147,6 +145,8 @@ def bound_notes(sources: Mapping[str, str], policy: Policy) -> list[str]:
 
 
 def dump(args: argparse.Namespace, out: Output) -> int:
+    from .._policy import Policy, commented_toml, policy_as_toml
+
     if args.defaults:
         text = commented_toml(Policy(), DEFAULTS_HEADER)
     else:
@@ -158,6 +158,8 @@ def dump(args: argparse.Namespace, out: Output) -> int:
         _write(args.output, text)
         out.note(f"wrote the effective policy to {args.output}", style=None)
     elif out.json_mode:
+        import tomllib
+
         out.document(tomllib.loads(text))
     else:
         print(text, end="")
@@ -166,6 +168,8 @@ def dump(args: argparse.Namespace, out: Output) -> int:
 
 def schema(args: argparse.Namespace, out: Output) -> int:
     """The JSON Schema of forge.toml: one JSON document, with or without ``--json``."""
+    from .._policy import policy_json_schema_text
+
     text = policy_json_schema_text()
     if args.output:
         _write(args.output, text)
@@ -177,6 +181,8 @@ def schema(args: argparse.Namespace, out: Output) -> int:
 
 def diff(args: argparse.Namespace, out: Output) -> int:
     """The keys whose effective values differ between two policies: a report, exit 0."""
+    from .._policy import policy_differences
+
     project = project_from(args)
     a = _load_side(args.a, project, [_renamed(set_layer(t), "--set-a") for t in args.set_a or []])
     b = _load_side(args.b, project, [set_layer(text) for text in args.set or []])
@@ -224,6 +230,9 @@ def diff(args: argparse.Namespace, out: Output) -> int:
 
 def _load_side(argument: str, project: Project, flags: list[Layer]) -> LoadedPolicy:
     """One side of a diff: ``-`` (the project's policy), a policy file, or a shipped name."""
+    from .._policy import load_policy
+    from .._shipped import shipped_dir, shipped_names
+
     if argument == "-":
         config = project.config
     else:
@@ -244,6 +253,8 @@ def _load_side(argument: str, project: Project, flags: list[Layer]) -> LoadedPol
 def _side(
     argument: str, settings: list[str] | None, loaded: LoadedPolicy, root: Path
 ) -> dict[str, Any]:
+    from .._policy import display_name
+
     return {
         "argument": argument,
         "files": [display_name(path, root) for path in loaded.files],
@@ -253,6 +264,8 @@ def _side(
 
 def _renamed(layer: Layer, flag: str) -> Layer:
     """A ``--set`` layer shown as set by ``flag``, so each side's provenance names its own flag."""
+    from .._policy import Layer
+
     return Layer(layer.source.replace("--set", flag, 1), layer.data)
 
 
@@ -261,6 +274,8 @@ def _shown(value: object) -> str:
 
 
 def _write(name: str, text: str) -> None:
+    from .._state import atomic_write
+
     target = Path(name)
     if not target.parent.is_dir():
         raise UsageError(f"-o {name}: the folder {target.parent} does not exist")
