@@ -35,16 +35,18 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import pathspec
 
 from .._errors import ConfigError
 from .._policy import SEVERITIES as SEVERITIES
 from .._policy import read_config_text
 from .._shipped import shipped_dir, shipped_names
 from ._engine import DEFAULT_ENGINE, KeywordFinder, compile_pattern
+
+if TYPE_CHECKING:
+    import pathspec
 
 # One list for the policy ([secscan] fail_on) and the rules.
 SHIPPED_RULES = "secscan"
@@ -72,7 +74,13 @@ def severity_at_least(severity: str, threshold: str) -> bool:
 
 
 def _paths_spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec | None:
-    return pathspec.GitIgnoreSpec.from_lines(globs) if globs else None
+    if not globs:
+        return None
+    # Imported here: pathspec probes its optional engines when imported, a cost
+    # every verify's redactor would pay for rules that mostly have no paths.
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(globs)
 
 
 @attrs.frozen
