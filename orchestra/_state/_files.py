@@ -184,8 +184,7 @@ def current_umask() -> int:
 
 def note_forge_write(path: Path, data: bytes) -> None:
     """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
-    # Imported here, like tempfile in atomic_write: commands that only read state
-    # (forge status) do not need them.
+    # Imported here: commands that only read state (forge status) do not need it.
     import hashlib
 
     digest = hashlib.blake2b(data, digest_size=20).hexdigest()
