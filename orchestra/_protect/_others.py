@@ -27,17 +27,11 @@ from pathlib import Path
 import attrs
 
 from ._spec import FORGE_STATE_FILES, FROZEN, GROWS, TIMELINE
+from ._walk import _climbs_a_link
 
 CHANGES = ".forge/changes"
-# Each change's files: frozen, then its append-only timeline; split into the
-# folders on the way (``shell-guard/``) and the name.
-_FILES = tuple(
-    (tuple(name.split("/")[:-1]), name, mode)
-    for name, mode in (
-        *((name, FROZEN) for name in FORGE_STATE_FILES),
-        (TIMELINE, GROWS),
-    )
-)
+# Each change's files: frozen, then its append-only timeline.
+_FILES = (*((name, FROZEN) for name in FORGE_STATE_FILES), (TIMELINE, GROWS))
 
 
 @attrs.frozen
@@ -71,16 +65,7 @@ class OtherChanges:
         for name, path in changes:
             if (name.casefold() if self.fold else name) == own:
                 continue
-            for folders, file, mode in _FILES:
-                if folders and _through_a_link(path, folders):
+            for file, mode in _FILES:
+                if "/" in file and _climbs_a_link(path, file):
                     continue
                 yield os.path.join(path, file), f"{CHANGES}/{name}/{file}", mode
-
-
-def _through_a_link(change: str, folders: tuple[str, ...]) -> bool:
-    current = change
-    for part in folders:
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            return True
-    return False
