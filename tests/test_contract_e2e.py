@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .support import Repo, failing_policy
+from .support import FORGE, Repo, failing_policy, forge_env
 
 START = [
     "loop",
@@ -612,3 +612,18 @@ def test_a_hand_edited_checkpoint_with_bad_values_is_corrupt(repo: Repo) -> None
     assert "checkpoint.json is corrupt" in done.err
     assert "Traceback" not in done.err
     assert list(path.parent.glob("checkpoint.json.corrupt-*"))
+
+
+def test_a_current_folder_deleted_under_forge_is_a_clear_error(tmp_path: Path) -> None:
+    """Every command finds its project from the current folder; gone, it says so (exit 2)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{FORGE}" status'],
+        capture_output=True,
+        text=True,
+        env=forge_env(),
+        check=False,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr == "forge: the current folder no longer exists: cd into the project\n"

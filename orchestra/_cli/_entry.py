@@ -32,6 +32,12 @@ def entry() -> None:
     from ._main import is_brief, parse_args, run
 
     args = parse_args(argv)
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        # Every command finds its project from here: say so, not a traceback.
+        sys.stderr.write("forge: the current folder no longer exists: cd into the project\n")
+        sys.exit(2)
     if not is_brief(args):
         gc.enable()
         sys.exit(run(args))
