@@ -33,8 +33,6 @@ from _quick import FORGE_ENV, parse_args, verdict
 from _spread import spread
 
 FORGE = Path(sys.executable).with_name("forge")
-# Timed as an installed forge runs: with its bytecode cached on disk.
-ENV = FORGE_ENV
 GOAL = 6.0
 
 FORGE_TOML = """\
@@ -72,7 +70,8 @@ def project(root: Path) -> None:
         ["run", "--change", "demo", "--cmd", "echo hi", "--yes", "--max-iterations", "2"],
         ["supervise"],
     ):
-        subprocess.run([str(FORGE), *argv], cwd=root, capture_output=True, env=ENV, check=False)
+        command = [str(FORGE), *argv]
+        subprocess.run(command, cwd=root, capture_output=True, env=FORGE_ENV, check=False)
 
 
 def _children_cpu() -> float:
@@ -84,7 +83,7 @@ def once(argv: Sequence[str], cwd: Path) -> tuple[float, float]:
     """Wall-clock and CPU seconds of one run."""
     cpu = _children_cpu()
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, env=ENV, check=False)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, env=FORGE_ENV, check=False)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()}")

@@ -383,9 +383,6 @@ def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
     resume.set_defaults(handler="_contract_cmd:resume")
 
 
-_POLICY_ACTIONS = ("show", "check", "dump", "schema", "diff", "simulate")
-
-
 def _add_policy(
     commands: _Commands, common: argparse.ArgumentParser, action: str | None = None
 ) -> None:
@@ -394,14 +391,7 @@ def _add_policy(
         "policy", help="show, check, dump, compare the effective policy; its JSON Schema"
     )
     policy_commands = policy.add_subparsers(dest="policy_command", metavar="ACTION", required=True)
-    for name, add in (
-        ("show", _add_policy_show),
-        ("check", _add_policy_check),
-        ("dump", _add_policy_dump),
-        ("schema", _add_policy_schema),
-        ("diff", _add_policy_diff),
-        ("simulate", _add_policy_simulate),
-    ):
+    for name, add in _POLICY_ACTIONS.items():
         if action is None or name == action:
             add(policy_commands, common)
 
@@ -496,6 +486,17 @@ def _add_policy_simulate(policy_commands: _Commands, common: argparse.ArgumentPa
     )
     simulate.add_argument("--policy", metavar="FILE", help="replay under this policy file instead")
     simulate.set_defaults(handler="_simulate_cmd:run")
+
+
+# ``forge policy``'s actions, in the order its help lists them.
+_POLICY_ACTIONS = {
+    "show": _add_policy_show,
+    "check": _add_policy_check,
+    "dump": _add_policy_dump,
+    "schema": _add_policy_schema,
+    "diff": _add_policy_diff,
+    "simulate": _add_policy_simulate,
+}
 
 
 def _add_spend(commands: _Commands, common: argparse.ArgumentParser) -> None:

@@ -27,9 +27,9 @@ from .._policy import Policy
 from .._state import FORGE_WRITES
 from ._diff import ADDED, MODIFIED, Violation, violations
 from ._manifest import Manifest, Scope, Settled, Tracked, content_digest, take_manifest
-from ._others import CHANGES, OtherChanges
+from ._others import OtherChanges
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
+from ._spec import CHANGES, GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
 
 INTEGRITY = "integrity"
 

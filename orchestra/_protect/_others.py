@@ -26,10 +26,9 @@ from pathlib import Path
 
 import attrs
 
-from ._spec import FORGE_STATE_FILES, FROZEN, GROWS, TIMELINE
+from ._spec import CHANGES, FORGE_STATE_FILES, FROZEN, GROWS, TIMELINE
 from ._walk import _climbs_a_link
 
-CHANGES = ".forge/changes"
 # Each change's files: frozen, then its append-only timeline.
 _FILES = (*((name, FROZEN) for name in FORGE_STATE_FILES), (TIMELINE, GROWS))
 

@@ -23,8 +23,9 @@ FROZEN = "frozen"
 # Append-only: may grow at its end, never shrink, vanish or change what it held
 # (every change's timeline: the log of record).
 GROWS = "grows"
+CHANGES = ".forge/changes"
 TIMELINE = "timeline.jsonl"
-TIMELINES = f".forge/changes/*/{TIMELINE}"
+TIMELINES = f"{CHANGES}/*/{TIMELINE}"
 FORGE_STATE = "Forge's own state"
 """The rule of a frozen entry under ``.forge/``: Forge's own state, not the project's list."""
 
@@ -43,7 +44,7 @@ WAIVERS_FILE = ".forge/secscan-waivers.yaml"
 
 def forge_state_entries(change: str = "*", waivers: str = WAIVERS_FILE) -> tuple[str, ...]:
     """Forge's own frozen state, for one change or (``*``) every change."""
-    files = tuple(f".forge/changes/{change}/{name}" for name in FORGE_STATE_FILES)
+    files = tuple(f"{CHANGES}/{change}/{name}" for name in FORGE_STATE_FILES)
     return (*files, waivers)
 
 
