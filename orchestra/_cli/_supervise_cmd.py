@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from functools import partial
@@ -24,7 +25,7 @@ from .._engine import (
     new_run_id,
     recovery_text,
 )
-from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, StateError, UsageError
 from .._executor import Executor
 from .._policy import batch_relaxed_warnings, relaxed_warnings
 from .._ratelimit import LimiterStatistics, open_limiter
@@ -240,8 +241,15 @@ def _finish(batch: Batch, ran: _Ran, out: Output) -> int:
     code = EXIT_INTERRUPTED if ran.interrupted else (EXIT_OK if all_done else EXIT_ESCALATE)
     summary = _summary(batch, ran, code)
     path = batch.project.root / STATE_DIR / "runs" / batch.run_id / "summary.json"
-    atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
+    # The endings first: a disk that filled up during the night must not
+    # swallow them with the summary file.
     _print_table(runs, results, out)
+    try:
+        atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode())
+    except StateError as exc:
+        out.note(f"error: {exc.message}; the summary goes to standard error instead", style="red")
+        sys.stderr.write(json.dumps(summary) + "\n")
+        return code if code != EXIT_OK else EXIT_ESCALATE
     out.line(f"summary: {path}", style="dim")
     from ._report_cmd import after_batch  # the report, and what was not yet said
 

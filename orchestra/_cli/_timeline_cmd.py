@@ -95,11 +95,17 @@ def _print_event(event: dict[str, Any], out: Output) -> None:
         f"{key}={_short(value)}" for key, value in event.items() if key not in _SHOWN_FIRST
     )
     out.styled(
-        (f"{event.get('seq', '?'):>4}  ", "dim"),
-        (f"{event.get('ts', '?')}  ", "dim"),
-        (f"{event.get('event', '?'):<18} ", "bold"),
+        (f"{_header(event, 'seq'):>4}  ", "dim"),
+        (f"{_header(event, 'ts')}  ", "dim"),
+        (f"{_header(event, 'event'):<18} ", "bold"),
         (details, None),
     )
+
+
+def _header(event: dict[str, Any], key: str) -> str:
+    """A header field as text; ``?`` where a hand-edited line has none (or null)."""
+    value = event.get(key)
+    return "?" if value is None else str(value)
 
 
 def _short(value: Any) -> str:

@@ -255,14 +255,20 @@ def move_aside(path: Path) -> Path:
     The timestamp makes every moved-aside file unique, so evidence is never
     overwritten by a later corruption.
     """
+    target = corrupt_name(path)
+    os.replace(path, target)
+    fsync_dir(path.parent)
+    return target
+
+
+def corrupt_name(path: Path) -> Path:
+    """A free ``<name>.corrupt-<UTC timestamp>`` beside ``path``, for evidence kept whole."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     counter = 1
     while target.exists():
         target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
         counter += 1
-    os.replace(path, target)
-    fsync_dir(path.parent)
     return target
 
 

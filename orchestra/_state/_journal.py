@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import StateError
 from ._change import ChangePaths
-from ._files import atomic_write_many, fsync_dir, fsync_path, read_state_bytes
+from ._files import atomic_write_many, corrupt_name, fsync_dir, fsync_path, read_state_bytes
 from ._ignore import keep_out_of_git
 from ._timeline import append_lines, last_seq, parse_timeline, read_tail, stamp_events
 
@@ -140,13 +140,26 @@ def recover(paths: ChangePaths) -> int:
     if not data.strip():
         return 0
     # A torn last record was never flushed whole, so nothing of it was applied.
-    records = [r for r in parse_timeline(data).events if isinstance(r.get("files"), list)]
+    read = parse_timeline(data)
+    records = [r for r in read.events if isinstance(r.get("files"), list)]
     repaired = 0
     for record in records:
         if _replay(paths, record, len(data)):
             repaired += 1
+    if read.bad_lines or len(records) < len(read.events):
+        # Lines that are no record (a torn last one is a crash's, not these):
+        # someone else wrote here. Emptying the journal must not take the
+        # evidence with it.
+        _keep_aside(journal, data)
     checkpoint(paths)
     return repaired
+
+
+def _keep_aside(journal: Path, data: bytes) -> Path:
+    """A copy of the journal's bytes as ``commits.journal.corrupt-<UTC timestamp>``."""
+    aside = corrupt_name(journal)
+    atomic_write_many([(aside, data)])
+    return aside
 
 
 def _replay(paths: ChangePaths, record: dict[str, Any], journal_size: int) -> bool:

@@ -19,9 +19,8 @@ _ALERT = re.compile(r"(\S+) \((.*)\)")
 def split_sections(text: str) -> list[str]:
     """The sections of a status log, oldest first (the heading dropped)."""
     starts = [match.start() for match in _SECTION.finditer(text)]
-    return [
-        text[a:b].rstrip("\n") + "\n" for a, b in zip(starts, [*starts[1:], len(text)], strict=True)
-    ]
+    ends = [*starts[1:], len(text)] if starts else []  # no heading: no section
+    return [text[a:b].rstrip("\n") + "\n" for a, b in zip(starts, ends, strict=True)]
 
 
 def read_sections(path: Path) -> list[str]:

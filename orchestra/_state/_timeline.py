@@ -211,7 +211,7 @@ def parse_timeline(data: bytes) -> TimelineRead:
 def _parse_line(raw: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nesting past the stack: not ours
         return None
     return value if isinstance(value, dict) else None
 
