@@ -37,6 +37,7 @@ _READERS = (
     ("circuit", "c"),
     ("report",),
     ("verify", "--change", "c"),
+    ("resume", "--change", "c"),
 )
 
 
@@ -130,9 +131,10 @@ _TARGETS = (
     f"{_CHANGE}/protect/.clock",
     f"{_CHANGE}/breaker.yaml",
     f"{_CHANGE}/circuit.yaml",
-    f"{_CHANGE}/checkpoint.yaml",
+    f"{_CHANGE}/checkpoint.json",
     f"{_CHANGE}/status.md",
     ".forge/secscan-waivers.yaml",
+    ".forge/cache/protect.json",
     ".forge/ratelimit.sqlite3",
     ".forge/cache/secscan.sqlite3",
 )
