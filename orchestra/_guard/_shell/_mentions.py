@@ -24,7 +24,15 @@ import os
 import re
 
 from ..._protect import FROZEN
-from ._harm import ALL, _actual, check_unknown, lexical_target, protected_paths, root_relative
+from ._harm import (
+    ALL,
+    PATH_WORK,
+    _actual,
+    check_unknown,
+    lexical_target,
+    protected_paths,
+    root_relative,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +98,8 @@ def _may_name(analysis: Analysis, text: str, tops: frozenset[str]) -> bool:
 
 
 def _judge(analysis: Analysis, verb: str, text: str, state: State) -> None:
+    if not analysis.spend(PATH_WORK):
+        return
     if text.startswith("~"):
         text = analysis.home + text[1:] if text == "~" or text.startswith("~/") else text
     folder = state.cwd if state.cwd is not None else analysis.root
