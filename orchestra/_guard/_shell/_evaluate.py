@@ -24,7 +24,7 @@ from __future__ import annotations
 from ._harm import check_write
 from ._options import has_flag, parse_options
 from ._parse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
-from ._state import BUILTINS, WORK_LIMIT, Arg
+from ._state import BUILTINS, WORK_LIMIT, Arg, stdin_program
 from ._verbs import VERBS
 from ._words import expand_word
 from ._wrappers import WRAPPERS
@@ -270,9 +270,8 @@ def _shell(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: 
             analyse_text(analysis, argv[index].text, inner)
         return
     if index >= len(argv):
-        from ._interpreters import stdin_program
-
-        stdin_program(analysis, verb, state, stdin)
+        for text in stdin_program(analysis, verb, state, stdin):
+            analyse_text(analysis, text, state.copy())
 
 
 def _interpreter(

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ._harm import check_write
 from ._mentions import judge_program
 from ._options import parse_options
+from ._state import stdin_program
 from ._verbs import in_place
 
 TYPE_CHECKING = False
@@ -130,30 +131,7 @@ def interpreter(
         else:
             judge_program(analysis, f"the program {verb} runs", code.text, state)
     if from_stdin:
-        stdin_program(analysis, verb, state, stdin)
-
-
-def stdin_program(analysis: Analysis, verb: str, state: State, stdin: list[str]) -> None:
-    """A program read from stdin: a here-document's, an ``echo``'s, or refused unknown.
-
-    ``sh`` and its kin analyse a known program as commands; an interpreter's
-    is judged by the paths it names. A pipe's text is known from ``echo``,
-    ``printf`` and ``cat <<EOF``; from anything else the program is unknown.
-    """
-    texts = stdin or ([] if state.piped is None else state.piped_text)
-    if texts is None:
-        source = state.piped[0].text if state.piped and not state.piped[0].opaque else "a pipe"
-        analysis.refuse_command(
-            f"{verb} runs a program piped from {source}, known only when it runs"
-        )
-        return
-    shell = verb in ("sh", "bash", "zsh", "dash", "ksh")
-    for text in texts:
-        if shell:
-            from ._evaluate import analyse_text
-
-            analyse_text(analysis, text, state.copy())
-        else:
+        for text in stdin_program(analysis, verb, state, stdin):
             judge_program(analysis, f"the program {verb} reads from stdin", text, state)
 
 

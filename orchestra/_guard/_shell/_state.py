@@ -184,6 +184,23 @@ class Analysis:
             self.refusals.append(Refusal(".", "frozen", reason))
 
 
+def stdin_program(analysis: Analysis, verb: str, state: State, stdin: list[str]) -> list[str]:
+    """The program ``verb`` (a shell, an interpreter) reads from stdin, as texts.
+
+    A here-document's or here-string's, or what a pipe carries when it is
+    known (``echo``, ``printf``, ``cat <<EOF``); from anything else the
+    program is known only when it runs, and the command is refused.
+    """
+    texts = stdin or ([] if state.piped is None else state.piped_text)
+    if texts is None:
+        source = state.piped[0].text if state.piped and not state.piped[0].opaque else "a pipe"
+        analysis.refuse_command(
+            f"{verb} runs a program piped from {source}, known only when it runs"
+        )
+        return []
+    return texts
+
+
 def _cd(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     operands = [a for a in argv if a.opaque or not (a.text.startswith("-") and a.text != "-")]
     target: str | None
