@@ -104,7 +104,10 @@ def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[R
 def _other_projects(text: str, root: str, config: str | None) -> list[tuple[str, str]]:
     """Without ``CLAUDE_PROJECT_DIR``, the working folder may lie outside the project
     (or the event name none): the projects ``text``'s absolute paths reach are judged too."""
-    if config is not None or os.environ.get("CLAUDE_PROJECT_DIR") or "/" not in text:
+    if config is not None or os.environ.get("CLAUDE_PROJECT_DIR"):
+        return []
+    # Most commands name no absolute path: they pay for no import and no regex.
+    if not text.startswith("/") and not any(f"{c}/" in text for c in " \t\n'\"=:(<>;|&`"):
         return []
     from .._guard import projects_named
 
