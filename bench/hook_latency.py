@@ -6,7 +6,9 @@ start, the floor for any Python hook); ``forge verify --change c`` and
 Claude Code's Stop hook, ``forge hook stop`` (which runs that verify), with
 ``true`` as the test command, against ``sh -c true``: the verify alone. For
 the Stop hook, its own cost (its time less the verify's) is printed too, in
-milliseconds and as a multiple of ``python -c pass``. Each pair is timed
+milliseconds and as a multiple of ``python -c pass``. A 1 MB command sent to
+the PreToolUse hook is timed too (refused unread: the guard's cost is bounded
+in a command's length), reported but not part of the goal. Each pair is timed
 interleaved (A, B, A, B ...) so that load on this shared machine hits both
 alike; one measurement takes the medians, and it is repeated (three times by
 default): each figure is printed as min/median/max of the repeats. Goal
@@ -95,11 +97,14 @@ def main() -> None:
             "tool_input": {"command": "rm -rf build && pytest -q tests/"},
         }
         stop = {"session_id": "bench", "cwd": str(root), "hook_event_name": "Stop"}
+        # A command past what the guard reads: refused unread, its cost bounded.
+        huge = {**pre_tool_use, "tool_input": {"command": "echo " + "{a,b}" * 200_000}}
         rows: list[Row] = [
             ("forge hook pre-tool-use", "python -c pass", []),
             ("forge guard -- 'rm -rf build'", "python -c pass", []),
             ("forge verify --change c (true)", "sh -c true", []),
             ("forge hook stop (verify: true)", "sh -c true", []),
+            ("pre-tool-use, a 1 MB command", "python -c pass", []),
         ]
         stop_own: list[float] = []
         for _ in range(args.repeats):
@@ -121,6 +126,8 @@ def main() -> None:
                 {**ENV, "FORGE_CHANGE": "c"},
             )
             rows[3][2].append(timed)
+            huge_payload = json.dumps(huge).encode()
+            rows[4][2].append(pair(slow_runs, root, python, hook, huge_payload))
             base, _ = pair(args.runs if args.quick else 10, root, python, shell)
             stop_own.append((timed[1] - timed[0]) / base)
     print(f"{'command':32} {'median ms':>20} {'baseline':>15} {'median ms':>17} {'ratio':>18}")

@@ -95,7 +95,23 @@ def refusals_for(command: str, *, cwd: str, config: str | None = None) -> list[R
     from .._guard import analyse_command
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, config)
-    return analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
+    refusals = analyse_command(command, cwd=cwd, root=root, spec=load_spec(root, found))
+    for other, policy in _other_projects(command, root, config):
+        refusals += analyse_command(command, cwd=cwd, root=other, spec=load_spec(other, policy))
+    return refusals
+
+
+def _other_projects(text: str, root: str, config: str | None) -> list[tuple[str, str]]:
+    """Without ``CLAUDE_PROJECT_DIR``, the working folder may lie outside the project
+    (or the event name none): the projects ``text``'s absolute paths reach are judged too."""
+    if config is not None or os.environ.get("CLAUDE_PROJECT_DIR"):
+        return []
+    # Most commands name no absolute path: they pay for no import and no regex.
+    if not text.startswith("/") and not any(f"{c}/" in text for c in " \t\n'\"=:(<>;|&`"):
+        return []
+    from .._guard import projects_named
+
+    return projects_named(text, besides=root)
 
 
 def command_line(words: list[str]) -> str:
@@ -171,6 +187,11 @@ def _file_write(tool: str, target: str, *, cwd: str) -> int:
 
     root, found = find_root(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
     refusal = check_file_write(target, cwd=cwd, root=root, spec=load_spec(root, found))
+    absolute = os.path.join(cwd, target)
+    for other, policy in _other_projects(absolute, root, None) if refusal is None else []:
+        refusal = check_file_write(target, cwd=cwd, root=other, spec=load_spec(other, policy))
+        if refusal is not None:
+            break
     if refusal is None:
         return EXIT_ALLOW
     if _claude_code():

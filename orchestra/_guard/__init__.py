@@ -7,7 +7,9 @@ is checked the same way. The hooks (``forge guard``, ``forge hook
 pre-tool-use``, in ``orchestra._cli._hooks``) ask it for the CLIs that take
 hooks (Claude Code, Codex); for a CLI that takes none (Gemini CLI),
 :mod:`._wrapper` puts a ``bash`` of Forge's in front of the agent's shell.
-The protected paths themselves are ``orchestra._protect``'s.
+The protected paths themselves are ``orchestra._protect``'s; without
+``CLAUDE_PROJECT_DIR``, :mod:`._projects` finds the other projects a
+command's absolute paths reach.
 
 Names are resolved on first use: a hook importing this facade pays only for
 the modules behind the names it asks for.
@@ -22,6 +24,7 @@ from .._lazy import lazy_exports
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from ._projects import projects_named as projects_named
     from ._shell import Refusal as Refusal
     from ._shell import analyse_command as analyse_command
     from ._shell import check_file_write as check_file_write
@@ -32,5 +35,6 @@ else:
         {
             "._shell": ("Refusal", "analyse_command", "check_file_write"),
             "._wrapper": ("shell_guard_environment",),
+            "._projects": ("projects_named",),
         },
     )

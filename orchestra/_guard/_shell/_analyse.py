@@ -2,7 +2,9 @@
 
 :func:`analyse_command` reads a shell command (:mod:`._parse`) and runs it in
 the mind (:mod:`._evaluate`); :func:`check_file_write` judges one path an
-agent's Write/Edit tool would write (:mod:`._harm`).
+agent's Write/Edit tool would write (:mod:`._harm`). Both guard Forge's own
+state whatever the spec says (:mod:`._forge_state`). A command longer than
+:data:`~._evaluate.MAX_COMMAND` characters is refused unread.
 
 This runs on every tool call of an agent: it imports only :mod:`os` and its
 sibling modules.
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import os
 
-from ._evaluate import analyse_text
+from ._evaluate import MAX_COMMAND, analyse_text
+from ._forge_state import check_forge_folder, with_forge_state
 from ._harm import check_path_write, lexical_target
 from ._state import Analysis, Refusal, State
 
@@ -40,7 +43,14 @@ def analyse_command(
         spec: the protected paths.
         env: the environment ``$VAR`` and ``~`` expand from (default: ours).
     """
-    analysis = Analysis(root, spec, os.environ if env is None else env)
+    analysis = Analysis(root, with_forge_state(spec), os.environ if env is None else env)
+    if len(command) > MAX_COMMAND:
+        # Unread: past this size the analysis would cost the agent more than it waits.
+        analysis.refuse_command(
+            f"the command is {len(command)} characters long, more than the {MAX_COMMAND} "
+            "the guard analyses (write long content with a file tool, or split the command)"
+        )
+        return analysis.refusals
     try:
         # A NUL cannot reach a shell; dropping it keeps what surrounds it in view.
         analyse_text(analysis, command.replace("\0", ""), State(os.path.abspath(cwd)))
@@ -51,8 +61,10 @@ def analyse_command(
 
 def check_file_write(file_path: str, *, cwd: str, root: str, spec: ProtectSpec) -> Refusal | None:
     """Whether writing ``file_path`` (an agent's Write/Edit tool) would change a frozen path."""
-    analysis = Analysis(root, spec, os.environ)
+    analysis = Analysis(root, with_forge_state(spec), os.environ)
     file_path = file_path.partition("\0")[0]
-    path = os.path.join(os.path.abspath(cwd), os.path.expanduser(file_path))
-    check_path_write(analysis, "writing", lexical_target(path), follow=True, recursive=False)
+    path = lexical_target(os.path.join(os.path.abspath(cwd), os.path.expanduser(file_path)))
+    check_path_write(analysis, "writing", path, follow=True, recursive=False)
+    if not analysis.refusals:
+        check_forge_folder(analysis, "writing", path)
     return analysis.refusals[0] if analysis.refusals else None

@@ -24,7 +24,7 @@ from __future__ import annotations
 from ._harm import check_write
 from ._options import has_flag, parse_options
 from ._parse import ASSIGNMENT, MAX_NESTING, For, Group, Parser, Part, Word, is_digits
-from ._state import BUILTINS, Arg
+from ._state import BUILTINS, WORK_LIMIT, Arg, stdin_program
 from ._verbs import VERBS
 from ._words import expand_word
 from ._wrappers import WRAPPERS
@@ -35,11 +35,15 @@ if TYPE_CHECKING:
     from ._state import Analysis, Handler, State
 
 _MAX_DEPTH = 12  # nested sh -c / eval / substitutions
+MAX_COMMAND = WORK_LIMIT // 4
+"""The longest command analysed, in characters; a longer one is refused unread."""
 _WRITE_REDIRECTS = frozenset({">", ">|", ">>", "&>", "&>>", ">&", "<>"})
 
 
 def analyse_text(analysis: Analysis, text: str, state: State) -> None:
     """Analyse ``text`` as commands run in ``state``."""
+    if not analysis.spend(len(text)):
+        return
     if analysis.depth >= _MAX_DEPTH:
         analysis.refuse_command(
             f"the command nests sh -c/eval too deeply to analyse (more than {_MAX_DEPTH} levels)"
@@ -66,6 +70,7 @@ def _too_deep(analysis: Analysis, parser: Parser) -> None:
 def _run_list(analysis: Analysis, items: list[Item], state: State) -> None:
     previous = ""
     previous_args: list[Arg] | None = None
+    output: list[str] | None = None  # what the previous command writes, when known
     for item in items:
         # Each side of a pipe and a background job run in a subshell.
         alone = previous in ("|", "|&") or item.separator in ("|", "|&", "&")
@@ -74,7 +79,10 @@ def _run_list(analysis: Analysis, items: list[Item], state: State) -> None:
         if isinstance(node, Group):
             _redirects(analysis, node.redirects, current)
             _run_list(analysis, node.body, current.copy() if node.subshell else current)
-        elif isinstance(node, For):
+            previous = item.separator
+            previous_args = []  # what a group writes into a pipe is not known here
+            continue
+        if isinstance(node, For):
             values: tuple[str, ...] | None = None
             if node.words is not None:
                 args = [a for w in node.words for a in _expand(analysis, w, current)]
@@ -82,9 +90,12 @@ def _run_list(analysis: Analysis, items: list[Item], state: State) -> None:
                     values = tuple(a.text for a in args)
             current.variables[node.name] = values
         else:
-            current.piped = previous_args if previous in ("|", "|&") else None
-            previous_args = _run_simple(analysis, node, current)
-            current.piped = None
+            piped = previous in ("|", "|&")
+            current.piped = previous_args if piped else None
+            current.piped_text = output if piped else None
+            previous_args, stdin = _run_simple(analysis, node, current)
+            output = _output(previous_args, stdin)
+            current.piped = current.piped_text = None
             previous = item.separator
             continue
         previous = item.separator
@@ -99,8 +110,23 @@ def _expand(analysis: Analysis, word: Word, state: State, *, split: bool = True)
     return expand_word(analysis, word, state, split=split)
 
 
-def _run_simple(analysis: Analysis, node: Simple, state: State) -> list[Arg] | None:
-    """Analyse one simple command; its expanded words (None for assignments alone)."""
+def _output(args: list[Arg] | None, stdin: list[str]) -> list[str] | None:
+    """What ``echo``/``printf`` of known words, or ``cat`` of its here-document, writes."""
+    if not args or any(a.opaque for a in args):
+        return None
+    name = args[0].text.rsplit("/", 1)[-1]
+    if name in ("echo", "printf"):
+        return [" ".join(a.text for a in args[1:])]
+    if name == "cat" and stdin and all(a.text.startswith("-") for a in args[1:]):
+        return stdin
+    return None
+
+
+def _run_simple(
+    analysis: Analysis, node: Simple, state: State
+) -> tuple[list[Arg] | None, list[str]]:
+    """Analyse one simple command: its expanded words (None for assignments alone), and
+    the texts its stdin reads (here-documents and here-strings)."""
     stdin = _redirects(analysis, node.redirects, state)
     for body, expand in node.docs:
         stdin.append(body)
@@ -124,10 +150,10 @@ def _run_simple(analysis: Analysis, node: Simple, state: State) -> list[Arg] | N
         index += 1
     if index == len(node.words):
         state.variables.update(assignments)
-        return None
+        return None, stdin
     args = [a for w in node.words[index:] for a in _expand(analysis, w, state)]
     _dispatch(analysis, args, state, stdin)
-    return args
+    return args, stdin
 
 
 def _redirects(analysis: Analysis, redirects: list[tuple[str, Word]], state: State) -> list[str]:
@@ -148,9 +174,12 @@ def _redirects(analysis: Analysis, redirects: list[tuple[str, Word]], state: Sta
 
 
 def _dispatch(analysis: Analysis, args: list[Arg], state: State, stdin: list[str]) -> None:
-    """Judge the command ``args`` by its rule, through any wrappers around it."""
+    """Judge the command ``args`` by its rule, through any wrappers and aliases around it."""
     while args and not args[0].opaque:
         name = args[0].text.rsplit("/", 1)[-1]
+        if name in state.aliases and name == args[0].text and name not in analysis.aliasing:
+            _alias(analysis, name, args[1:], state, stdin)
+            return
         wrapper = WRAPPERS.get(name)
         if wrapper is not None:
             unwrapped = wrapper(analysis, args[1:], state)
@@ -158,10 +187,42 @@ def _dispatch(analysis: Analysis, args: list[Arg], state: State, stdin: list[str
                 return
             args, state = unwrapped
             continue
-        handler = _HANDLERS.get(name)
+        handler = _HANDLERS.get(name) or _HANDLERS.get(_unversioned(name))
         if handler is not None:
             handler(analysis, name, args[1:], state, stdin)
         return
+    if args:
+        # Its name is known only when it runs: it could be rm.
+        from ._mentions import judge_computed
+
+        judge_computed(analysis, args, state)
+
+
+def _unversioned(name: str) -> str:
+    """``python3.12`` is ``python``, ``lua5.4`` ``lua`` (for the interpreters' rules)."""
+    base = name.rstrip("0123456789.")
+    return base if base in _VERSIONED else name
+
+
+def _alias(analysis: Analysis, name: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
+    """An alias's text stands for its name; the arguments follow it (known or not)."""
+    text = state.aliases[name]
+    if text is None:
+        from ._mentions import judge_computed
+
+        judge_computed(analysis, [Arg(name, opaque=True), *argv], state)
+        return
+    import shlex
+
+    unknown = '"${_forge_unknown_}"'  # an opaque argument: its known prefix, then unknown
+    words = [shlex.quote(a.text) + (unknown if a.opaque else "") for a in argv]
+    before = analysis.aliasing
+    analysis.aliasing = before | {name}
+    state.variables["_forge_unknown_"] = None
+    try:
+        analyse_text(analysis, " ".join([text, *words]), state)
+    finally:
+        analysis.aliasing = before
 
 
 def _find(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
@@ -209,8 +270,26 @@ def _shell(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: 
             analyse_text(analysis, argv[index].text, inner)
         return
     if index >= len(argv):
-        for text in stdin:
+        for text in stdin_program(analysis, verb, state, stdin):
             analyse_text(analysis, text, state.copy())
+
+
+def _interpreter(
+    analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]
+) -> None:
+    """``python -c``, ``perl -e``, ``awk``, ``vim -es``, …: :mod:`._interpreters`' rules."""
+    from ._interpreters import INTERPRETERS
+
+    INTERPRETERS[_unversioned(verb)](analysis, verb, argv, state, stdin)
+
+
+def _archiver(
+    analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]
+) -> None:
+    """``tar``, ``zip``: :mod:`._archivers`' rules."""
+    from ._archivers import ARCHIVERS
+
+    ARCHIVERS[verb](analysis, verb, argv, state, stdin)
 
 
 def _git(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
@@ -246,4 +325,12 @@ _HANDLERS: dict[str, Handler] = {
     "ksh": _shell,
     "eval": _eval,
     "watch": _watch,
+    # Imported only by the commands that run them (the lists are the modules' own).
+    **dict.fromkeys(
+        ("python", "pypy", "perl", "ruby", "node", "nodejs", "php", "lua", "awk", "gawk"),
+        _interpreter,
+    ),
+    **dict.fromkeys(("vi", "vim", "nvim", "ex", "ed"), _interpreter),
+    **dict.fromkeys(("tar", "gtar", "bsdtar", "zip"), _archiver),
 }
+_VERSIONED = frozenset({"python", "pypy", "perl", "ruby", "node", "php", "lua"})

@@ -137,9 +137,49 @@ def _find_candidates(
                 analysis.refuse(found, mode, f'find -delete would delete "{found}"')
                 refused = True  # one is enough to refuse the command
             candidates[printed] = None
+        if path not in candidates and os.path.isdir(path) and not os.path.islink(path):
+            # A protected folder stands for all it holds, which find reaches too.
+            inside = _first_inside(analysis, tests, shown, top, path, len(steps))
+            if inside is not None:
+                printed, held = inside
+                if delete and not refused:
+                    what = f'"{found}/{held}"' if held else f'what "{found}" holds'
+                    analysis.refuse(found, mode, f"find -delete would delete {what}")
+                    refused = True
+                candidates[printed] = None
         if len(candidates) > 64:
             break
     return list(candidates)
+
+
+def _first_inside(
+    analysis: Analysis, tests: list[tuple[str, str]], shown: str, top: str, folder: str, depth: int
+) -> tuple[str, str] | None:
+    """The first path inside ``folder`` that find's tests let through: (as printed, as held).
+
+    Within the walk budget; past it, the worst is assumed (``held`` is then "").
+    """
+    stack = [(folder, depth)]
+    while stack:
+        current, level = stack.pop()
+        analysis.budget -= 1
+        if analysis.budget < 0:
+            analysis.exhausted = True
+            return shown, ""
+        try:
+            with os.scandir(current) as it:
+                children = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+        except OSError:
+            continue
+        analysis.budget -= len(children)
+        for name, is_dir in children:
+            path = os.path.join(current, name)
+            printed = shown.rstrip("/") + path[len(top) :]
+            if _find_matches(tests, printed, level + 1, path):
+                return printed, path[len(folder) + 1 :]
+            if is_dir:
+                stack.append((path, level + 1))
+    return None
 
 
 def _find_matches(tests: list[tuple[str, str]], printed: str, depth: int, path: str) -> bool:

@@ -20,7 +20,9 @@ none of our business, a folder above the root stands for the root:
   everything protected under it.
 
 Finding what is protected under a folder walks the real tree, within a budget
-per command; past it, the worst is assumed.
+per command; past it, the worst is assumed. Each path judged counts against
+the analysis's work limit too (:data:`PATH_WORK`): a command naming thousands
+of paths is refused rather than checked one by one.
 
 This runs on every tool call of an agent: it imports only :mod:`os`,
 :mod:`re`, :mod:`stat`, its sibling modules and :mod:`.._spec`.
@@ -44,6 +46,9 @@ if TYPE_CHECKING:
 
 ALL = (EXIST, FROZEN)
 FROZEN_ONLY = (FROZEN,)
+PATH_WORK = 32
+"""What judging one path counts against the analysis's work limit (resolving it and
+matching it against the spec cost about as much as reading that many characters)."""
 
 
 def lexical_target(full: str) -> str:
@@ -74,7 +79,7 @@ def root_relative(analysis: Analysis, path: str) -> str | None:
 
 def check_delete(analysis: Analysis, verb: str, arg: Arg, state: State, *, recursive: bool) -> None:
     """Judge ``verb`` deleting ``arg`` (``recursive``: and all a folder holds)."""
-    if arg.text == "" and not arg.opaque:
+    if (arg.text == "" and not arg.opaque) or not analysis.spend(PATH_WORK):
         return
     path = _target(arg, state)
     if path is None:
@@ -106,7 +111,7 @@ def check_write(
     recursive: bool = False,
 ) -> None:
     """Judge ``verb`` changing ``arg`` (``follow``: through a link; ``recursive``: a folder)."""
-    if arg.text == "" and not arg.opaque:
+    if (arg.text == "" and not arg.opaque) or not analysis.spend(PATH_WORK):
         return
     path = _target(arg, state)
     if path is None:

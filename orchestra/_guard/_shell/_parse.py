@@ -36,6 +36,7 @@ _ENDS_WORD = " \t\n;&|()<>"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _REDIRECT = re.compile(r"(\d*)(&>>|&>|>>|>\||>&|<<<|<<-|<<|<>|<&|>|<)")
+_EMPTY_PARENS = re.compile(r"\s*\(\s*\)")  # matched where it stands: never a slice to the end
 _OPERATOR = re.compile(r";;&|;;|;&|&&|\|\||\|&|[;&|]")
 _DROPPED = frozenset(
     {"if", "then", "elif", "else", "fi", "do", "done", "while", "until", "!", "time", "esac"}
@@ -225,7 +226,7 @@ class Parser:
             if char == "#":
                 return node  # a comment
             if char == "(":
-                if node.words and re.match(r"\(\s*\)", self.text[self.pos :]):
+                if node.words and _EMPTY_PARENS.match(self.text, self.pos):
                     # name() { body; }: the body is analysed as if it ran.
                     self.pos = self.text.index(")", self.pos) + 1
                     return Simple()
@@ -295,9 +296,9 @@ class Parser:
             if word is None or keyword == "function" or word.plain() == "in":
                 break
         if keyword == "function":
-            match = re.match(r"\s*\(\s*\)", self.text[self.pos :])
+            match = _EMPTY_PARENS.match(self.text, self.pos)
             if match:
-                self.pos += match.end()
+                self.pos = match.end()
 
     def trailing_redirects(self, redirects: list[tuple[str, Word]]) -> None:
         holder = Simple()

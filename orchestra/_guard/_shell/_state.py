@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     Handler: TypeAlias = Callable[["Analysis", str, list["Arg"], "State", list[str]], None]
 
 _WALK_BUDGET = 20_000  # paths visited looking for protected ones, per command
+WORK_LIMIT = 262_144
+"""Characters read and expanded in all, nesting included, before a command is refused."""
 
 
 class Refusal:
@@ -68,7 +70,16 @@ class Arg:
 class State:
     """What a command list carries from one command to the next."""
 
-    __slots__ = ("cwd", "oldpwd", "piped", "positional", "stack", "variables")
+    __slots__ = (
+        "aliases",
+        "cwd",
+        "oldpwd",
+        "piped",
+        "piped_text",
+        "positional",
+        "stack",
+        "variables",
+    )
 
     def __init__(self, cwd: str | None) -> None:
         self.cwd = cwd  # None: unknown (after cd "$(…)")
@@ -78,9 +89,12 @@ class State:
         self.variables: dict[str, str | tuple[str, ...] | None] = {}
         self.positional: list[str | None] | None = None
         self.piped: list[Arg] | None = None  # the command writing into this one's stdin
+        self.piped_text: list[str] | None = None  # what it writes there, when known
+        self.aliases: dict[str, str | None] = {}  # alias NAME=TEXT: its text, unparsed
 
     def copy(self) -> State:
         twin = State(self.cwd)
+        twin.aliases = dict(self.aliases)
         twin.oldpwd = self.oldpwd
         twin.stack = list(self.stack)
         twin.variables = dict(self.variables)
@@ -92,6 +106,7 @@ class Analysis:
     """One command's analysis: what it is judged against, and the refusals found so far."""
 
     __slots__ = (
+        "aliasing",
         "budget",
         "depth",
         "env",
@@ -106,6 +121,7 @@ class Analysis:
         "root_key",
         "seen",
         "spec",
+        "work",
     )
 
     def __init__(self, root: str, spec: ProtectSpec, env: Mapping[str, str]) -> None:
@@ -123,9 +139,30 @@ class Analysis:
         self.exhausted = False
         self.mark = 0  # refusals before a retry (see _harm._first_at_root)
         self.gits = 0  # git commands judged so far (see _git._git_clean)
+        self.aliasing: frozenset[str] = frozenset()  # aliases being expanded (never again inside)
+        # Characters read or expanded so far, all nesting included: the analysis's cost,
+        # bounded by WORK_LIMIT (past it the command is refused, see _evaluate).
+        self.work = 0
 
     def key(self, path: str) -> str:
         return path.casefold() if self.fold else path
+
+    def spend(self, work: int) -> bool:
+        """Count ``work`` (characters read or expanded); False, refusing, past the limit.
+
+        Each character of a command is read once and expanded about once; what
+        nesting reads again (``sh -c``, ``eval``, aliases) and what braces and
+        ``for`` loops multiply is counted too, so that no command costs more
+        than a constant times :data:`WORK_LIMIT`.
+        """
+        self.work += work
+        if self.work <= WORK_LIMIT:
+            return True
+        self.refuse_command(
+            f"the command is too much to analyse (more than {WORK_LIMIT} characters read "
+            "and expanded, nesting included)"
+        )
+        return False
 
     def refuse(self, path: str, mode: str, harm: str) -> None:
         """Record a refusal: ``harm`` says what would happen to ``path``."""
@@ -145,6 +182,23 @@ class Analysis:
         if (".", reason) not in self.seen:
             self.seen.add((".", reason))
             self.refusals.append(Refusal(".", "frozen", reason))
+
+
+def stdin_program(analysis: Analysis, verb: str, state: State, stdin: list[str]) -> list[str]:
+    """The program ``verb`` (a shell, an interpreter) reads from stdin, as texts.
+
+    A here-document's or here-string's, or what a pipe carries when it is
+    known (``echo``, ``printf``, ``cat <<EOF``); from anything else the
+    program is known only when it runs, and the command is refused.
+    """
+    texts = stdin or ([] if state.piped is None else state.piped_text)
+    if texts is None:
+        source = state.piped[0].text if state.piped and not state.piped[0].opaque else "a pipe"
+        analysis.refuse_command(
+            f"{verb} runs a program piped from {source}, known only when it runs"
+        )
+        return []
+    return texts
 
 
 def _cd(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
@@ -186,7 +240,19 @@ def _declare(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: li
             state.variables[name] = None if arg.opaque else value
 
 
+def _alias(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``alias NAME=TEXT`` (the text replaces NAME as a command word), ``unalias NAME``."""
+    for arg in argv:
+        name, equals, value = arg.text.partition("=")
+        if verb == "unalias":
+            state.aliases.pop(name, None)
+        elif equals and name:
+            state.aliases[name] = None if arg.opaque else value  # None: known when it runs
+
+
 BUILTINS: dict[str, Handler] = {
+    "alias": _alias,
+    "unalias": _alias,
     "cd": _cd,
     "pushd": _cd,
     "popd": _cd,

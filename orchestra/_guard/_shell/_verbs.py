@@ -4,8 +4,9 @@
   ``trash-put``, ``rmtrash``, ``gvfs-trash``, ``gio trash``: recursive), the
   source of ``mv``; ``rsync --delete`` deletes in its destination and
   ``--remove-source-files`` its sources.
-- **Changing**: ``sed -i``, ``perl -i``, ``ruby -i``, ``truncate``, ``tee``,
-  ``dd of=``, ``touch``, ``chmod``/``chown``/``chgrp``, the destination of
+- **Changing**: ``sed -i`` (and ``perl -i``, ``ruby -i`` for
+  :mod:`._interpreters`), ``truncate``, ``tee``, ``dd of=``, ``touch``,
+  ``chmod``/``chown``/``chgrp``, the destination of
   ``cp``/``mv``/``ln``/``install``/``rsync``; a recursive ``cp``/``chmod
   -R``/``rsync`` changes its whole target folder.
 
@@ -160,10 +161,10 @@ _CHANGE_VALUES = {
 }
 
 
-def _in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+def in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     """``sed -i``, ``perl -i``, ``ruby -i``: the files after the script change."""
     script_given = False
-    in_place = False
+    editing = False
     files: list[Arg] = []
     index = 0
     while index < len(argv):
@@ -178,7 +179,7 @@ def _in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: l
             break
         if text.startswith("--"):
             name = text.partition("=")[0]
-            in_place = in_place or name == "--in-place"
+            editing = editing or name == "--in-place"
             if name in ("--expression", "--file"):
                 script_given = True
                 index += "=" not in text
@@ -186,7 +187,7 @@ def _in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: l
         letters = text[1:]
         for position, letter in enumerate(letters):
             if letter == "i":
-                in_place = True
+                editing = True
                 if text == "-i" and index < len(argv) and argv[index].text == "":
                     index += 1  # BSD sed -i '': the empty backup suffix
                 break
@@ -196,7 +197,7 @@ def _in_place(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: l
                 if position == len(letters) - 1 and letter in takes_next:
                     index += 1  # the value is the next argument
                 break
-    if not in_place:
+    if not editing:
         return
     for target in files if script_given else files[1:]:
         check_write(analysis, verb, target, state)
@@ -234,7 +235,5 @@ VERBS: dict[str, Handler] = {
     "chmod": _change,
     "chown": _change,
     "chgrp": _change,
-    "sed": _in_place,
-    "perl": _in_place,
-    "ruby": _in_place,
+    "sed": in_place,
 }

@@ -88,13 +88,24 @@ def expand_word(analysis: Analysis, word: Word, state: State, *, split: bool = T
                     chars.extend((c, flag) for c in value)
             else:
                 chars.append(("", _UNKNOWN))
-        for field in _braces(chars) if split else [chars]:
+        if not analysis.spend(len(chars)):
+            break  # the command is refused: too much to analyse
+        for field in _braces(analysis, chars) if split else [chars]:
             out.extend(_finish(analysis, _tilde(analysis, field), state, split=split))
     return out[:_MAX_WORDS]
 
 
-def _braces(chars: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
-    """Brace expansion (``a{b,c}`` → ``ab ac``), at most _MAX_WORDS words."""
+def _braces(analysis: Analysis, chars: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+    """Brace expansion (``a{b,c}`` → ``ab ac``), at most _MAX_WORDS words.
+
+    A word that would make more is opaque from its first brace on: its
+    arguments are known only when it runs (as a glob matching too many).
+    """
+    count, first = _brace_count(chars)
+    if count == 1:
+        return [chars]
+    if count > _MAX_WORDS or not analysis.spend(count * len(chars)):
+        return [[*chars[:first], ("", _UNKNOWN)]]
     done: list[list[tuple[str, int]]] = []
     todo = [chars]
     while todo and len(done) + len(todo) <= _MAX_WORDS:
@@ -104,6 +115,29 @@ def _braces(chars: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
         else:
             todo[:1] = alternatives
     return (done + todo)[:_MAX_WORDS]
+
+
+def _brace_count(chars: list[tuple[str, int]]) -> tuple[int, int]:
+    """At least as many words as braces make of ``chars`` (past _MAX_WORDS: some more),
+    and where the first brace group opens; one pass."""
+    opened: list[tuple[int, int]] = []  # (where, commas) of each group still open
+    count, first = 1, len(chars)
+    for index, (char, flag) in enumerate(chars):
+        if flag != _LIT:
+            continue
+        if char == "{":
+            opened.append((index, 0))
+        elif char == "," and opened:
+            opened[-1] = (opened[-1][0], opened[-1][1] + 1)
+        elif char == "}" and opened:
+            where, commas = opened.pop()
+            if commas:
+                # Nested groups multiply here where bash adds: an overestimate, the safe side.
+                count *= commas + 1
+                first = min(first, where)
+                if count > _MAX_WORDS:
+                    return count, first
+    return count, first
 
 
 def _brace_group(chars: list[tuple[str, int]]) -> list[list[tuple[str, int]]] | None:
