@@ -324,6 +324,14 @@ def _environment(server_url: str, home: Path) -> dict[str, str]:
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(config_toml(server_url), encoding="utf-8")
     env.update({"CODEX_HOME": str(codex_home), KEY_VARIABLE: "sk-scripted-not-a-real-key"})
+    # Codex refuses to make its helper binaries (apply_patch, which its
+    # bubblewrap sandbox runs file edits with) under the temporary folder,
+    # and a scratch home usually lies there: every edit then fails where
+    # bubblewrap is installed. A temporary folder of the home's own keeps the
+    # home outside it.
+    own_tmp = home / "tmp"
+    own_tmp.mkdir(parents=True, exist_ok=True)
+    env["TMPDIR"] = str(own_tmp)
     return env
 
 
