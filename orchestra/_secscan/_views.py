@@ -1,0 +1,277 @@
+"""Secrets in a text as a reader decodes it: joined lines, JSON and URL escapes, base64.
+
+An agent's output is decoded after Forge reads it: a parser turns
+``gh\\u0070_…`` into ``ghp_…``, a person pastes a base64 blob into a decoder, a
+terminal shows a token cut by a newline as one. So a secret is looked for in
+the text as it is and in each of its decoded *views*, and where a view finds
+one, the bytes of the original text it came from are redacted.
+
+Decoding costs, and redaction runs on every chunk of output, so each view is
+made only when a cheap test says it could differ from the text (a newline, a
+backslash, a ``%XX`` escape, a base64 run of 20 characters or more), and
+searched only when it holds one of the rules' keywords.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+
+from ._match import find_secrets
+from ._rules import Ruleset
+
+# The words either side of a line end: a token cut by one is read joined. Only
+# from a word's start (no backtracking into a long word), no longer than a token.
+_LINE_PAIR = re.compile(rb"(?<!\S)(\S{1,1024})\r?\n(?=(\S{1,1024}))")
+# JSON string escapes; an escaped line end is a line end (then read joined).
+_JSON_ESCAPE = re.compile(rb'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_JSON_SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"", b"f": b"", b"t": b"\t"}
+_URL_ESCAPE = re.compile(rb"%[0-9a-fA-F]{2}")
+# Shorter runs decode to a few bytes, too few to hold a token and its keyword.
+_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}={0,2}")
+# A block wrapped at a fixed width (``base64`` wraps at 76): lines of base64 alone.
+_BASE64_BLOCK = re.compile(rb"(?m)^(?:[A-Za-z0-9+/]{16,}\r?\n)+[A-Za-z0-9+/]*={0,2}$")
+_NEWLINES = re.compile(rb"\r?\n")
+_PRINTABLE = frozenset(range(32, 127)) | {9, 10, 13}
+
+Present = Callable[[bytes], frozenset[bytes]]
+
+
+class View:
+    """A decoded form of a text, and the way back from its bytes to the text's.
+
+    ``pieces`` are ``(start in the view, start in the parent, end in the
+    parent, literal)``: a literal piece maps byte for byte, any other maps as a
+    whole (an escape, a base64 run).
+    """
+
+    def __init__(
+        self,
+        data: bytes,
+        pieces: list[tuple[int, int, int, bool]],
+        parent: View | None = None,
+    ) -> None:
+        self.data = data
+        self._starts = [piece[0] for piece in pieces]
+        self._pieces = pieces
+        self._parent = parent
+
+    @classmethod
+    def of(cls, data: bytes) -> View:
+        """The text itself."""
+        return cls(data, [(0, 0, len(data), True)])
+
+    def source_span(self, start: int, end: int) -> tuple[int, int]:
+        """The bytes of the original text that ``data[start:end]`` came from."""
+        first = self._locate(start, at_end=False)
+        last = self._locate(end - 1, at_end=True)
+        if self._parent is None:
+            return first, last
+        return self._parent.source_span(first, last)
+
+    def _locate(self, position: int, *, at_end: bool) -> int:
+        # The last piece starting at or before the position: a piece that
+        # decodes to nothing (a joined line end) never holds a byte.
+        view_start, start, end, literal = self._pieces[bisect_right(self._starts, position) - 1]
+        if literal:
+            return start + position - view_start + (1 if at_end else 0)
+        return end if at_end else start
+
+
+def _rewritten(
+    parent: View, pattern: re.Pattern[bytes], replace: Callable[[re.Match[bytes]], bytes]
+) -> View:
+    """``parent`` with every match of ``pattern`` replaced by what ``replace`` makes of it."""
+    data = parent.data
+    out = bytearray()
+    pieces: list[tuple[int, int, int, bool]] = []
+    position = 0
+    for match in pattern.finditer(data):
+        if match.start() > position:
+            pieces.append((len(out), position, match.start(), True))
+            out += data[position : match.start()]
+        pieces.append((len(out), match.start(), match.end(), False))
+        out += replace(match)
+        position = match.end()
+    if position < len(data) or not pieces:
+        pieces.append((len(out), position, len(data), True))
+        out += data[position:]
+    return View(bytes(out), pieces, parent)
+
+
+def _json_unescaped(match: re.Match[bytes]) -> bytes:
+    escape = match.group()
+    kind = escape[1:2]
+    if kind == b"u":
+        return chr(int(escape[2:], 16)).encode("utf-8", "surrogatepass")
+    if kind in (b"n", b"r"):
+        return b"\n"
+    return _JSON_SIMPLE[kind]
+
+
+class _Pair(View):
+    """Two words joined across a line end; only a secret across the join is new."""
+
+    def __init__(
+        self, data: bytes, pieces: list[tuple[int, int, int, bool]], parent: View, join: int
+    ) -> None:
+        super().__init__(data, pieces, parent)
+        self.join = join
+
+
+def _line_pairs(parent: View, present: Present) -> Iterator[View]:
+    """Each pair of words either side of a line end, joined, that holds a keyword."""
+    for match in _LINE_PAIR.finditer(parent.data):
+        tail, head = match.group(1), match.group(2)
+        if not present((tail + head).lower()):
+            continue
+        head_start = match.end()
+        pieces = [
+            (0, match.start(1), match.end(1), True),
+            (len(tail), head_start, head_start + len(head), True),
+        ]
+        yield _Pair(tail + head, pieces, parent, len(tail))
+
+
+def _readable(parent: View, present: Present) -> Iterator[View]:
+    """``parent`` itself when it holds a keyword, and its words joined across line ends."""
+    lowered = parent.data.lower()
+    found = bool(present(lowered))
+    if found:
+        yield parent
+    # Removing the line ends keeps every keyword, and finds one a line end cut.
+    if b"\n" in lowered and (found or present(lowered.replace(b"\n", b""))):
+        yield from _line_pairs(parent, present)
+
+
+def _decoded(run: bytes, *, wrapped: bool) -> bytes | None:
+    """A base64 run's text, or None when it is not base64 of text."""
+    if wrapped:
+        run = _NEWLINES.sub(b"", run)
+    run = run.rstrip(b"=")
+    if len(run) % 4 == 1:
+        return None
+    padded = run + b"=" * (-len(run) % 4)
+    urlsafe = b"-" in run or b"_" in run
+    try:
+        decoded = base64.b64decode(padded, altchars=b"-_" if urlsafe else None, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if sum(byte in _PRINTABLE for byte in decoded) * 10 < len(decoded) * 9:
+        return None  # binary, or an identifier that merely looks like base64
+    return decoded
+
+
+def _base64_views(parent: View) -> Iterator[View]:
+    """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view."""
+    data = parent.data
+    for pattern, wrapped in ((_BASE64_RUN, False), (_BASE64_BLOCK, True)):
+        if wrapped and b"\n" not in data:
+            continue
+        for match in pattern.finditer(data):
+            decoded = _decoded(match.group(), wrapped=wrapped)
+            if decoded is not None:
+                yield View(decoded, [(0, match.start(), match.end(), False)], parent)
+
+
+def _unquoted(match: re.Match[bytes]) -> bytes:
+    return bytes([int(match.group()[1:], 16)])
+
+
+def _views(data: bytes, ruleset: Ruleset) -> Iterator[View]:
+    """The views of ``data`` that hold a keyword, each made only when it could differ."""
+    present = ruleset.keyword_finder.present
+    text = View.of(data)
+    yield from _readable(text, present)
+    encoded = [text]
+    if b"\\" in data:
+        unescaped = _rewritten(text, _JSON_ESCAPE, _json_unescaped)
+        if unescaped.data != data:
+            encoded.append(unescaped)
+            yield from _readable(unescaped, present)
+    if b"%" in data and _URL_ESCAPE.search(data):
+        yield from _readable(_rewritten(text, _URL_ESCAPE, _unquoted), present)
+    for view in encoded:
+        for decoded in _base64_views(view):
+            if present(decoded.data.lower()):
+                yield decoded
+
+
+def secret_spans(data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
+    """Where ``data`` holds a secret, read as is or decoded: ``(start, end, rule id)``.
+
+    Spans are byte offsets into ``data``, in order, overlapping ones merged (the
+    first one's rule names the merged span).
+    """
+    found: list[tuple[int, int, str]] = []
+    for view in _views(data, ruleset):
+        for hit in find_secrets(view.data, ruleset):
+            if isinstance(view, _Pair) and not hit.start < view.join < hit.end:
+                continue  # within one line: the line's own view finds it
+            start, end = view.source_span(hit.start, hit.end)
+            start, end = _whole_escapes(data, start, end)
+            if start < end:
+                found.append((start, end, hit.rule_id))
+    found.sort()
+    merged: list[tuple[int, int, str]] = []
+    for start, end, rule_id in found:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, rule_id))
+    return merged
+
+
+def _whole_escapes(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """The span moved so that it neither begins after nor ends on an escaping backslash.
+
+    A heuristic rule's value may run up to the backslash of a JSON ``\\"``;
+    redacting it would leave the quote escaped no longer, and the line no
+    longer JSON. One beginning right after a backslash would leave it
+    escaping the bracket of ``[redacted``.
+    """
+    if _escaping(data, end - 1, end):
+        end -= 1
+    if start > 0 and _escaping(data, start - 1, start):
+        start -= 1
+    return start, end
+
+
+def _escaping(data: bytes, index: int, limit: int) -> bool:
+    """Whether ``data[index]`` is a backslash that escapes the byte after it."""
+    if index < 0 or index >= limit or data[index] != 0x5C:
+        return False
+    run = 0
+    while index - run >= 0 and data[index - run] == 0x5C:
+        run += 1
+    return run % 2 == 1
+
+
+def redact(text: str, ruleset: Ruleset) -> str:
+    """``text`` with every secret replaced by ``[redacted:<rule-id>]``.
+
+    Meant for every line of an agent's output and everything written to the
+    timeline. A secret is found as the text holds it and as a reader would
+    decode it (see the module's docstring); a text in which no view holds a
+    rule's keyword returns untouched.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    spans = secret_spans(data, ruleset)
+    if not spans:
+        return text
+    parts: list[bytes] = []
+    position = 0
+    for start, end, rule_id in spans:
+        parts.append(data[position:start])
+        parts.append(f"[redacted:{rule_id}]".encode())
+        position = end
+    parts.append(data[position:])
+    joined = b"".join(parts)
+    try:
+        return joined.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # a secret's edge fell inside a multi-byte character
+        return joined.decode("utf-8", "replace")
