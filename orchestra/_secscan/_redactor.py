@@ -29,13 +29,6 @@ class SecretRedactor:
 
     def __init__(self, ruleset: Ruleset) -> None:
         self.ruleset = ruleset
-        keywords = ruleset.keyword_finder.keywords
-        # Every beginning of a keyword two characters or longer: a line ending
-        # in "gh" may go on with "p_…".
-        self._beginnings = frozenset(
-            word[:length] for word in keywords for length in range(2, len(word))
-        )
-        self._longest = max((len(word) for word in keywords), default=0)
 
     def __call__(self, text: str) -> str:
         return redact(text, self.ruleset)
@@ -45,13 +38,9 @@ class SecretRedactor:
         stripped = line.rstrip("\r\n")
         if not stripped or stripped[-1].isspace():
             return False
-        word = stripped.rsplit(None, 1)[-1][-1024:].lower().encode("utf-8", "surrogatepass")
-        if self.ruleset.keyword_finder.present(word):
-            return True
-        return any(
-            word[-length:] in self._beginnings
-            for length in range(2, min(len(word), self._longest) + 1)
-        )
+        word = stripped.rsplit(None, 1)[-1][-1024:]
+        lowered = word.lower().encode("utf-8", "surrogatepass") + b"\n"
+        return self.ruleset.line_cut.search(lowered) is not None
 
 
 def output_redactor(policy: SecscanPolicy, *, root: Path) -> SecretRedactor | None:

@@ -19,25 +19,41 @@ import binascii
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
+from typing import Any
 
+from ._engine import compile_pattern
 from ._match import find_secrets
 from ._rules import Ruleset
 
-# The words either side of a line end: a token cut by one is read joined. Only
-# from a word's start (no backtracking into a long word), no longer than a token.
-_LINE_PAIR = re.compile(rb"(?<!\S)(\S{1,1024})\r?\n(?=(\S{1,1024}))")
+# A word, no longer than any token: the halves of one cut by a line end.
+_WORD_LIMIT = 1024
+_WORD = re.compile(rb"\S{1,1024}")
 # JSON string escapes; an escaped line end is a line end (then read joined).
 _JSON_ESCAPE = re.compile(rb'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
 _JSON_SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"", b"f": b"", b"t": b"\t"}
+_JSON_CHEAP = (
+    (b"\\n", b"\n"),
+    (b"\\r", b"\n"),
+    (b'\\"', b'"'),
+    (b"\\/", b"/"),
+    (b"\\t", b"\t"),
+    (b"\\b", b""),
+    (b"\\f", b""),
+)
 _URL_ESCAPE = re.compile(rb"%[0-9a-fA-F]{2}")
 # Shorter runs decode to a few bytes, too few to hold a token and its keyword.
-_BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}={0,2}")
+# RE2 where it is installed: Python's re tries a run at every byte of a long one.
+_RUN = r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}={0,2}"
+_BASE64_RUN_LONG: Any = compile_pattern(_RUN)[0]
+# On a line, Python's own is quicker: no call through RE2's wrapper.
+_BASE64_RUN = re.compile(_RUN.encode())
+_SHORT = 4096
+# The cheap test for a run (Python's re is quick to search a line for it).
+_BASE64_HINT = re.compile(rb"[A-Za-z0-9+/_-]{20}")
 # A block wrapped at a fixed width (``base64`` wraps at 76): lines of base64 alone.
-_BASE64_BLOCK = re.compile(rb"(?m)^(?:[A-Za-z0-9+/]{16,}\r?\n)+[A-Za-z0-9+/]*={0,2}$")
+_BASE64_BLOCK: Any = compile_pattern(r"(?m)^(?:[A-Za-z0-9+/]{16,}\r?\n)+[A-Za-z0-9+/]*={0,2}$")[0]
 _NEWLINES = re.compile(rb"\r?\n")
-_PRINTABLE = frozenset(range(32, 127)) | {9, 10, 13}
-
-Present = Callable[[bytes], frozenset[bytes]]
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 
 
 class View:
@@ -122,45 +138,63 @@ class _Pair(View):
         self.join = join
 
 
-def _line_pairs(parent: View, present: Present) -> Iterator[View]:
-    """Each pair of words either side of a line end, joined, that holds a keyword."""
-    for match in _LINE_PAIR.finditer(parent.data):
-        tail, head = match.group(1), match.group(2)
-        if not present((tail + head).lower()):
+def _line_pairs(parent: View, lowered: bytes, ruleset: Ruleset) -> Iterator[View]:
+    """The words either side of each line end that may cut a secret, joined."""
+    data = parent.data
+    for cut in ruleset.line_cut.finditer(lowered):
+        newline = cut.end() - 1
+        line_end = newline - 1 if newline and data[newline - 1] == 0x0D else newline
+        head = _WORD.match(data, cut.end())
+        if head is None:
             continue
-        head_start = match.end()
+        tail_start = _word_start(data, line_end)
+        tail = data[tail_start:line_end]
         pieces = [
-            (0, match.start(1), match.end(1), True),
-            (len(tail), head_start, head_start + len(head), True),
+            (0, tail_start, line_end, True),
+            (len(tail), head.start(), head.end(), True),
         ]
-        yield _Pair(tail + head, pieces, parent, len(tail))
+        yield _Pair(tail + head.group(), pieces, parent, len(tail))
 
 
-def _readable(parent: View, present: Present) -> Iterator[View]:
+def _word_start(data: bytes, end: int) -> int:
+    start = end
+    while start > 0 and end - start < _WORD_LIMIT and data[start - 1] not in b" \t\r\n\f\v":
+        start -= 1
+    return start
+
+
+def _readable(parent: View, ruleset: Ruleset, lowered: bytes | None = None) -> list[View]:
     """``parent`` itself when it holds a keyword, and its words joined across line ends."""
-    lowered = parent.data.lower()
-    found = bool(present(lowered))
-    if found:
-        yield parent
-    # Removing the line ends keeps every keyword, and finds one a line end cut.
-    if b"\n" in lowered and (found or present(lowered.replace(b"\n", b""))):
-        yield from _line_pairs(parent, present)
+    if lowered is None:
+        lowered = parent.data.lower()
+    views: list[View] = [parent] if ruleset.keyword_finder.present(lowered) else []
+    # A line end with something after it: the last one of a chunk is held for
+    # the next by the stream when it may cut a secret.
+    if b"\n" in lowered.rstrip(b"\r\n"):
+        views.extend(_line_pairs(parent, lowered, ruleset))
+    return views
 
 
-def _decoded(run: bytes, *, wrapped: bool) -> bytes | None:
-    """A base64 run's text, or None when it is not base64 of text."""
-    if wrapped:
-        run = _NEWLINES.sub(b"", run)
-    run = run.rstrip(b"=")
-    if len(run) % 4 == 1:
-        return None
-    padded = run + b"=" * (-len(run) % 4)
+def _decoded(run: bytes, *, padded: bool) -> bytes | None:
+    """A base64 run's text, or None when it is not base64 of text.
+
+    A run found in a line may have lost its padding; a wrapped block (which
+    tools always pad) must be whole, or the next line's word was taken in.
+    """
+    if padded:
+        if len(run) % 4:
+            return None
+    else:
+        run = run.rstrip(b"=")
+        if len(run) % 4 == 1:
+            return None
+        run += b"=" * (-len(run) % 4)
     urlsafe = b"-" in run or b"_" in run
     try:
-        decoded = base64.b64decode(padded, altchars=b"-_" if urlsafe else None, validate=True)
+        decoded = base64.b64decode(run, altchars=b"-_" if urlsafe else None, validate=True)
     except (binascii.Error, ValueError):
         return None
-    if sum(byte in _PRINTABLE for byte in decoded) * 10 < len(decoded) * 9:
+    if len(decoded.translate(None, _PRINTABLE)) * 10 > len(decoded):
         return None  # binary, or an identifier that merely looks like base64
     return decoded
 
@@ -168,36 +202,87 @@ def _decoded(run: bytes, *, wrapped: bool) -> bytes | None:
 def _base64_views(parent: View) -> Iterator[View]:
     """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view."""
     data = parent.data
-    for pattern, wrapped in ((_BASE64_RUN, False), (_BASE64_BLOCK, True)):
-        if wrapped and b"\n" not in data:
-            continue
-        for match in pattern.finditer(data):
-            decoded = _decoded(match.group(), wrapped=wrapped)
+    runs = _BASE64_RUN if len(data) <= _SHORT else _BASE64_RUN_LONG
+    for match in runs.finditer(data):
+        run = match.group()
+        if run.islower() or run.isupper() or run.isdigit():
+            continue  # an identifier or a hash: base64 of text mixes cases
+        decoded = _decoded(run, padded=False)
+        if decoded is not None:
+            yield View(decoded, [(0, match.start(), match.end(), False)], parent)
+    if b"\n" not in data:
+        return
+    for match in _BASE64_BLOCK.finditer(data):
+        block = match.group()
+        # The last line may be the next line's word rather than the block's end.
+        for end in (len(block), block.rstrip(b"\r\n").rfind(b"\n")):
+            decoded = _decoded(_NEWLINES.sub(b"", block[:end]), padded=True)
             if decoded is not None:
-                yield View(decoded, [(0, match.start(), match.end(), False)], parent)
+                yield View(decoded, [(0, match.start(), match.start() + end, False)], parent)
+                break
 
 
 def _unquoted(match: re.Match[bytes]) -> bytes:
     return bytes([int(match.group()[1:], 16)])
 
 
-def _views(data: bytes, ruleset: Ruleset) -> Iterator[View]:
+def _json_may_hide(data: bytes, ruleset: Ruleset) -> bool:
+    """Whether JSON escapes may hide a secret: worth the exact (and slower) view.
+
+    A ``\\u`` escape may hide anything. The others (``\\n``, ``\\"``,
+    ``\\/``) are undone with a few replacements first, and the exact view is
+    made only when that text holds a secret or a line end that may cut one.
+    """
+    if b"\\u" in data or b"\0" in data:
+        return True
+    if not ruleset.keyword_finder.present(data.replace(b"\\", b"").lower()):
+        return False
+    cheap = data.replace(b"\\\\", b"\0")
+    for escape, plain in _JSON_CHEAP:
+        cheap = cheap.replace(escape, plain)
+    cheap = cheap.replace(b"\0", b"\\")
+    if cheap == data:
+        return False
+    return bool(find_secrets(cheap, ruleset)) or (
+        b"\n" in cheap and ruleset.line_cut.search(cheap.lower()) is not None
+    )
+
+
+def _views(data: bytes, ruleset: Ruleset) -> list[View]:
     """The views of ``data`` that hold a keyword, each made only when it could differ."""
     present = ruleset.keyword_finder.present
     text = View.of(data)
-    yield from _readable(text, present)
+    views = _readable(text, ruleset, data.lower())
+    escaped = b"\\" in data
+    quoted = b"%" in data
+    if not (escaped or quoted or _BASE64_HINT.search(data)):
+        return views  # the common line: nothing encoded, nothing more to read
     encoded = [text]
-    if b"\\" in data:
+    # Only a \u escape can hide a keyword; the others (\n, \", \/) matter
+    # where one is already in sight, backslashes aside.
+    if escaped and _json_may_hide(data, ruleset):
         unescaped = _rewritten(text, _JSON_ESCAPE, _json_unescaped)
         if unescaped.data != data:
             encoded.append(unescaped)
-            yield from _readable(unescaped, present)
-    if b"%" in data and _URL_ESCAPE.search(data):
-        yield from _readable(_rewritten(text, _URL_ESCAPE, _unquoted), present)
+            views.extend(_readable(unescaped, ruleset))
+    if quoted and _URL_ESCAPE.search(data):
+        views.extend(_readable(_rewritten(text, _URL_ESCAPE, _unquoted), ruleset))
     for view in encoded:
         for decoded in _base64_views(view):
             if present(decoded.data.lower()):
-                yield decoded
+                views.append(decoded)
+    return views
+
+
+def _plain_and_clean(data: bytes, ruleset: Ruleset) -> bool:
+    """The fast path of most lines: one line, no keyword, nothing that may be encoded."""
+    return not (
+        b"\\" in data
+        or b"%" in data
+        or b"\n" in data.rstrip(b"\r\n")
+        or ruleset.keyword_finder.present(data.lower())
+        or _BASE64_HINT.search(data)
+    )
 
 
 def secret_spans(data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
@@ -206,6 +291,8 @@ def secret_spans(data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
     Spans are byte offsets into ``data``, in order, overlapping ones merged (the
     first one's rule names the merged span).
     """
+    if _plain_and_clean(data, ruleset):
+        return []
     found: list[tuple[int, int, str]] = []
     for view in _views(data, ruleset):
         for hit in find_secrets(view.data, ruleset):
