@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ._findings import ALLOW_MARKER_RULE as ALLOW_MARKER_RULE
     from ._findings import Finding as Finding
     from ._findings import ScanResult as ScanResult
+    from ._history import HistoryFinding as HistoryFinding
+    from ._history import HistoryScan as HistoryScan
+    from ._history import scan_history as scan_history
     from ._match import find_secrets as find_secrets
     from ._match import is_placeholder as is_placeholder
     from ._match import shannon_entropy as shannon_entropy
@@ -64,6 +67,11 @@ if not TYPE_CHECKING:
                 "ALLOW_MARKER_RULE",
                 "Finding",
                 "ScanResult",
+            ),
+            "._history": (
+                "HistoryFinding",
+                "HistoryScan",
+                "scan_history",
             ),
             "._match": (
                 "find_secrets",

@@ -124,6 +124,9 @@ class ProjectScanner:
                 cache_path=self.cache_path,
                 max_bytes=max_bytes,
                 trusted_markers=trusted,
+                relist_state=status is not None
+                and self._last_status is not None
+                and status.head != self._last_status.head,
             )
         else:
             tree = full_scan(

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 SHIPPED_RULES = "secscan"
 # Bump when the matching logic changes what a ruleset finds: the version is part
 # of the ruleset's digest, so cached results from an older scanner are not reused.
-MATCHER_VERSION = "1"
+MATCHER_VERSION = "2"
 
 _RULE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _SHIPPED_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
