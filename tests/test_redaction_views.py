@@ -91,3 +91,8 @@ def test_a_held_line_is_let_out_at_the_end(ruleset: Ruleset) -> None:
 def test_a_plain_redaction_holds_no_line() -> None:
     redactor = StreamRedactor(lambda text: text)
     assert redactor.feed(b"ends with gh\n") == b"ends with gh\n"
+
+
+def test_a_whole_token_at_a_line_end_leaves_the_next_line_alone(ruleset: Ruleset) -> None:
+    out = redact(f"token={TOKEN}\n1 failed, 2 passed\n", ruleset)
+    assert out == f"token={MARK}\n1 failed, 2 passed\n"

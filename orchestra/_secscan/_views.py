@@ -294,14 +294,22 @@ def secret_spans(data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
     if _plain_and_clean(data, ruleset):
         return []
     found: list[tuple[int, int, str]] = []
-    for view in _views(data, ruleset):
-        for hit in find_secrets(view.data, ruleset):
-            if isinstance(view, _Pair) and not hit.start < view.join < hit.end:
+    views = _views(data, ruleset)
+    pairs = [view for view in views if isinstance(view, _Pair)]
+    for view in views:
+        if not isinstance(view, _Pair):
+            found.extend(_spans(view, data, ruleset))
+    # A secret whole on its line, found again with the next line's first word
+    # stuck to it, is the same secret: the next line is not part of it.
+    ends = {(rule_id, end) for _, end, rule_id in found}
+    for pair in pairs:
+        for hit in find_secrets(pair.data, ruleset):
+            if not hit.start < pair.join < hit.end:
                 continue  # within one line: the line's own view finds it
-            start, end = view.source_span(hit.start, hit.end)
-            start, end = _whole_escapes(data, start, end)
-            if start < end:
-                found.append((start, end, hit.rule_id))
+            line_end = pair.source_span(hit.start, pair.join)[1]
+            if (hit.rule_id, line_end) in ends:
+                continue
+            found.extend(_checked(data, *pair.source_span(hit.start, hit.end), hit.rule_id))
     found.sort()
     merged: list[tuple[int, int, str]] = []
     for start, end, rule_id in found:
@@ -311,6 +319,18 @@ def secret_spans(data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
         else:
             merged.append((start, end, rule_id))
     return merged
+
+
+def _spans(view: View, data: bytes, ruleset: Ruleset) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    for hit in find_secrets(view.data, ruleset):
+        spans.extend(_checked(data, *view.source_span(hit.start, hit.end), hit.rule_id))
+    return spans
+
+
+def _checked(data: bytes, start: int, end: int, rule_id: str) -> list[tuple[int, int, str]]:
+    start, end = _whole_escapes(data, start, end)
+    return [(start, end, rule_id)] if start < end else []
 
 
 def _whole_escapes(data: bytes, start: int, end: int) -> tuple[int, int]:
