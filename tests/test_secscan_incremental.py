@@ -133,6 +133,8 @@ def test_incremental_scans_match_full_scans(repo: Repo, monkeypatch: pytest.Monk
     assert paths(report) == [
         "app.py",  # the marker the agent added is not trusted
         "big.txt",
+        "blob.bin",  # the text after a NUL byte is scanned
+        "doomed.py",  # over max_file_bytes: scanned in chunks
         "s.py",
     ]
 

@@ -49,16 +49,20 @@ def test_git_tree_tracked_untracked_and_ignored(repo: Repo, ruleset: Ruleset) ->
     assert not any(path.startswith((".forge/", "ignored/", ".git/")) for path in listed)
 
 
-def test_binary_and_oversized_files_are_skipped(repo: Repo, ruleset: Ruleset) -> None:
+def test_binary_and_oversized_files_are_scanned(repo: Repo, ruleset: Ruleset) -> None:
     (repo.root / "blob.bin").write_bytes(b"\x00\x01" + leak(1).encode())
     repo.write("big.txt", "x" * 2000 + "\n" + leak(2))
     repo.write("small.txt", leak(3))
     result = scan_tree(repo.root, ruleset, max_bytes=1000)
-    assert [f.path for f in result.findings] == ["small.txt"]
-    assert result.skipped_large == ("big.txt",)
-    assert result.files_skipped == 2
-    # The limit is a parameter: raised, the big file is scanned.
-    assert found_paths(repo.root, ruleset, max_bytes=10_000) == ["big.txt", "small.txt"]
+    # The text after a NUL byte is read; a file over the limit, in chunks.
+    assert [f.path for f in result.findings] == ["big.txt", "blob.bin", "small.txt"]
+    assert result.skipped_large == ()
+    assert result.files_skipped == 0
+    assert found_paths(repo.root, ruleset, max_bytes=10_000) == [
+        "big.txt",
+        "blob.bin",
+        "small.txt",
+    ]
 
 
 def test_symlinks_are_not_followed(repo: Repo, ruleset: Ruleset, tmp_path: Path) -> None:

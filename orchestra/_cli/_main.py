@@ -265,6 +265,14 @@ def _add_secscan(commands: _Commands, common: argparse.ArgumentParser) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    secscan.add_argument(
+        "--history",
+        nargs="?",
+        const="",
+        metavar="RANGE",
+        help="scan the lines the commits of RANGE added instead of the tree "
+        "(default: the commits not yet on the upstream, else the last 50)",
+    )
     secscan.set_defaults(handler="_secscan_cmd:scan")
     secscan_commands = secscan.add_subparsers(dest="secscan_command", metavar="ACTION")
     waive = secscan_commands.add_parser(

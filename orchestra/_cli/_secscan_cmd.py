@@ -8,7 +8,15 @@ from pathlib import Path
 
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
 from .._git import git_output
-from .._secscan import Finding, ProjectScanner, add_waiver
+from .._secscan import (
+    Finding,
+    ProjectScanner,
+    add_waiver,
+    apply_waivers,
+    load_rules,
+    load_waivers,
+    scan_history,
+)
 from ._common import policy_from, project_from
 from ._console import Output
 
@@ -16,6 +24,8 @@ _SEVERITY_STYLE = {"critical": "bold red", "high": "red", "medium": "yellow", "l
 
 
 def scan(args: argparse.Namespace, out: Output) -> int:
+    if getattr(args, "history", None) is not None:
+        return history(args, out)
     project = project_from(args)
     policy = policy_from(project, args=args).policy.secscan
     scanner = ProjectScanner.for_project(policy, root=project.root, workdir=project.root)
@@ -69,6 +79,52 @@ def scan(args: argparse.Namespace, out: Output) -> int:
         )
     else:
         out.line(f"secscan: clean — no unwaived findings at or above {policy.fail_on}")
+    return code
+
+
+def history(args: argparse.Namespace, out: Output) -> int:
+    """``forge secscan --history [RANGE]``: the secrets a range's commits added."""
+    project = project_from(args)
+    policy = policy_from(project, args=args).policy.secscan
+    ruleset = load_rules(policy.rules, root=project.root)
+    scanned = scan_history(project.root, ruleset, args.history or None)
+    waivers = load_waivers(project.root / policy.waivers)
+    outcome = apply_waivers([found.finding for found in scanned.findings], waivers)
+    kept = [found for found in scanned.findings if found.finding in outcome.kept]
+    blocking = [found for found in kept if found.finding.at_least(policy.fail_on)]
+    code = EXIT_ESCALATE if blocking else EXIT_OK
+    if out.json_mode:
+        out.document(
+            {
+                "range": scanned.range,
+                "commits": scanned.commits,
+                "rules": policy.rules,
+                "fail_on": policy.fail_on,
+                "findings": [found.as_dict() for found in kept],
+                "waived": len(scanned.findings) - len(kept),
+                "blocking": len(blocking),
+                "exit_code": code,
+            }
+        )
+        return code
+    out.line(
+        f"secscan: {len(kept)} finding(s) in the lines {scanned.commits} commit(s) added "
+        f'({scanned.range}) — rules "{policy.rules}", gate opens at {policy.fail_on}'
+    )
+    for found in kept:
+        out.line(f"  commit {found.commit[:12]}:", style="dim")
+        _finding_line(found.finding, out)
+    if len(kept) < len(scanned.findings):
+        waived = len(scanned.findings) - len(kept)
+        out.line(f"  waived: {waived} (in {policy.waivers})", style="dim")
+    if blocking:
+        out.line(
+            f"secscan: {len(blocking)} unwaived finding(s) at or above {policy.fail_on} in "
+            "the history — rotate the secret and rewrite the commits before they are pushed",
+            style="bold red",
+        )
+    else:
+        out.line(f"secscan: history clean — no unwaived findings at or above {policy.fail_on}")
     return code
 
 

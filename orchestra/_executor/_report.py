@@ -4,10 +4,15 @@
 "summary": str}``, every key optional. A key of the wrong type is ignored and
 noted; a report that is not a JSON object is ignored and noted. Never fatal:
 the report is the agent's word, and the loop goes on without it.
+
+The file is removed once read: it lies beside the iteration's log, in Forge's
+state, and holds the agent's words unredacted (a secret included); what Forge
+takes from it is recorded, redacted, in the timeline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -35,13 +40,19 @@ class ExecutorReport:
 
 
 def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
-    """The report at ``path`` (None when absent) and the problems found in it."""
+    """The report at ``path`` (None when absent) and the problems found in it.
+
+    The file is removed once read (whatever it held), so the agent's words are
+    not kept unredacted.
+    """
     try:
         raw = _read_regular_file(path, _MAX_REPORT_BYTES + 1)
     except FileNotFoundError:
         return None, []
     except OSError as exc:
+        _remove(path)
         return None, [f"report unreadable: {exc.strerror or exc}"]
+    _remove(path)
     if raw is None:
         return None, ["report is not a regular file; ignored"]
     if len(raw) > _MAX_REPORT_BYTES:
@@ -61,6 +72,13 @@ def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
         summary=_clip(_checked(data, "summary", problems, _is_text)),
     )
     return report, problems
+
+
+def _remove(path: Path) -> None:
+    # Removing is the point, not reading: a file that cannot be removed (its
+    # folder made read-only by the agent) is left, and the run goes on.
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def _checked(

@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from ._findings import ALLOW_MARKER_RULE as ALLOW_MARKER_RULE
     from ._findings import Finding as Finding
     from ._findings import ScanResult as ScanResult
+    from ._history import HistoryFinding as HistoryFinding
+    from ._history import HistoryScan as HistoryScan
+    from ._history import scan_history as scan_history
     from ._match import find_secrets as find_secrets
     from ._match import is_placeholder as is_placeholder
-    from ._match import redact as redact
     from ._match import shannon_entropy as shannon_entropy
     from ._project import ProjectScanner as ProjectScanner
     from ._project import project_scanner as project_scanner
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from ._rules import severity_at_least as severity_at_least
     from ._scan import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
     from ._scan import scan_tree as scan_tree
+    from ._views import redact as redact
     from ._waivers import WAIVERS_FILE as WAIVERS_FILE
     from ._waivers import Waiver as Waiver
     from ._waivers import WaiverOutcome as WaiverOutcome
@@ -65,10 +68,14 @@ if not TYPE_CHECKING:
                 "Finding",
                 "ScanResult",
             ),
+            "._history": (
+                "HistoryFinding",
+                "HistoryScan",
+                "scan_history",
+            ),
             "._match": (
                 "find_secrets",
                 "is_placeholder",
-                "redact",
                 "shannon_entropy",
             ),
             "._project": (
@@ -97,6 +104,7 @@ if not TYPE_CHECKING:
                 "apply_waivers",
                 "load_waivers",
             ),
+            "._views": ("redact",),
             "._walk": ("list_files",),
         },
     )

@@ -79,21 +79,56 @@ def is_binary(data: bytes) -> bool:
 def scan_bytes(data: bytes, path: str, ruleset: Ruleset) -> FileScan:
     """Scan one file's content.
 
+    A binary file (a NUL byte near its start) is scanned too: its text parts,
+    each NUL read as a line end, so a secret after a NUL byte is found.
+
     Args:
         data: The content.
         path: The file's path relative to the scanned root, ``/``-separated.
         ruleset: The rules to apply.
     """
-    if is_binary(data):
-        return FileScan(binary=True)
+    binary = is_binary(data)
+    scanned = scan_chunk(data, path, ruleset)
+    return attrs.evolve(scanned, binary=binary) if binary else scanned
+
+
+def scan_chunk(
+    data: bytes,
+    path: str,
+    ruleset: Ruleset,
+    *,
+    first_line: int = 1,
+    offset: int = 0,
+    markers_from: int = 0,
+    seen: set[tuple[str, int]] | None = None,
+) -> FileScan:
+    """Scan a part of a file: the bytes from ``offset``, starting at line ``first_line``.
+
+    For a large file read in overlapping chunks: ``seen`` holds the hits
+    already reported (rule, offset in the file), and markers are taken only on
+    the lines that begin at or after ``markers_from`` (the lines before were
+    in the previous chunk, whole).
+    """
+    text = data.replace(b"\0", b"\n") if b"\0" in data else data
     hits: list[FileHit] = []
-    line, counted_to = 1, 0
-    for hit in find_secrets(data, ruleset, path=path):
-        line += data.count(b"\n", counted_to, hit.start)
+    line, counted_to = first_line, 0
+    for hit in find_secrets(text, ruleset, path=path):
+        if seen is not None:
+            key = (hit.rule_id, offset + hit.start)
+            if key in seen:
+                continue
+            seen.add(key)
+        line += text.count(b"\n", counted_to, hit.start)
         counted_to = hit.start
         fingerprint = secret_fingerprint(hit.rule_id, path, hit.secret)
         hits.append(FileHit(hit.rule_id, line, fingerprint, preview(hit.secret)))
-    return FileScan(hits=tuple(hits), markers=find_markers(data, path))
+    before = text.count(b"\n", 0, markers_from)
+    markers = tuple(
+        (number + first_line - 1, fingerprint)
+        for number, fingerprint in find_markers(text, path)
+        if number > before
+    )
+    return FileScan(hits=tuple(hits), markers=markers)
 
 
 def find_markers(data: bytes, path: str) -> tuple[tuple[int, str], ...]:

@@ -177,37 +177,6 @@ def _first_rule_wins(hits: Iterable[SecretHit]) -> list[SecretHit]:
     return sorted(kept, key=lambda hit: (hit.start, hit.end))
 
 
-def has_keyword(text: str, ruleset: Ruleset) -> bool:
-    """Whether any rule's keyword occurs in ``text`` (the redaction fast path)."""
-    return bool(ruleset.keyword_finder.present(text.lower().encode("utf-8", "surrogatepass")))
-
-
-def redact(text: str, ruleset: Ruleset) -> str:
-    """``text`` with every secret replaced by ``[redacted:<rule-id>]``.
-
-    Meant for every line of an agent's output and everything written to the
-    timeline: a line with no rule's keyword returns at once, untouched.
-    """
-    if not has_keyword(text, ruleset):
-        return text
-    data = text.encode("utf-8", "surrogatepass")
-    hits = find_secrets(data, ruleset)
-    if not hits:
-        return text
-    parts: list[bytes] = []
-    position = 0
-    for hit in hits:
-        parts.append(data[position : hit.start])
-        parts.append(f"[redacted:{hit.rule_id}]".encode())
-        position = hit.end
-    parts.append(data[position:])
-    joined = b"".join(parts)
-    try:
-        return joined.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:  # a secret's edge fell inside a multi-byte character
-        return joined.decode("utf-8", "replace")
-
-
 def preview(secret: str) -> str:
     """A display form that cannot give the secret away: a few leading characters at most."""
     shown = min(4, len(secret) // 4)

@@ -16,7 +16,7 @@ from .._policy import SecscanPolicy
 from .._state import STATE_DIR
 from .._treestatus import TreeStatus, tree_delta
 from ._findings import Finding, ScanResult
-from ._match import redact
+from ._redactor import SecretRedactor
 from ._rules import Ruleset, load_rules
 from ._scan import TreeScan, full_scan, rescan
 from ._waivers import apply_waivers, load_waivers
@@ -74,6 +74,7 @@ class ProjectScanner:
     # scan to look at only what changed since.
     _last: TreeScan | None = attrs.field(default=None, init=False, repr=False)
     _last_status: TreeStatus | None = attrs.field(default=None, init=False, repr=False)
+    _redactor: SecretRedactor | None = attrs.field(default=None, init=False, repr=False)
 
     @classmethod
     def for_project(cls, policy: SecscanPolicy, *, root: Path, workdir: Path) -> ProjectScanner:
@@ -123,6 +124,9 @@ class ProjectScanner:
                 cache_path=self.cache_path,
                 max_bytes=max_bytes,
                 trusted_markers=trusted,
+                relist_state=status is not None
+                and self._last_status is not None
+                and status.head != self._last_status.head,
             )
         else:
             tree = full_scan(
@@ -144,8 +148,12 @@ class ProjectScanner:
             return False
         return status.workdir == self.workdir or status.workdir.resolve() == self.workdir.resolve()
 
-    def redact(self, text: str) -> str:
-        return redact(text, self.ruleset)
+    @property
+    def redact(self) -> SecretRedactor:
+        """What redacts the loop's executor output with this scanner's rules."""
+        if self._redactor is None or self._redactor.ruleset is not self.ruleset:
+            self._redactor = SecretRedactor(self.ruleset)
+        return self._redactor
 
 
 def project_scanner(policy: SecscanPolicy, *, root: Path, workdir: Path) -> ProjectScanner | None:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 SHIPPED_RULES = "secscan"
 # Bump when the matching logic changes what a ruleset finds: the version is part
 # of the ruleset's digest, so cached results from an older scanner are not reused.
-MATCHER_VERSION = "1"
+MATCHER_VERSION = "2"
 
 _RULE_ID = re.compile(r"[a-z0-9][a-z0-9-]*")
 _SHIPPED_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -151,6 +151,8 @@ class Ruleset:
     stopwords_lower: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
     allowed: pathspec.GitIgnoreSpec | None = attrs.field(init=False, eq=False, repr=False)
     keyword_finder: KeywordFinder = attrs.field(init=False, eq=False, repr=False)
+    # Finds a line end that may cut a secret (see ``line_cut_pattern``).
+    line_cut: Any = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         canonical = json.dumps(
@@ -168,6 +170,8 @@ class Ruleset:
         object.__setattr__(self, "allowed", _paths_spec(self.allow_paths))
         keywords = sorted({word for rule in self.rules for word in rule.keywords_bytes})
         object.__setattr__(self, "keyword_finder", KeywordFinder(tuple(keywords), self.engine))
+        cut, _ = compile_pattern(line_cut_pattern(keywords), self.engine)
+        object.__setattr__(self, "line_cut", cut)
 
     def rule(self, rule_id: str) -> Rule | None:
         """The rule with this id, if the ruleset has it."""
@@ -179,6 +183,28 @@ class Ruleset:
     def applies_to(self, path: str | None) -> bool:
         """Whether any rule may apply to a file (it is not globally allowed)."""
         return path is None or self.allowed is None or not self.allowed.match_file(path)
+
+
+def line_cut_pattern(keywords: list[bytes]) -> str:
+    """A pattern for a line end that may cut a secret, over lowercased text.
+
+    The line's last word holds a keyword (``…ghp_abc⏎``, ``password=⏎``) or
+    ends with a keyword's first two characters or more (``…gh⏎``): the secret
+    may go on in the next line.
+    """
+    whole = sorted({re.escape(word.decode("latin-1")) for word in keywords})
+    starts = sorted(
+        {
+            re.escape(word[:length].decode("latin-1"))
+            for word in keywords
+            for length in range(2, len(word))
+        }
+    )
+    alternatives = [f"(?:{'|'.join(whole)})\\S*\\r?\\n"] if whole else []
+    if starts:
+        alternatives.append(f"(?:{'|'.join(starts)})\\r?\\n")
+    # A ruleset without keywords finds nothing; nor does this (never matches).
+    return "|".join(alternatives) or "[^\\x00-\\xff]"
 
 
 def load_rules(

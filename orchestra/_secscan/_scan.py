@@ -13,8 +13,10 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 import attrs
 
@@ -28,7 +30,7 @@ from ._cache import (
     is_corruption,
     open_cache,
 )
-from ._filescan import FileScan, scan_bytes
+from ._filescan import FileHit, FileScan, is_binary, scan_bytes, scan_chunk
 from ._findings import (
     ALLOW_MARKER_DESCRIPTION,
     ALLOW_MARKER_RULE,
@@ -37,9 +39,12 @@ from ._findings import (
     secret_fingerprint,
 )
 from ._rules import Ruleset
-from ._walk import listed_files, wanted
+from ._walk import FORGE_DIR, listed_files, tracked_state_files, wanted
 
 DEFAULT_MAX_BYTES = 1_000_000
+# What a chunk of a large file shares with the next: longer than any secret a
+# rule finds (a 4096-bit RSA key block is about 3.3 KB).
+OVERLAP_BYTES = 16 * 1024
 ALLOW_MARKER_SEVERITY = "high"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -50,9 +55,10 @@ class PathOutcome:
 
     Attributes:
         scan: Its secrets and markers; None when it was not scanned (gone, not
-            a regular file, too large, unreadable).
+            a regular file, unreadable).
         considered: Whether it was a regular file when the scan looked.
-        large: Whether it was skipped for its size.
+        large: Whether it was skipped for its size. No file is any more (a
+            large one is scanned in chunks); kept for ``skipped_large``.
     """
 
     scan: FileScan | None = None
@@ -61,8 +67,8 @@ class PathOutcome:
 
     @property
     def skipped(self) -> bool:
-        """Considered but not scanned: too large, unreadable or binary."""
-        return self.considered and (self.large or self.scan is None or self.scan.binary)
+        """Considered but not scanned: unreadable (binaries and large files are scanned)."""
+        return self.considered and (self.large or self.scan is None)
 
     @property
     def settled(self) -> bool:
@@ -113,8 +119,8 @@ def scan_tree(
         ruleset: The rules (:func:`load_rules`).
         cache_path: The sqlite cache (e.g. ``.forge/cache/secscan.sqlite3``);
             None scans every file afresh.
-        max_bytes: Files larger than this are skipped and listed in
-            ``skipped_large``.
+        max_bytes: Files larger than this are scanned in chunks of this size
+            (overlapping by ``OVERLAP_BYTES``), never skipped.
         trusted_markers: None honours every inline allow marker. A set of
             marker fingerprints (a loop's ``markers`` from its first scan)
             honours only those: any other marker is itself a finding, and the
@@ -158,6 +164,7 @@ def rescan(
     cache_path: Path | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     trusted_markers: frozenset[str] | None = None,
+    relist_state: bool = False,
 ) -> TreeScan:
     """Scan again, looking only at what may have changed since ``previous``.
 
@@ -166,14 +173,23 @@ def rescan(
     a listed one is scanned (added when it is new), an unlisted one drops out.
     Every other path keeps its outcome, except one with findings or markers,
     which is read again. The result is what :func:`full_scan` would give.
+    With ``relist_state`` (HEAD moved: a commit may have added some), the
+    files git tracks under ``.forge/`` are listed again and read.
     """
     started = time.perf_counter()
     listing = {p for p in previous.outcomes if p not in delta.unlisted}
     listing.update(p for p in delta.listed if wanted(p))
+    relisted: set[str] = set()
+    if relist_state:
+        # A work tree's status leaves .forge/ out: what git tracks there is asked.
+        tracked = tracked_state_files(root)
+        if tracked is not None:
+            listing = {p for p in listing if p.split("/", 1)[0] != FORGE_DIR} | tracked
+            relisted = tracked
     kept = {
         path: outcome
         for path, outcome in previous.outcomes.items()
-        if path in listing and path not in delta.listed and outcome.settled
+        if path in listing and path not in delta.listed and path not in relisted and outcome.settled
     }
     scan = _Scan(root, ruleset, cache_path, max_bytes)
     fresh, note = scan.run(sorted(listing.difference(kept)), gone_from=delta.unlisted)
@@ -257,8 +273,6 @@ class _Scan:
             return PathOutcome(), None
         if not stat.S_ISREG(info.st_mode):  # symlinks are not followed out of the tree
             return PathOutcome(), None
-        if info.st_size > self.max_bytes:
-            return PathOutcome(considered=True, large=True), None
         digest = self.ruleset.digest
         if entry is not None and entry.trusted(_stat_key(info), digest):
             try:
@@ -268,16 +282,13 @@ class _Scan:
             if cached is not None:
                 self.tally.cached += 1
                 return PathOutcome(cached, considered=True), None
-        read = _read(full, self.max_bytes)
+        read = _read(full, self.max_bytes, path, self.ruleset)
         if read is None:
             return PathOutcome(considered=True), None
-        data, opened = read
+        content_hash, size, opened, scan_file = read
         self.tally.read += 1
-        self.tally.bytes_read += len(data)
-        if len(data) > self.max_bytes:  # grew since it was listed
-            return PathOutcome(considered=True, large=True), None
-        content_hash = hashlib.blake2b(data, digest_size=16).hexdigest()
-        scanned = _reuse(entry, content_hash, digest) or scan_bytes(data, path, self.ruleset)
+        self.tally.bytes_read += size
+        scanned = _reuse(entry, content_hash, digest) or scan_file(path)
         row = CacheRow(path, _stat_key(opened), content_hash, digest, start_ns, scanned.to_json())
         return PathOutcome(scanned, considered=True), row
 
@@ -309,7 +320,15 @@ def _reuse(entry: CacheEntry | None, content_hash: str, digest: str) -> FileScan
         return None
 
 
-def _read(full: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
+def _read(
+    full: str, max_bytes: int, path: str, ruleset: Ruleset
+) -> tuple[str, int, os.stat_result, Callable[[str], FileScan]] | None:
+    """A file's content hash, size, stat before reading, and how to scan it.
+
+    A file up to ``max_bytes`` is read whole and scanned when asked (not when
+    the cache knows its content). A larger one is scanned as it is read, in
+    chunks of ``max_bytes``: memory stays bounded, and nothing is skipped.
+    """
     try:
         fd = os.open(full, _OPEN_FLAGS)
     except OSError:
@@ -321,9 +340,69 @@ def _read(full: str, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
             opened = os.fstat(handle.fileno())
             if not stat.S_ISREG(opened.st_mode):
                 return None
-            return handle.read(max_bytes + 1), opened
+            data = handle.read(max_bytes + 1)
+            if len(data) <= max_bytes:
+                content_hash = hashlib.blake2b(data, digest_size=16).hexdigest()
+                return content_hash, len(data), opened, partial(scan_bytes, data, ruleset=ruleset)
+            content_hash, size, scanned = _scan_large(handle, data, path, ruleset, max_bytes)
+            return content_hash, size, opened, lambda _path: scanned
         except OSError:
             return None
+
+
+def _scan_large(
+    handle: BinaryIO, first: bytes, path: str, ruleset: Ruleset, chunk: int
+) -> tuple[str, int, FileScan]:
+    """Scan a file larger than ``chunk`` bytes, chunk by chunk.
+
+    Each chunk ends at a line end (a token on one line is never cut) and the
+    next begins with the last ``OVERLAP_BYTES`` of it, from a line start, so a
+    secret across the border (a key block) is found whole; hits found twice
+    are reported once.
+    """
+    hasher = hashlib.blake2b(first, digest_size=16)
+    size = len(first)
+    hits: list[FileHit] = []
+    markers: dict[int, str] = {}
+    seen: set[tuple[str, int]] = set()
+    carry, carried, offset, line = b"", 0, 0, 1
+    block: bytes = first
+    binary = is_binary(first)
+    while True:
+        window = carry + block
+        final = not block
+        cut = len(window)
+        if not final:
+            end = window.rfind(b"\n") + 1
+            if end > len(carry):
+                cut = end
+        part = window[:cut]
+        scanned = scan_chunk(
+            part,
+            path,
+            ruleset,
+            first_line=line,
+            offset=offset,
+            markers_from=carried,
+            seen=seen,
+        )
+        hits.extend(scanned.hits)
+        markers.update(scanned.markers)
+        if final:
+            break
+        tail = max(0, len(part) - OVERLAP_BYTES)
+        if tail:
+            newline = part.find(b"\n", tail)
+            tail = newline + 1 if newline != -1 else tail
+        line += part.count(b"\n", 0, tail)
+        offset += tail
+        carried = len(part) - tail
+        carry = part[tail:] + window[cut:]
+        block = handle.read(chunk)
+        hasher.update(block)
+        size += len(block)
+    scanned = FileScan(hits=tuple(hits), markers=tuple(sorted(markers.items())), binary=binary)
+    return hasher.hexdigest(), size, scanned
 
 
 def assemble(

@@ -4,8 +4,9 @@ In a git work tree (a worktree too) that is every tracked file and every
 untracked file that is not ignored, so a freshly written ``.env`` is scanned
 while ``node_modules/`` is not. Elsewhere, or when git cannot answer, the
 folder is walked and its ``.gitignore`` files are honoured with pathspec's
-gitignore matching. Either way ``.git`` internals and the root's ``.forge/``
-(Forge's own state) are left out. Listed paths may not exist (a tracked file
+gitignore matching. Either way ``.git`` internals are left out, and so is
+what Forge itself writes in the root's ``.forge/`` (its state); a file there
+that git tracks is the project's, and is scanned. Listed paths may not exist (a tracked file
 deleted in the work tree); the scan skips them.
 """
 
@@ -30,25 +31,42 @@ def listed_files(root: Path) -> tuple[list[str], bool]:
     """:func:`list_files`, and whether git listed them (False: the folder was walked)."""
     listed = _git_files(root)
     from_git = listed is not None
-    if listed is None:
-        listed = _walk_files(root)
-    return sorted({path for path in listed if wanted(path)}), from_git
+    walked = [(path, False) for path in _walk_files(root)] if listed is None else listed
+    return sorted({path for path, tracked in walked if wanted(path, tracked=tracked)}), from_git
 
 
-def wanted(path: str) -> bool:
-    """Whether a path git lists is one a scan looks at (not Forge's state, not git's)."""
+def wanted(path: str, *, tracked: bool = False) -> bool:
+    """Whether a path git lists is one a scan looks at (not Forge's state, not git's).
+
+    Under ``.forge/`` only a file git tracks: the project committed it.
+    """
     if not path or path.endswith("/"):  # an untracked nested repository
         return False
     parts = path.split("/")
-    return parts[0] != FORGE_DIR and ".git" not in parts
+    return (tracked or parts[0] != FORGE_DIR) and ".git" not in parts
 
 
-def _git_files(root: Path) -> list[str] | None:
-    # None when git is missing, refuses, or root is not a work tree: walk instead.
-    out = git_output(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+def tracked_state_files(root: Path) -> set[str] | None:
+    """The files under ``.forge/`` that git tracks (one ``git ls-files``); None: git failed."""
+    out = git_output(root, "ls-files", "-z", "--cached", "--", FORGE_DIR)
     if out is None:
         return None
-    return [os.fsdecode(raw) for raw in out.split(b"\0") if raw]
+    return {
+        path for raw in out.split(b"\0") if raw and wanted(path := os.fsdecode(raw), tracked=True)
+    }
+
+
+def _git_files(root: Path) -> list[tuple[str, bool]] | None:
+    """Each path git lists, and whether git tracks it (``-t``: ``?`` is untracked)."""
+    # None when git is missing, refuses, or root is not a work tree: walk instead.
+    out = git_output(root, "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
+    if out is None:
+        return None
+    listed = []
+    for raw in out.split(b"\0"):
+        if len(raw) > 2:
+            listed.append((os.fsdecode(raw[2:]), raw[:1] != b"?"))
+    return listed
 
 
 def _walk_files(root: Path) -> list[str]:
