@@ -436,7 +436,7 @@ class SecscanPolicy:
     max_file_bytes: int = attrs.field(
         default=1_000_000,
         validator=at_least(1),
-        metadata=_doc("Files larger than this are not scanned."),
+        metadata=_doc("Files larger than this are scanned in overlapping chunks of this size."),
     )
 
 
