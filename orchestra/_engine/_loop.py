@@ -149,8 +149,7 @@ class LoopPlan:
         choice = self.sandbox
         if choice is None:
             choice = choose_sandbox(
-                policy.sandbox.mode,
-                policy.protect,
+                policy,
                 root=self.paths.root,
                 workdir=self.workdir,
                 state_folder=self.paths.folder,
@@ -208,8 +207,7 @@ def guarded(
         policy, workdir=plan.workdir, root=paths.root, state_folder=paths.folder
     )
     sandbox = choose_sandbox(
-        policy.sandbox.mode,
-        policy.protect,
+        policy,
         root=paths.root,
         workdir=plan.workdir,
         state_folder=paths.folder,

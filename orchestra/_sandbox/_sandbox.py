@@ -7,7 +7,7 @@ from pathlib import Path
 import attrs
 
 from .._errors import ConfigError
-from .._policy import ProtectPolicy
+from .._policy import Policy
 from .._protect import ProtectSpec
 from ._detect import Availability, bubblewrap
 from ._expand import protected_paths
@@ -29,6 +29,9 @@ class Sandbox:
 
     ``workdir_spec`` holds ``[protect]``'s lists for the working tree; in a
     worktree, ``root_spec`` holds what must exist in the main checkout too.
+    ``scratch`` names files under ``.forge/`` the project's own tests write
+    (the JUnit report of ``[stagnation] junit_xml``): they stay writable, or
+    an agent running the verify command itself would see it fail.
     """
 
     program: str
@@ -37,13 +40,18 @@ class Sandbox:
     state_folder: Path
     workdir_spec: ProtectSpec
     root_spec: ProtectSpec | None = None
+    scratch: tuple[str, ...] = ()
 
     @property
     def inbox(self) -> Path:
         return inbox_of(self.state_folder)
 
-    def mounts(self) -> Mounts:
-        """The mounts for an iteration starting now (globs match what exists now)."""
+    def mounts(self, *, starting: bool = False) -> Mounts:
+        """The mounts for an iteration starting now (globs match what exists now).
+
+        Only ``starting`` an iteration creates the scratch files it mounts: a
+        plan shown in a dry run leaves the disk as it was.
+        """
         found = protected_paths(self.workdir, self.workdir_spec)
         frozen, exist = list(found.frozen), list(found.exist)
         if self.root_spec is not None:
@@ -54,6 +62,8 @@ class Sandbox:
         writable = [self.inbox]
         if self.workdir.is_relative_to(forge_dir):
             writable.append(self.workdir)  # a worktree under .forge/worktrees/
+        elif starting:
+            writable += self._scratch_files(forge_dir)
         return plan_mounts(
             workdir=self.workdir,
             forge_dir=forge_dir,
@@ -62,9 +72,25 @@ class Sandbox:
             exist=exist,
         )
 
+    def _scratch_files(self, forge_dir: Path) -> list[Path]:
+        """The scratch files under ``.forge/``, created empty when missing (a mount needs one)."""
+        found = []
+        for name in self.scratch:
+            path = self.workdir / name
+            if ".." in Path(name).parts or not path.is_relative_to(forge_dir):
+                continue
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch(exist_ok=True)
+            except OSError:
+                continue  # left read-only: a verify writing it fails, and says so
+            if path.is_file() and not path.is_symlink():
+                found.append(path)
+        return found
+
     def wrapper(self) -> tuple[Mounts, tuple[str, ...]]:
         """The mounts and the ``bwrap ... --`` that goes before the executor's command."""
-        mounts = self.mounts()
+        mounts = self.mounts(starting=True)
         return mounts, bwrap_arguments(self.program, mounts)
 
 
@@ -83,19 +109,19 @@ class SandboxChoice:
 
 
 def choose_sandbox(
-    mode: str,
-    protect: ProtectPolicy,
+    policy: Policy,
     *,
     root: Path,
     workdir: Path,
     state_folder: Path,
     availability: Availability | None = None,
 ) -> SandboxChoice:
-    """The sandbox ``[sandbox] mode`` asks for, where this machine can give it.
+    """The sandbox the policy's ``[sandbox] mode`` asks for, where this machine can give it.
 
     Raises:
         ConfigError: ``mode = "bubblewrap"`` where bubblewrap is missing or fails.
     """
+    mode, protect = policy.sandbox.mode, policy.protect
     if mode == OFF:
         return SandboxChoice(None, '[sandbox] mode = "off"')
     found = availability if availability is not None else bubblewrap()
@@ -116,5 +142,6 @@ def choose_sandbox(
         workdir_spec=ProtectSpec(protect.exist, protect.frozen),
         # A worktree's loop may reach the main checkout: what must exist there too.
         root_spec=None if same else ProtectSpec(protect.exist),
+        scratch=(policy.stagnation.junit_xml,),
     )
     return SandboxChoice(sandbox)
