@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from .._contract import (
     save_checkpoint,
     start,
 )
-from .._errors import EXIT_OK, UsageError
+from .._errors import EXIT_OK, StateError, UsageError
 from .._state import (
     BLOCKED,
     CHECKPOINT,
@@ -104,7 +107,34 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# Set by Forge in a sandboxed executor's environment (see orchestra._sandbox).
+_SANDBOX_ENV = "FORGE_SANDBOX"
+
+
+@contextlib.contextmanager
+def _state_writes(command: str) -> Iterator[None]:
+    """Inside Forge's sandbox the change's state is read-only: say so, not only the errno."""
+    try:
+        yield
+    except StateError as exc:
+        if not os.environ.get(_SANDBOX_ENV):
+            raise
+        raise StateError(
+            f"{command} cannot write the change's state from inside Forge's sandbox "
+            f"({exc.message})",
+            hint=(
+                "while an iteration runs, .forge/ is Forge's to write; run it after the "
+                'iteration, or run the loop with [sandbox] mode = "off"'
+            ),
+        ) from exc
+
+
 def checkpoint(args: argparse.Namespace, out: Output) -> int:
+    with _state_writes("forge checkpoint"):
+        return _checkpoint(args, out)
+
+
+def _checkpoint(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge checkpoint")
     update = _update_of(args)
@@ -221,6 +251,11 @@ def _summary(before: Checkpoint, after: Checkpoint, update: Update) -> str:
 
 
 def event(args: argparse.Namespace, out: Output) -> int:
+    with _state_writes("forge event"):
+        return _event(args, out)
+
+
+def _event(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge event")
     if args.name not in EVENTS:
