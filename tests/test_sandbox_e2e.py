@@ -10,7 +10,6 @@ mount point), and ``.forge/`` is read-only but for the change's inbox, where
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import sys
@@ -273,23 +272,36 @@ def test_a_sandboxed_stop_hook_verifies_records_nothing_and_the_loop_verifies(
     assert list((project.change_dir("c") / "inbox").iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "checkpoint --change c --stage iteration-1 --next-action iterate",
-        "event --change c forge.blocked --detail stuck",
-    ],
-)
-def test_state_commands_inside_the_sandbox_fail_with_a_clear_error(
-    project: Repo, command: str
+def test_checkpoint_and_event_inside_the_sandbox_are_queued_and_recorded_after(
+    project: Repo,
 ) -> None:
     said = project.root.parent / "said.txt"
-    body = f'{sys.executable} -I -m orchestra {command} > {said} 2>&1\necho "exit $?" >> {said}\n'
-    project.forge("loop", "start", "--change", "c", "--goal", "a goal")
-    done = project.forge("run", "--yes", "--change", "c", "--cmd", shell_agent(project, body))
+    forge = f"{sys.executable} -I -m orchestra"
+    body = (
+        f"{forge} checkpoint --change c --stage iteration-1 --next-action iterate > {said} 2>&1\n"
+        f"{forge} event --change c forge.blocked --detail stuck >> {said} 2>&1\n"
+        f"{forge} event --change other forge.blocked --detail theirs >> {said} 2>&1\n"
+        'echo "exit $?" >> ' + str(said) + "\n"
+    )
+    started = project.forge(
+        "loop", "start", "--change", "c", "--goal", "a goal", "--rubric", "R1: tests pass"
+    )
+    assert started.code == 0, started
+    cmd = shell_agent(project, body)
+    done = project.forge("run", "--yes", "--change", "c", "--cmd", cmd, "--max-iterations", "1")
     assert done.code in (0, 1), done
     text = said.read_text()
     assert "Traceback" not in text
-    assert "Forge's sandbox" in text, text
-    assert text.splitlines()[-1] != "exit 0"
-    assert os.environ.get("FORGE_SANDBOX") is None  # the test itself runs outside
+    assert text.count("queued for change") == 3, text
+    assert "the loop records it when the iteration ends" in text
+    # Recorded after the iteration, outside the sandbox; another change's never.
+    [checkpoint] = events(project, "c", "forge.checkpoint")
+    assert checkpoint["stage"] == "iteration-1"
+    [blocked] = events(project, "c", "forge.blocked")
+    assert blocked["detail"] == "stuck"
+    assert not project.change_dir("other").exists()
+    log = iteration_log(project, "c")
+    assert "forge: from the inbox: forge checkpoint --change c" in log
+    assert "forge event --change other forge.blocked --detail theirs: refused" in log
+    assert events(project, "c", "protect.violation") == []
+    assert list((project.change_dir("c") / "inbox").iterdir()) == []

@@ -41,6 +41,7 @@ from .._sandbox import (
     INBOX_ENV,
     SANDBOX_ENV,
     SandboxChoice,
+    apply_requests,
     choose_sandbox,
     empty_inbox,
 )
@@ -603,6 +604,22 @@ class _Loop:
         _, wrapper = sandbox.wrapper()
         return attempts, wrapper
 
+    def _apply_inbox(self, inbox: Path, number: int) -> None:
+        """Run what the agent asked of Forge's state from the sandbox, then empty the inbox.
+
+        After the check: a request writes Forge's state, which is no harm. What
+        each request did goes to the iteration's log.
+        """
+        env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
+        lines = apply_requests(
+            inbox, change=self.plan.paths.name, workdir=self.plan.workdir, env=env
+        )
+        empty_inbox(inbox)  # its report is read: nothing left there outlives the iteration
+        if lines:
+            log = self.plan.context(number).log_path
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.writelines(f"forge: from the inbox: {line}\n" for line in lines)
+
     def _sandboxed(self, context: IterationContext, wrapper: tuple[str, ...]) -> IterationContext:
         """The context inside the sandbox: its report goes to the inbox, the one place it may."""
         sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
@@ -649,11 +666,11 @@ class _Loop:
         self, number: int, label: str, sight: _Sight, tree: _Tree, hook_attempts: int
     ) -> tuple[IntegrityReport | None, Snapshot | None, _Tree, str | None]:
         """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
-        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
-        if sandbox is not None:
-            empty_inbox(sandbox.inbox)  # its report is read: nothing left there outlives it
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
+        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        if sandbox is not None:
+            self._apply_inbox(sandbox.inbox, number)
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
         after = None
