@@ -262,7 +262,8 @@ def test_a_sandboxed_stop_hook_verifies_records_nothing_and_the_loop_verifies(
     # Before the fix the hook keeps the agent fixing; after it, it lets it stop.
     first = json.loads((said / "first.json").read_text().splitlines()[-1])
     assert first["decision"] == "block"
-    assert "1 of 3 in this iteration; in Forge's sandbox: not recorded" in first["reason"]
+    assert first["reason"].startswith("forge verify: Verdict: FAIL. 1 of 3 failed verifies in")
+    assert "in this iteration; in Forge's sandbox: not recorded" in first["reason"]
     assert "Verdict: PASS (in Forge's sandbox: not recorded" in (said / "second.txt").read_text()
     # Neither verdict was recorded: the loop verified the final tree itself.
     [finished] = events(project, "c", "iteration.finished")

@@ -169,8 +169,8 @@ def _sandboxed_stop(args: argparse.Namespace, out: Output, project: Project, inb
         )
         return _answer(out, {"systemMessage": message}, note=message)
     reason = (
-        f"forge verify: Verdict: FAIL ({failures} of {limit} in this iteration; {SANDBOXED}).\n"
-        f"{failure_summary(report)}"
+        f"forge verify: Verdict: FAIL. {failures} of {limit} failed verifies in this "
+        f"iteration; {SANDBOXED}.\n{failure_summary(report)}"
     )
     return _answer(out, {"decision": "block", "reason": reason})
 
