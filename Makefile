@@ -9,6 +9,8 @@ STAMP := $(VENV)/.installed
 # at the releases their executors/<name>.toml [cli] tables pin.
 AGENT_CLIS := $(VENV)/agent-clis
 AGENT_STAMP := $(AGENT_CLIS)/.installed
+# bubblewrap: the sandbox every executor runs in (tests/test_sandbox_e2e.py).
+SANDBOX_STAMP := $(VENV)/.bubblewrap
 
 .PHONY: demo screenshot test lint typecheck pytest bench reliability docs clean
 
@@ -54,6 +56,13 @@ $(AGENT_STAMP): $(STAMP) executors/claude.toml executors/codex.toml executors/ge
 	$(BIN)/python -m orchestra._scripted install $(AGENT_CLIS)
 	touch $(AGENT_STAMP)
 
+# bubblewrap, the sandbox around every executor, from Debian's package when missing.
+$(SANDBOX_STAMP): $(STAMP)
+	@command -v bwrap >/dev/null || { \
+	  test "$$(id -u)" -eq 0 || { echo "the sandbox tests need bubblewrap (apt-get install -y bubblewrap)"; exit 2; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; }
+	touch $(SANDBOX_STAMP)
+
 test: lint typecheck pytest
 
 lint: $(STAMP)
@@ -63,7 +72,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(AGENT_STAMP)
+pytest: $(STAMP) $(AGENT_STAMP) $(SANDBOX_STAMP)
 	$(BIN)/pytest -q -n auto
 
 # Performance, measured against a baseline in the same run (not part of make test).

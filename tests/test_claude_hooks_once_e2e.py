@@ -65,7 +65,9 @@ def test_a_loop_is_never_double_hooked(repo: Repo) -> None:
     assert init.code == 0, init
     repo.write(
         "forge.toml",
-        '[verify]\ncommand = "false"\nmax_failures = 3\n\n[run]\nmax_iterations = 5\n',
+        '[verify]\ncommand = "false"\nmax_failures = 3\n\n[run]\nmax_iterations = 5\n'
+        # The hook counts each stop in the breaker: only outside the sandbox.
+        '\n[sandbox]\nmode = "off"\n',
     )
     repo.commit()
     done = repo.forge("run", "--change", "c", "--executor", "claude", "--yes", env=env)

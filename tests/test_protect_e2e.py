@@ -19,10 +19,15 @@ import pytest
 from .support import Repo, spawn_forge
 from .test_run_e2e import ANNOUNCE, ESCALATE, agent, run
 
+# These agents do the harm the sandbox would refuse outright: what is under
+# test here is the check after each iteration (restore, quarantine, stop), so
+# the sandbox is off (tests/test_sandbox_e2e.py has the kernel refuse it).
+NO_SANDBOX = '[sandbox]\nmode = "off"\n'
+
 
 @pytest.fixture
 def project(repo: Repo) -> Repo:
-    repo.write("forge.toml", '[verify]\ncommand = ""\n')
+    repo.write("forge.toml", '[verify]\ncommand = ""\n' + NO_SANDBOX)
     repo.write("specs/cart.md", "# cart\n")
     repo.write("specs/api/login.md", "# login\n")
     repo.write("AGENTS.md", "be careful\n")
@@ -110,7 +115,7 @@ def test_supervised_loop_opens_its_circuit_with_reason_integrity(project: Repo) 
     cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(fake))} {shlex.quote(str(script))}"
     project.write(
         "forge.toml",
-        '[verify]\ncommand = ""\n\n[rate_limit]\nbackend = "memory"\n\n'
+        '[verify]\ncommand = ""\n\n[rate_limit]\nbackend = "memory"\n\n' + NO_SANDBOX + "\n"
         f'[[loop]]\nchange = "harm"\ncmd = {json.dumps(cmd)}\nmax_iterations = 3\n',
     )
     project.commit("a loop")
@@ -152,7 +157,7 @@ def test_harm_done_before_an_interruption_is_restored(project: Repo, sig: signal
 
 def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
     # change "victim": its verify breaker is open after 3 failures.
-    repo.write("forge.toml", '[verify]\ncommand = "exit 1"\nspecs = []\n')
+    repo.write("forge.toml", '[verify]\ncommand = "exit 1"\nspecs = []\n' + NO_SANDBOX)
     for _ in range(3):
         repo.forge("verify", "--change", "victim")
     victim = repo.change_dir("victim")
@@ -173,6 +178,7 @@ def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
 
 
 def test_a_timeline_may_only_grow(repo: Repo) -> None:
+    repo.write("forge.toml", NO_SANDBOX)
     # Some history first: the timeline the agent will attack.
     repo.forge(
         "run", "--yes", "--change", "self1", "--cmd", "echo working", "--max-iterations", "2"

@@ -21,9 +21,14 @@ FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 PLAN = "- [ ] parse the totals\n- [ ] print the report\n"
 
 
+# The agents here delete what must exist, to test the check after the
+# iteration: the sandbox would refuse the delete outright (tests/test_sandbox_e2e.py).
+NO_SANDBOX = '[sandbox]\nmode = "off"\n'
+
+
 @pytest.fixture
 def project(repo: Repo) -> Repo:
-    repo.write("forge.toml", '[verify]\ncommand = ""\n')
+    repo.write("forge.toml", '[verify]\ncommand = ""\n' + NO_SANDBOX)
     repo.write(".ralph/fix_plan.md", PLAN)
     repo.write(".ralph/PROMPT.md", "work through the plan\n")
     repo.write(".ralphrc", "MAX_CALLS=100\n")
@@ -37,7 +42,7 @@ def _loop(repo: Repo, change: str, *steps: dict[str, Any], iterations: int = 3) 
     cmd = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))} {shlex.quote(str(script))}"
     repo.write(
         "forge.toml",
-        '[verify]\ncommand = ""\n\n[rate_limit]\nbackend = "memory"\n\n'
+        '[verify]\ncommand = ""\n\n[rate_limit]\nbackend = "memory"\n\n' + NO_SANDBOX + "\n"
         f'[[loop]]\nchange = "{change}"\ncmd = {json.dumps(cmd)}\n'
         f"max_iterations = {iterations}\n",
     )

@@ -187,8 +187,9 @@ def test_a_write_to_a_frozen_file_is_restored_after_the_iteration(
     repo: Repo, gemini: Start
 ) -> None:
     # The guard sees shell commands only: the CLI's write_file is judged after
-    # the iteration, by Forge's integrity check, which restores the file.
-    policy(repo)
+    # the iteration, by Forge's integrity check, which restores the file. (In
+    # the sandbox the kernel refuses the write itself: off, to test the check.)
+    policy(repo, extra='[sandbox]\nmode = "off"\n')
     original = (repo.root / "forge.toml").read_text()
     server, env = gemini(
         Script.of(

@@ -201,6 +201,9 @@ def test_corrupt_gate_state_is_a_gate_error(repo: Repo) -> None:
 
 def test_an_agent_rewriting_forges_own_state_is_stopped_and_undone(repo: Repo) -> None:
     spend = repo.change_dir("c") / "spend.yaml"
+    # The check after the iteration is under test: in the sandbox the kernel
+    # refuses this harm before it happens (tests/test_sandbox_e2e.py).
+    repo.write("forge.toml", '[sandbox]\nmode = "off"\n')
     cmd = agent(repo, {"print": "one\n"}, {"write": {str(spend): "tokens: [broken"}})
     done = run(repo, "--change", "c", "--cmd", cmd, "--yes", "--max-tokens", "1000000000")
     assert done.code == 1
@@ -260,7 +263,10 @@ def test_executor_learns_its_context_from_the_environment(repo: Repo) -> None:
     assert seen["FORGE_ITERATION"] == "1"
     assert seen["FORGE_MAX_ITERATIONS"] == "4"
     assert Path(seen["FORGE_STATE_DIR"]) == repo.change_dir("ctx")
-    assert Path(seen["FORGE_REPORT"]).parent.parent == repo.change_dir("ctx") / "runs"
+    # In the sandbox the report goes to the change's inbox, the one place of
+    # Forge's state an agent may write (tests/test_sandbox_e2e.py).
+    assert Path(seen["FORGE_REPORT"]) == repo.change_dir("ctx") / "inbox" / "report.json"
+    assert seen["FORGE_SANDBOX"] == "bubblewrap"
 
 
 def test_named_executor_fills_its_template(repo: Repo) -> None:
@@ -492,6 +498,8 @@ def test_a_marker_on_stderr_is_not_done(repo: Repo) -> None:
 
 def test_unwritable_spend_state_mid_run_is_a_gate_error(repo: Repo) -> None:
     folder = repo.change_dir("c")
+    # An agent that breaks Forge's state: only possible outside the sandbox.
+    repo.write("forge.toml", '[sandbox]\nmode = "off"\n')
     cmd = f"mkdir -p {folder}/spend.yaml; echo FORGE_DONE"  # a folder where a file must go
     done = run(repo, "--change", "c", "--cmd", cmd, "--yes")
     assert done.code == 1

@@ -29,6 +29,9 @@ def supervise(repo: Repo, prompt: str) -> list[dict[str, object]]:
         "forge.toml",
         '[verify]\ncommand = "test -f fixed.txt"\nspecs = []\n'
         '[rate_limit]\nbackend = "memory"\n[breaker]\non_open = "escalate"\n'
+        # A hook's verdict counts only where it can record it: in the sandbox
+        # the change's state is read-only (tests/test_sandbox_e2e.py).
+        '[sandbox]\nmode = "off"\n'
         f'[[loop]]\nchange = "c"\nexecutor = "hooked"\nmax_iterations = 1\n'
         f"prompt = {json.dumps(prompt)}\n",
     )

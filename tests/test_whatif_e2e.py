@@ -176,7 +176,9 @@ def test_a_forge_run_history_replays_with_its_hook_verdicts(repo: Repo) -> None:
     repo.write(
         "forge.toml",
         '[verify]\ncommand = "exit 1"\nspecs = []\nmax_failures = 2\n'
-        '[rate_limit]\nbackend = "memory"\n',
+        '[rate_limit]\nbackend = "memory"\n'
+        # The agent's own forge verify records only outside the sandbox.
+        '[sandbox]\nmode = "off"\n',
     )
     hook = {**write(1, "w"), "shell": f"{FORGE} verify --change c > /dev/null"}
     done = repo.forge("run", "--yes", "--change", "c", "--cmd", cmd(repo, "hooked", [hook]))

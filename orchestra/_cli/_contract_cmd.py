@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,7 @@ from .._contract import (
     save_checkpoint,
     start,
 )
-from .._errors import EXIT_OK, UsageError
+from .._errors import EXIT_OK, StateError, UsageError
 from .._state import (
     BLOCKED,
     CHECKPOINT,
@@ -104,7 +108,62 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+# Set by Forge in a sandboxed executor's environment (see orchestra._sandbox).
+_SANDBOX_ENV = "FORGE_SANDBOX"
+_INBOX_ENV = "FORGE_INBOX"
+
+
+@contextlib.contextmanager
+def _state_writes(command: str) -> Iterator[None]:
+    """Inside Forge's sandbox the change's state is read-only: say so, not only the errno."""
+    try:
+        yield
+    except StateError as exc:
+        if not os.environ.get(_SANDBOX_ENV):
+            raise
+        raise StateError(
+            f"{command} cannot write the change's state from inside Forge's sandbox "
+            f"({exc.message})",
+            hint=(
+                "while an iteration runs, .forge/ is Forge's to write; run it after the "
+                'iteration, or run the loop with [sandbox] mode = "off"'
+            ),
+        ) from exc
+
+
+def _queued(command: str, change: str, out: Output) -> bool:
+    """Inside Forge's sandbox, leave the command in the change's inbox for the loop to run.
+
+    True when it was queued; False outside a sandbox, or when the command
+    line is not this command's (run in-process by a caller of ``main``).
+    """
+    inbox = os.environ.get(_INBOX_ENV)
+    words = sys.argv[1:]
+    if not os.environ.get(_SANDBOX_ENV) or not inbox or words[:1] != [command]:
+        return False
+    from .._sandbox import queue_request
+
+    try:
+        queue_request(Path(inbox), words)
+    except OSError as exc:
+        raise StateError(
+            f"forge {command} cannot leave its request in {inbox}: {exc.strerror or exc}"
+        ) from exc
+    out.line(
+        f'{command.capitalize()}: queued for change "{change}" — inside Forge\'s sandbox the '
+        "change's state is read-only; the loop records it when the iteration ends"
+    )
+    return True
+
+
 def checkpoint(args: argparse.Namespace, out: Output) -> int:
+    if _queued("checkpoint", args.change, out):
+        return EXIT_OK
+    with _state_writes("forge checkpoint"):
+        return _checkpoint(args, out)
+
+
+def _checkpoint(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge checkpoint")
     update = _update_of(args)
@@ -221,6 +280,15 @@ def _summary(before: Checkpoint, after: Checkpoint, update: Update) -> str:
 
 
 def event(args: argparse.Namespace, out: Output) -> int:
+    if args.name not in EVENTS:
+        raise UsageError(f"unknown event {args.name!r}", hint=f"events: {', '.join(EVENTS)}")
+    if _queued("event", args.change, out):
+        return EXIT_OK
+    with _state_writes("forge event"):
+        return _event(args, out)
+
+
+def _event(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge event")
     if args.name not in EVENTS:

@@ -25,9 +25,17 @@ if TYPE_CHECKING:
     from .._policy import Layer
     from .._state import ChangePaths
     from .._verify import VerifyReport
+    from .._workspace import Project
     from ._console import Output
 
 ESCALATE = "escalate: a human should review before continuing"
+# Set by Forge in a sandboxed executor's environment (orchestra._sandbox, not
+# imported here: the hooks keep their imports cheap).
+_SANDBOX_ENV = "FORGE_SANDBOX"
+_INBOX_ENV = "FORGE_INBOX"
+# In the inbox: how many verifies the Stop hook saw fail in this iteration.
+_STOP_FAILURES = "stop-failures"
+SANDBOXED = "in Forge's sandbox: not recorded; the loop verifies the iteration after it ends"
 # Claude Code shows a hook's stderr to the user, without blocking, on this code.
 EXIT_HOOK_ERROR = 1
 _FAILURE_LINES = 5
@@ -92,6 +100,8 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
     start = Path(os.environ.get("CLAUDE_PROJECT_DIR") or event_cwd(event))
     project = find_project(start, Path(args.config) if args.config else None)
     change = args.change or os.environ.get("FORGE_CHANGE") or default_change(project.root)
+    if os.environ.get(_SANDBOX_ENV) and os.environ.get(_INBOX_ENV):
+        return _sandboxed_stop(args, out, project, Path(os.environ[_INBOX_ENV]))
     paths = _change_paths(project.root, change)
     before = read_breaker(paths).after
     if before.gate_open:
@@ -127,6 +137,58 @@ def _stop(args: argparse.Namespace, out: Output) -> int:
         return _answer(out, {"systemMessage": message}, note=message)
     reason = f"forge verify: Verdict: FAIL. {line}\n{failure_summary(report)}"
     return _answer(out, {"decision": "block", "reason": reason})
+
+
+def _sandboxed_stop(args: argparse.Namespace, out: Output, project: Project, inbox: Path) -> int:
+    """The Stop hook inside Forge's sandbox, where the change's state is read-only.
+
+    It still verifies, so a failing verify keeps the agent fixing, but it
+    records nothing: whatever it could write, the agent could forge, so the
+    loop verifies the tree the iteration ends with itself. Its own bound is
+    ``[verify] max_failures`` failed verifies in one iteration, counted in the
+    inbox: past it, the agent may stop and the loop's verify decides.
+    """
+    from .._secscan import output_redactor
+    from .._verify import run_verify
+    from ._common import policy_from
+    from ._trio_run import run_interruptible
+
+    policy = policy_from(project, _loop_verify(args), args).policy
+    redact = output_redactor(policy.secscan, root=project.root)
+    report = run_interruptible(
+        run_verify, project.root, policy.verify, policy.run.grace.seconds, redact
+    )
+    if report.passed:
+        return _answer(out, None, note=f"forge: Verdict: PASS ({SANDBOXED})")
+    failures = _count_failure(inbox)
+    limit = policy.verify.max_failures
+    if failures >= limit:
+        message = (
+            f"forge: Verdict: FAIL — {failures} failed verifies in this iteration "
+            f"(max_failures = {limit}); {SANDBOXED}"
+        )
+        return _answer(out, {"systemMessage": message}, note=message)
+    reason = (
+        f"forge verify: Verdict: FAIL. {failures} of {limit} failed verifies in this "
+        f"iteration; {SANDBOXED}.\n{failure_summary(report)}"
+    )
+    return _answer(out, {"decision": "block", "reason": reason})
+
+
+def _count_failure(inbox: Path) -> int:
+    """Add one to the inbox's count of failed verifies and return it (1 when unreadable)."""
+    path = inbox / _STOP_FAILURES
+    try:
+        count = int(path.read_text(encoding="ascii").strip() or 0) + 1
+    except (OSError, ValueError):
+        count = 1
+    try:
+        path.write_text(f"{count}\n", encoding="ascii")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot count the Stop hook's verifies in {inbox}: {exc.strerror or exc}"
+        ) from exc
+    return count
 
 
 def _loop_verify(args: argparse.Namespace) -> list[Layer]:

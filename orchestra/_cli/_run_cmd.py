@@ -184,6 +184,7 @@ def print_plan(plan: LoopPlan, policy: Policy, out: Output, *, verify_done: bool
         out.line("  budget:   no ceiling configured — the spend budget gate stays closed")
     out.line(f"  secscan:  {secscan_summary(policy)}")
     out.line(f"  protect:  {protect_summary(policy)}")
+    out.line(f"  sandbox:  {plan.describe_sandbox(policy)}")
     out.line(f"  circuit:  {circuit_summary()}")
     out.line(f"  limit:    {limit_summary(policy)}")
     out.line(f"  done:     {done_summary(verify_done)}")

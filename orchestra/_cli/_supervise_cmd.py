@@ -315,6 +315,7 @@ def _print_loop_plan(loop: LoopRun, out: Output) -> None:
     if loop.setup.worktree:
         where += f" (worktree .forge/worktrees/{loop.setup.change} from {loop.setup.base})"
     out.line(f"  in:       {where}")
+    out.line(f"  sandbox:  {loop.plan.describe_sandbox(policy)}")
     out.line(f"  verify:   {policy.verify.command or '(none)'} after each iteration")
     if breaker.on_open == "escalate":
         circuit = "a trip escalates at once"

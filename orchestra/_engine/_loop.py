@@ -36,6 +36,15 @@ from .._policy import Policy, policy_as_dict, verify_digest
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
 from .._ratelimit import RateLimiter
 from .._redact import Redact
+from .._sandbox import (
+    BUBBLEWRAP,
+    INBOX_ENV,
+    SANDBOX_ENV,
+    SandboxChoice,
+    apply_requests,
+    choose_sandbox,
+    empty_inbox,
+)
 from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
@@ -111,6 +120,8 @@ class LoopPlan:
     integrity: IntegrityCheck | None = None
     # Secrets in executor output are redacted before anything keeps it.
     redact: Redact | None = None
+    # The sandbox the executor runs in, or why there is none (None: not chosen yet).
+    sandbox: SandboxChoice | None = None
 
     def context(
         self, number: int, strategy: Strategy | None = None, question: str | None = None
@@ -133,6 +144,18 @@ class LoopPlan:
 
     def describe_executor(self) -> str:
         return self.executor.describe(self.context(1).placeholders())
+
+    def describe_sandbox(self, policy: Policy) -> str:
+        """The protection in force, for the plan: the sandbox and what it mounts, or why none."""
+        choice = self.sandbox
+        if choice is None:
+            choice = choose_sandbox(
+                policy,
+                root=self.paths.root,
+                workdir=self.workdir,
+                state_folder=self.paths.folder,
+            )
+        return choice.describe()
 
 
 @attrs.frozen
@@ -172,16 +195,29 @@ def guarded(
     """A loop as every command runs it: its plan guarded, its settings with the secret scan.
 
     The plan gains the integrity check of its working tree and of every
-    change's state, and the redaction of the secrets the project's scan knows;
-    the settings carry the scan's gate and the shared limiter.
+    change's state, the sandbox ``[sandbox]`` asks for, and the redaction of
+    the secrets the project's scan knows; the settings carry the scan's gate
+    and the shared limiter.
+
+    Raises:
+        ConfigError: ``[sandbox] mode = "bubblewrap"`` where bubblewrap does not work.
     """
     paths = plan.paths
     scanner = project_scanner(policy.secscan, root=paths.root, workdir=plan.workdir)
     integrity = integrity_check(
         policy, workdir=plan.workdir, root=paths.root, state_folder=paths.folder
     )
+    sandbox = choose_sandbox(
+        policy,
+        root=paths.root,
+        workdir=plan.workdir,
+        state_folder=paths.folder,
+    )
     plan = attrs.evolve(
-        plan, integrity=integrity, redact=scanner.redact if scanner is not None else None
+        plan,
+        integrity=integrity,
+        redact=scanner.redact if scanner is not None else None,
+        sandbox=sandbox,
     )
     secscan = SecscanGate(scanner, paths.secscan_markers)
     return plan, LoopSettings(policy, rules, secscan, limiter, wall_clock)
@@ -480,10 +516,10 @@ class _Loop:
         self.progress.status = "probing" if probing else "running"
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
-        hook_attempts = await _in_thread(self._before_executor, number)
+        hook_attempts, wrapper = await _in_thread(self._before_executor, number)
         strategy = in_force_for(state, self.policy, self.settings.rules)
         self.progress.recovery = strategy.describe() if strategy is not None else ""
-        context = self.plan.context(number, strategy, between.question)
+        context = self._sandboxed(self.plan.context(number, strategy, between.question), wrapper)
         if self.plan.executor.verifies_at_stop:
             context = attrs.evolve(context, extra_env=(*context.extra_env, self._loop_verify()))
         began = self.settings.wall_clock()
@@ -548,10 +584,12 @@ class _Loop:
 
     # -- blocking steps, each run in one worker thread ------------------------
 
-    def _before_executor(self, number: int) -> int:
+    def _before_executor(self, number: int) -> tuple[int, tuple[str, ...]]:
         """Record the start (counted as used: a rerun goes on after it) and arm the check.
 
-        Returns the breaker's attempts before the iteration (see :meth:`_hook_verdict`).
+        Returns the breaker's attempts before the iteration (see :meth:`_hook_verdict`),
+        and the sandbox's ``bwrap ... --`` (empty without one), its mounts
+        found as the protected paths stand now, its inbox emptied.
         """
         self.store.begin(IterationStarted(run_id=self.plan.run_id, iteration=number))
         attempts = 0
@@ -559,7 +597,44 @@ class _Loop:
             attempts = read_breaker(self.plan.paths).after.total_attempts
         if self.plan.integrity is not None:
             self.plan.integrity.arm()
-        return attempts
+        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        if sandbox is None:
+            return attempts, ()
+        empty_inbox(sandbox.inbox)
+        _, wrapper = sandbox.wrapper()
+        return attempts, wrapper
+
+    def _apply_inbox(self, inbox: Path, number: int) -> None:
+        """Run what the agent asked of Forge's state from the sandbox, then empty the inbox.
+
+        After the check: a request writes Forge's state, which is no harm. What
+        each request did goes to the iteration's log.
+        """
+        env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
+        lines = apply_requests(
+            inbox, change=self.plan.paths.name, workdir=self.plan.workdir, env=env
+        )
+        empty_inbox(inbox)  # its report is read: nothing left there outlives the iteration
+        if lines:
+            log = self.plan.context(number).log_path
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.writelines(f"forge: from the inbox: {line}\n" for line in lines)
+
+    def _sandboxed(self, context: IterationContext, wrapper: tuple[str, ...]) -> IterationContext:
+        """The context inside the sandbox: its report goes to the inbox, the one place it may."""
+        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        if sandbox is None or not wrapper:
+            return context
+        return attrs.evolve(
+            context,
+            wrapper=wrapper,
+            report_path=sandbox.inbox / "report.json",
+            extra_env=(
+                *context.extra_env,
+                (SANDBOX_ENV, BUBBLEWRAP),
+                (INBOX_ENV, str(sandbox.inbox)),
+            ),
+        )
 
     def _loop_verify(self) -> tuple[str, str]:
         """The loop's ``[verify]``, for the Stop hook whose verdict is the iteration's."""
@@ -593,6 +668,9 @@ class _Loop:
         """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
+        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        if sandbox is not None:
+            self._apply_inbox(sandbox.inbox, number)
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
         after = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,6 +39,8 @@ class IterationContext:
     prompt: str = ""
     # Extra FORGE_* variables for this iteration (the recovery strategy in force).
     extra_env: tuple[tuple[str, str], ...] = ()
+    # What the executor's command runs inside (``bwrap ... --``, the sandbox), if anything.
+    wrapper: tuple[str, ...] = ()
 
     def placeholders(self) -> dict[str, str]:
         return {
@@ -179,8 +182,12 @@ async def run_iteration(
     env = context.environment(executor.environment())
     if executor.templated and executor.spec.shell_guard:
         env.update(shell_guard_environment(context.state_dir, env))
+    argv = executor.argv(context.placeholders(), session=session)
+    # A program that is not found keeps its own "could not start", not the sandbox's word.
+    if context.wrapper and argv and _found(argv[0], env, context.workdir):
+        argv = [*context.wrapper, *argv]
     process = await run_process(
-        executor.argv(context.placeholders(), session=session),
+        argv,
         cwd=context.workdir,
         env=env,
         time_limit=time_limit,
@@ -204,3 +211,10 @@ async def run_iteration(
         estimated_cost=estimate_cost(executor.spec, observation),
         unpriced=unpriced_models(executor.spec, observation),
     )
+
+
+def _found(program: str, env: Mapping[str, str], cwd: Path) -> bool:
+    """Whether ``program`` names something executable, as the executor's start would find it."""
+    if "/" in program:
+        return os.access(cwd / program, os.X_OK)
+    return shutil.which(program, path=env.get("PATH")) is not None

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._model import RecoveryPolicy as RecoveryPolicy
     from ._model import ReportPolicy as ReportPolicy
     from ._model import RunPolicy as RunPolicy
+    from ._model import SandboxPolicy as SandboxPolicy
     from ._model import SecscanPolicy as SecscanPolicy
     from ._model import StagnationPolicy as StagnationPolicy
     from ._model import StagnationWeights as StagnationWeights
@@ -97,6 +98,7 @@ if not TYPE_CHECKING:
                 "ProtectPolicy",
                 "RateLimitPolicy",
                 "RunPolicy",
+                "SandboxPolicy",
                 "SEVERITIES",
                 "SecscanPolicy",
                 "StagnationPolicy",

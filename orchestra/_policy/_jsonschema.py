@@ -43,6 +43,7 @@ LOOP_POLICY_TABLES = (
     "stagnation",
     "recovery",
     "alerts",
+    "sandbox",
 )
 
 # A [[loop]] table's own keys. The class that reads them belongs to the

@@ -407,6 +407,31 @@ class ProtectPolicy:
     )
 
 
+SANDBOX_MODES = ("auto", "bubblewrap", "off")
+
+
+@_table
+@attrs.frozen
+class SandboxPolicy:
+    """``[sandbox]``: the kernel sandbox every executor runs in.
+
+    Inside it the agent's whole process tree cannot write a frozen path, cannot
+    delete or rename a path that must exist, and finds ``.forge/`` read-only
+    (but for its change's inbox). The guard hook and the check after each
+    iteration stay in force either way.
+    """
+
+    mode: str = attrs.field(
+        default="auto",
+        validator=in_choices(SANDBOX_MODES),
+        metadata=_doc(
+            '"auto": bubblewrap where it is installed and works, else the guard and the check '
+            'after each iteration alone; "bubblewrap": refuse to start without it; "off": no '
+            "sandbox."
+        ),
+    )
+
+
 SEVERITIES = ("low", "medium", "high", "critical")
 
 
@@ -816,6 +841,9 @@ class Policy:
     )
     protect: ProtectPolicy = attrs.field(
         factory=ProtectPolicy, metadata=_doc("Protected paths: checked after every iteration.")
+    )
+    sandbox: SandboxPolicy = attrs.field(
+        factory=SandboxPolicy, metadata=_doc("The sandbox every executor runs in.")
     )
     secscan: SecscanPolicy = attrs.field(
         factory=SecscanPolicy, metadata=_doc("The secret scan and its gate.")

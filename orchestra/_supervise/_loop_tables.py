@@ -22,7 +22,16 @@ from .._policy import (
 )
 
 # Tables a loop may override; the limiter and the supervisor itself are shared.
-PER_LOOP_TABLES = ("verify", "run", "budget", "breaker", "stagnation", "recovery", "alerts")
+PER_LOOP_TABLES = (
+    "verify",
+    "run",
+    "budget",
+    "breaker",
+    "stagnation",
+    "recovery",
+    "alerts",
+    "sandbox",
+)
 _TABLE_CLASSES: dict[str, type] = {
     field.name: field.type
     for field in attrs.fields(Policy)
@@ -62,6 +71,7 @@ class LoopTable:
     stagnation: dict[str, Any] = attrs.field(factory=dict)
     recovery: dict[str, Any] = attrs.field(factory=dict)
     alerts: dict[str, Any] = attrs.field(factory=dict)
+    sandbox: dict[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -113,6 +113,9 @@ def test_verifies_a_reset_and_runs_racing_lose_no_update(repo: Repo) -> None:
 
 def test_the_agents_stop_hook_verify_during_a_run_iteration_is_kept(repo: Repo) -> None:
     failing_policy(repo, max_failures=1000)
+    # Only outside the sandbox can the hook record: inside, .forge/ is read-only.
+    policy = repo.root / "forge.toml"
+    policy.write_text(policy.read_text() + '\n[sandbox]\nmode = "off"\n')
     assert repo.forge("verify", "--change", "c").code == 0  # the breaker file exists
     # What Claude Code's Stop hook does inside an iteration (FORGE_CHANGE is set by forge run).
     cmd = f"echo '{{}}' | {FORGE} hook stop >/dev/null; echo FORGE_DONE"

@@ -1,0 +1,34 @@
+"""The inbox: the one folder of Forge's state an agent in the sandbox may write.
+
+``.forge/changes/<change>/inbox/`` stays writable inside the sandbox. What the
+agent legitimately hands Forge (its ``$FORGE_REPORT``) goes there; Forge
+reads it after the iteration and empties the folder, so nothing an agent left
+there outlives its iteration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+INBOX = "inbox"
+
+
+def inbox_of(state_folder: Path) -> Path:
+    """The inbox of the change whose state is in ``state_folder``."""
+    return state_folder / INBOX
+
+
+def empty_inbox(inbox: Path) -> None:
+    """Create ``inbox`` if missing and remove whatever is in it (links, not their targets)."""
+    inbox.mkdir(parents=True, exist_ok=True)
+    with os.scandir(inbox) as entries:
+        for entry in entries:
+            path = Path(entry.path)
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()

@@ -1,0 +1,122 @@
+"""Requests through the inbox: ``forge checkpoint`` and ``forge event`` from inside the sandbox.
+
+Inside the sandbox the change's state is read-only, so these two commands do
+not write it: they leave their command line in the inbox's ``requests/``
+folder, and the loop runs each one, outside the sandbox, once the iteration
+has ended and its check is done. Only those two commands, only for the loop's
+own change, and never with another policy file (``--config``): a request can
+do no more than the agent could do with the command outside a sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+REQUESTS = "requests"
+REQUEST_COMMANDS = ("checkpoint", "event")
+_MAX_REQUESTS = 100
+_MAX_REQUEST_BYTES = 64 * 1024
+_APPLY_SECONDS = 120.0
+
+
+@attrs.frozen
+class Request:
+    """One command line left in the inbox (the words after ``forge``)."""
+
+    name: str
+    argv: tuple[str, ...]
+
+
+def queue_request(inbox: Path, argv: Sequence[str]) -> Path:
+    """Leave ``argv`` in the inbox for the loop to run after the iteration; returns its file."""
+    folder = inbox / REQUESTS
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{time.time_ns():020d}-{os.getpid()}.json"
+    temporary = folder / f".{name}.tmp"
+    temporary.write_text(json.dumps({"argv": list(argv)}), encoding="utf-8")
+    temporary.rename(folder / name)  # whole or not at all: the loop never reads half a request
+    return folder / name
+
+
+def _change_of(argv: Sequence[str]) -> str | None:
+    for index, word in enumerate(argv):
+        if word == "--change" and index + 1 < len(argv):
+            return argv[index + 1]
+        if word.startswith("--change="):
+            return word.partition("=")[2]
+    return None
+
+
+def refusal(argv: Sequence[str], change: str) -> str | None:
+    """Why the loop will not run this request, or None when it will."""
+    if not argv or argv[0] not in REQUEST_COMMANDS:
+        return "only forge checkpoint and forge event are run from the inbox"
+    if any(word == "--config" or word.startswith("--config=") for word in argv):
+        return "a request may not name another policy file (--config)"
+    if _change_of(argv) != change:
+        return f"a request must name the loop's own change (--change {change})"
+    return None
+
+
+def read_requests(inbox: Path) -> tuple[list[Request], list[str]]:
+    """The requests in the inbox, oldest first, and a line for each one that is unreadable."""
+    folder = inbox / REQUESTS
+    try:
+        names = sorted(
+            entry.name
+            for entry in os.scandir(folder)
+            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
+        )
+    except OSError:
+        return [], []
+    found: list[Request] = []
+    problems: list[str] = []
+    for name in names[:_MAX_REQUESTS]:
+        try:
+            raw = (folder / name).read_bytes()[: _MAX_REQUEST_BYTES + 1]
+            data = json.loads(raw) if len(raw) <= _MAX_REQUEST_BYTES else None
+        except (OSError, ValueError):
+            data = None
+        argv = data.get("argv") if isinstance(data, dict) else None
+        if not isinstance(argv, list) or not all(isinstance(word, str) for word in argv):
+            problems.append(f"{name}: not a request; ignored")
+            continue
+        found.append(Request(name, tuple(argv)))
+    if len(names) > _MAX_REQUESTS:
+        problems.append(f"{len(names) - _MAX_REQUESTS} request(s) past {_MAX_REQUESTS}; ignored")
+    return found, problems
+
+
+def apply_requests(inbox: Path, *, change: str, workdir: Path, env: Mapping[str, str]) -> list[str]:
+    """Run every request in the inbox, outside the sandbox; one line per request on how it went."""
+    requests, lines = read_requests(inbox)
+    for request in requests:
+        shown = "forge " + " ".join(request.argv)
+        why = refusal(request.argv, change)
+        if why is not None:
+            lines.append(f"{shown}: refused: {why}")
+            continue
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "orchestra", *request.argv],
+                cwd=workdir,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_APPLY_SECONDS,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            lines.append(f"{shown}: could not run: {exc}")
+            continue
+        said = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
+        lines.append(f"{shown}: exit {done.returncode}" + (f"\n{said}" if said else ""))
+    return lines
