@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import attrs
@@ -29,7 +30,16 @@ from ._diff import ADDED, MODIFIED, Violation, violations
 from ._manifest import Manifest, Scope, Settled, Tracked, content_digest, take_manifest
 from ._others import OtherChanges
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import CHANGES, GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
+from ._spec import (
+    CHANGES,
+    GROWS,
+    TIMELINE,
+    TIMELINES,
+    WAIVERS_FILE,
+    ProtectSpec,
+    forge_state_entries,
+    sealed_state,
+)
 
 INTEGRITY = "integrity"
 
@@ -70,6 +80,8 @@ class IntegrityCheck:
     store: SnapshotStore
     quarantine: Path
     before: Manifest | None = None
+    # The waivers file's name (the policy's): Forge state that must not appear.
+    waivers: str = WAIVERS_FILE
     # Where each forge-writes journal stood when the manifest was taken.
     journals: dict[str, int] = attrs.field(factory=dict)
     # Small files' content read by the last inspect, by hash: the next arm's
@@ -106,7 +118,7 @@ class IntegrityCheck:
         after = take_manifest(self.scopes, before, seen, settled=self._settled())
         found: Sequence[Violation] = [
             v
-            for v in violations(before, after)
+            for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
             if not self._forge_wrote(v, after) and not _appended(v, before, self.store)
         ]
         if not found:
@@ -205,6 +217,7 @@ def integrity_check(
         scopes=tuple(scopes),
         store=SnapshotStore(folder / "snapshots"),
         quarantine=folder / "quarantine",
+        waivers=policy.secscan.waivers,
     )
 
 
