@@ -25,10 +25,19 @@ import attrs
 
 from .._names import CHANGE_NAME
 from .._policy import Policy
-from .._state import FORGE_WRITES
+from .._state import FORGE_WRITES, ChangePaths
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import Manifest, Scope, Settled, Tracked, content_digest, take_manifest
+from ._manifest import FILE, Manifest, Scope, Settled, Tracked, content_digest, take_manifest
 from ._others import OtherChanges
+from ._pending import (
+    KEPT,
+    PENDING,
+    DurableCopies,
+    Pending,
+    clear_pending,
+    read_pending,
+    write_pending,
+)
 from ._restore import Repair, SnapshotStore, repair
 from ._spec import (
     CHANGES,
@@ -82,6 +91,18 @@ class IntegrityCheck:
     before: Manifest | None = None
     # The waivers file's name (the policy's): Forge state that must not appear.
     waivers: str = WAIVERS_FILE
+    # The change whose loop this is: where the armed check is kept on disk
+    # (see _pending) and a check finished after a kill is recorded. None: neither.
+    change: ChangePaths | None = None
+    # What the first arm found a killed loop's agent did, and put back.
+    recovered: IntegrityReport | None = None
+    _resumed: bool = attrs.field(default=False, init=False, repr=False)
+    _durable: DurableCopies = attrs.field(init=False, repr=False)
+
+    @_durable.default
+    def _durable_default(self) -> DurableCopies:
+        return DurableCopies(self.store.folder.parent / KEPT)
+
     # Where each forge-writes journal stood when the manifest was taken.
     journals: dict[str, int] = attrs.field(factory=dict)
     # Small files' content read by the last inspect, by hash: the next arm's
@@ -89,7 +110,14 @@ class IntegrityCheck:
     _seen: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
 
     def arm(self) -> Manifest:
-        """Record the protected paths as they are now (before an iteration)."""
+        """Record the protected paths as they are now (before an iteration).
+
+        The first arm of a loop first finishes the check a killed loop on the
+        same change left pending (see :mod:`._pending`).
+        """
+        if not self._resumed:
+            self._resumed = True
+            self.recovered = self._finish_pending()
         contents, self._seen = self._seen, {}
         # No agent runs between iterations: an append-only file is read past
         # what the last manifest hashed of it, not whole (see _appendonly).
@@ -109,7 +137,57 @@ class IntegrityCheck:
         }
         self.store.keep(manifest, contents)
         self.before = manifest
+        if self.change is not None:
+            try:
+                self._durable.keep(manifest, self.store)
+                write_pending(self._pending, manifest, self.journals, self.change.timeline)
+            except OSError:
+                # Only the kill of Forge is left unguarded: the check itself
+                # runs from memory as before.
+                clear_pending(self._pending)
         return manifest
+
+    @property
+    def _pending(self) -> Path:
+        return self.store.folder.parent / PENDING
+
+    def _finish_pending(self) -> IntegrityReport | None:
+        """The check a loop armed and never made (it was killed): made now, and recorded."""
+        if self.change is None:
+            return None
+        pending = read_pending(self._pending)
+        if pending is None:
+            clear_pending(self._pending)  # torn or foreign: nothing to finish from
+            return None
+        before = pending.manifest
+        self.journals = pending.journals
+        after = take_manifest(self.scopes)
+        found = [
+            v
+            for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
+            if not self._forge_wrote(v, after) and not _only_grew(v, before)
+        ]
+        if not found:
+            clear_pending(self._pending)
+            return None
+        label = f"{pending.run_id or 'killed'}-{pending.iteration or 0}-after-kill"
+        kept = [v for v in found if self._restorable(v, before)]
+        repairs = repair(kept, before, self._durable.store(), self.quarantine / label)
+        repairs += [
+            Repair(v, "not restored: an append-only file's content is not kept on disk")
+            for v in found
+            if v not in kept
+        ]
+        report = IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
+        _record_after_kill(self.change, pending, report)
+        clear_pending(self._pending)
+        return report
+
+    def _restorable(self, violation: Violation, before: Manifest) -> bool:
+        node = before.nodes.get(violation.path)
+        if node is None or node.kind != FILE or node.digest is None:
+            return True  # an addition, a folder, a link: nothing to read back
+        return (self._durable.folder / node.digest).is_file()
 
     def inspect(self, label: str) -> IntegrityReport:
         """Compare with the armed manifest; restore whatever was harmed."""
@@ -124,12 +202,14 @@ class IntegrityCheck:
         if not found:
             self.before = after
             self._seen = seen
+            clear_pending(self._pending)
             return IntegrityReport(checked=len(after.nodes))
         repairs = repair(found, before, self.store, self.quarantine / label)
         for done in repairs:
             if done.violation.protection == GROWS and done.restored and done.quarantined:
                 _keep_later_events(done.violation.path, done.quarantined)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
+        clear_pending(self._pending)
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
 
     def _settled(self) -> Settled | None:
@@ -171,6 +251,9 @@ class IntegrityCheck:
 
     def finish(self) -> None:
         """Drop snapshots on disk the last manifest no longer needs."""
+        clear_pending(self._pending)
+        if self.change is not None:
+            self._durable.drop()
         if self.before is not None:
             self.store.prune(self.before)
 
@@ -218,6 +301,7 @@ def integrity_check(
         store=SnapshotStore(folder / "snapshots"),
         quarantine=folder / "quarantine",
         waivers=policy.secscan.waivers,
+        change=ChangePaths(root, own) if own else None,
     )
 
 
@@ -278,6 +362,35 @@ def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> b
     if held is not None:
         return head == held
     return len(head) == node.size and content_digest(head) == node.digest
+
+
+def _only_grew(violation: Violation, before: Manifest) -> bool:
+    """An append-only file that still begins with what was recorded of it (by hash)."""
+    if violation.protection != GROWS or violation.harm != MODIFIED:
+        return False
+    node = before.nodes[violation.path]
+    if node.digest is None:
+        return False
+    try:
+        with open(violation.path, "rb") as handle:
+            head = handle.read(node.size)
+    except OSError:
+        return False
+    return len(head) == node.size and content_digest(head) == node.digest
+
+
+def _record_after_kill(change: ChangePaths, pending: Pending, report: IntegrityReport) -> None:
+    """The ``protect.violation`` the killed loop would have written, marked as found later."""
+    from .._state import ProtectViolation, append_event, exclusive_lock
+
+    event = ProtectViolation(
+        run_id=pending.run_id or "",
+        iteration=pending.iteration or 0,
+        harmed=report.as_record(),
+        extra={"found": "by the next run on the change: the loop that armed the check was killed"},
+    )
+    with exclusive_lock(change.lock):
+        append_event(change.timeline, change.name, event)
 
 
 def _keep_later_events(path: str, harmed: str) -> None:

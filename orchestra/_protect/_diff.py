@@ -58,13 +58,16 @@ def violations(
         elif protection in (FROZEN, GROWS) and not node.same_content(now):
             # Content, link target or permissions; a folder's own times may move.
             found.append(Violation(path, name, protection, MODIFIED))
-    for path, _node in after.nodes.items():
+    for path, node in after.nodes.items():
         if path in before.nodes or after.protection.get(path) != FROZEN:
             continue
         parent = os.path.dirname(path)
         earlier_parent = before.nodes.get(parent)
         in_frozen_folder = earlier_parent is not None and earlier_parent.kind == DIRECTORY
-        if in_frozen_folder or (sealed is not None and sealed(after.names[path])):
+        # A folder where a state file goes holds no decision: Forge's next
+        # write of that file fails, and the loop stops on its state gate.
+        born = node.kind != DIRECTORY and sealed is not None and sealed(after.names[path])
+        if in_frozen_folder or born:
             name = after.names[path]
             found.append(Violation(path, name, FROZEN, ADDED))
     return sorted(found, key=lambda v: v.path)
