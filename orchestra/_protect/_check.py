@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -161,7 +161,9 @@ class IntegrityCheck:
             return None
         before = pending.manifest
         self.journals = pending.journals
-        after = take_manifest(self.scopes)
+        # The paths recorded, looked at again whatever the policy now protects
+        # (a path no longer listed is not thereby gone); additions as it says.
+        after = take_manifest([_Recorded(before), *self.scopes])
         found = [
             v
             for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
@@ -362,6 +364,17 @@ def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> b
     if held is not None:
         return head == held
     return len(head) == node.size and content_digest(head) == node.digest
+
+
+@attrs.frozen
+class _Recorded:
+    """The paths a recorded manifest holds, to be taken again as they are now."""
+
+    manifest: Manifest
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        for path, mode in self.manifest.protection.items():
+            yield path, self.manifest.names[path], mode
 
 
 def _only_grew(violation: Violation, before: Manifest) -> bool:
