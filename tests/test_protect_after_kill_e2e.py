@@ -90,3 +90,52 @@ def test_a_run_that_was_not_killed_leaves_nothing_pending(project: Repo) -> None
     assert project.forge("run", "--change", "c", "--cmd", script, "--yes").code == 0
     assert (project.root / "forge.toml").read_text() == _POLICY + "# tuned\n"
     assert _events(project, "c", "protect.violation") == []
+
+
+def test_deleting_the_iteration_logs_and_the_rate_limit_log_is_undone(project: Repo) -> None:
+    attack = _script(
+        project,
+        "wipe.sh",
+        'if [ "$FORGE_ITERATION" = 2 ]; then\n'
+        "  rm -rf .forge/changes/c/runs .forge/ratelimit.sqlite3\n"
+        "fi\necho working",
+    )
+    done = project.forge("run", "--change", "c", "--cmd", attack, "--yes")
+    assert done.code == 1, done.err
+    assert "  gate:   integrity" in done.lines
+    [violation] = _events(project, "c", "protect.violation")
+    [started, _] = _events(project, "c", "iteration.started")
+    run = f".forge/changes/c/runs/{started['run_id']}"
+    harmed = {h["path"]: (h["harm"], h["action"]) for h in violation["harmed"]}
+    assert harmed == {
+        ".forge/changes/c/runs": ("deleted", "restored"),
+        run: ("deleted", "restored"),
+        f"{run}/iteration-1.log": ("deleted", "restored"),
+        ".forge/ratelimit.sqlite3": ("deleted", "restored"),
+    }
+    assert "working" in (project.root / run / "iteration-1.log").read_text()
+    # The restored log of the window still works: the next run takes a permit from it.
+    assert (
+        project.forge(
+            "run", "--change", "d", "--cmd", _script(project, "d.sh", "echo FORGE_DONE"), "--yes"
+        ).code
+        == 0
+    )
+
+
+def test_an_earlier_iteration_log_rewritten_is_put_back(project: Repo) -> None:
+    attack = _script(
+        project,
+        "rewrite.sh",
+        'if [ "$FORGE_ITERATION" = 2 ]; then\n'
+        '  for log in .forge/changes/c/runs/*/iteration-1.log; do echo nothing > "$log"; done\n'
+        "fi\necho evidence",
+    )
+    done = project.forge("run", "--change", "c", "--cmd", attack, "--yes")
+    assert done.code == 1, done.err
+    [violation] = _events(project, "c", "protect.violation")
+    [harm] = violation["harmed"]
+    assert harm["path"].endswith("/iteration-1.log")
+    assert (harm["harm"], harm["action"]) == ("modified", "restored")
+    [log] = (project.change_dir("c") / "runs").glob("*/iteration-1.log")
+    assert "evidence" in log.read_text()

@@ -9,7 +9,8 @@ its hash and its snapshot are reused. What changed (Forge's own state, written
 between iterations) is read once, for its hash and its snapshot together; of
 an append-only timeline, only what was appended is hashed. Folders nothing
 protects (a change's ``runs/``) are never walked: the cost follows what is
-protected, not how long the loop has run.
+protected, not how long the loop has run (the running run's own logs are named, see
+``_runlogs``).
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ from ._pending import (
     PENDING,
     DurableCopies,
     Pending,
+    armed_for,
     clear_pending,
     read_pending,
     write_pending,
 )
 from ._restore import Repair, SnapshotStore, repair
+from ._runlogs import RunLogs
 from ._spec import (
     CHANGES,
     GROWS,
@@ -47,6 +50,7 @@ from ._spec import (
     WAIVERS_FILE,
     ProtectSpec,
     forge_state_entries,
+    normalize,
     sealed_state,
 )
 
@@ -118,6 +122,10 @@ class IntegrityCheck:
         if not self._resumed:
             self._resumed = True
             self.recovered = self._finish_pending()
+        armed = armed_for(self.change.timeline) if self.change is not None else (None, None)
+        for scope in self.scopes:
+            if isinstance(scope, RunLogs):
+                scope.follow(*armed)
         contents, self._seen = self._seen, {}
         # No agent runs between iterations: an append-only file is read past
         # what the last manifest hashed of it, not whole (see _appendonly).
@@ -140,7 +148,7 @@ class IntegrityCheck:
         if self.change is not None:
             try:
                 self._durable.keep(manifest, self.store)
-                write_pending(self._pending, manifest, self.journals, self.change.timeline)
+                write_pending(self._pending, manifest, self.journals, armed)
             except OSError:
                 # Only the kill of Forge is left unguarded: the check itself
                 # runs from memory as before.
@@ -272,6 +280,9 @@ def integrity_check(
     that the check costs no more with every other loop and its history.
     """
     protect = policy.protect
+    # The shared rate-limit log must exist: deleting it would forget the calls
+    # every loop made in the window (it is rewritten all the time: not frozen).
+    exist = protect.exist + _rate_limit_log(policy)
     own = _own_change(root, state_folder)
     state = forge_state_entries(own or "*", policy.secscan.waivers)
     timelines = (f"{CHANGES}/{own}/{TIMELINE}",) if own else (TIMELINES,)
@@ -281,7 +292,7 @@ def integrity_check(
         Scope(
             workdir,
             ProtectSpec(
-                protect.exist,
+                exist if same else protect.exist,
                 protect.frozen + (state if same else ()),
                 grows=timelines if same else (),
                 fold=fold,
@@ -293,10 +304,11 @@ def integrity_check(
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
         fold = case_insensitive(root)
-        root_spec = ProtectSpec(protect.exist, state, grows=timelines, fold=fold)
+        root_spec = ProtectSpec(exist, state, grows=timelines, fold=fold)
         scopes.append(Scope(root, root_spec))
     if own:
         scopes.append(OtherChanges(root, own, fold=fold))
+        scopes.append(RunLogs(state_folder, f"{CHANGES}/{own}"))
     folder = state_folder / "protect"
     return IntegrityCheck(
         scopes=tuple(scopes),
@@ -305,6 +317,15 @@ def integrity_check(
         waivers=policy.secscan.waivers,
         change=ChangePaths(root, own) if own else None,
     )
+
+
+def _rate_limit_log(policy: Policy) -> tuple[str, ...]:
+    """The sqlite rate-limit log as a protect entry, when it is one inside the project."""
+    limit = policy.rate_limit
+    if limit.backend != "sqlite" or os.path.isabs(limit.path):
+        return ()
+    entry = normalize(limit.path)
+    return (entry,) if entry else ()
 
 
 def _own_change(root: Path, state_folder: Path) -> str | None:

@@ -117,9 +117,11 @@ class DurableCopies:
         self._copied.add(digest)
 
 
-def write_pending(path: Path, manifest: Manifest, journals: dict[str, int], timeline: Path) -> None:
+def write_pending(
+    path: Path, manifest: Manifest, journals: dict[str, int], armed: tuple[str | None, int | None]
+) -> None:
     """Record the armed check (atomically: a kill mid-write leaves the previous record or none)."""
-    run_id, iteration = _armed_for(timeline)
+    run_id, iteration = armed
     nodes = [
         [
             where,
@@ -192,7 +194,7 @@ def clear_pending(path: Path) -> None:
         path.unlink()
 
 
-def _armed_for(timeline: Path) -> tuple[str | None, int | None]:
+def armed_for(timeline: Path) -> tuple[str | None, int | None]:
     """The run and iteration of the timeline's last ``iteration.started`` (just written)."""
     try:
         with open(timeline, "rb") as handle:
