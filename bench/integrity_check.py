@@ -136,7 +136,10 @@ def main() -> None:
         _forge_writes(state, 0)
         check.arm()
         check.inspect("warm")
-        files = sorted(str(path) for path in root.rglob("*") if path.is_file())
+        # The tree's files, not the check's own (its snapshots and kept copies come and go).
+        files = sorted(
+            str(path) for path in root.rglob("*") if path.is_file() and "protect" not in path.parts
+        )
         rewritten = [str(state / name) for name in STATE_FILES]
         wall = cpu = bare_wall = bare_cpu = 0.0
         for n in range(args.iterations):

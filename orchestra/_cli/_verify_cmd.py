@@ -7,6 +7,7 @@ from typing import Any
 
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._inside import refuse_inside_an_executor
 from .._secscan import output_redactor
 from .._state import STATE_CONVERTER, ChangePaths, require_change
 from .._verify import (
@@ -27,6 +28,7 @@ from ._trio_run import run_interruptible
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     if args.reset_breaker:
+        refuse_inside_an_executor("forge verify --reset-breaker", project.root)
         if not args.change:
             raise UsageError("--reset-breaker needs --change <c>: it clears one change's breaker")
         known = require_change(

@@ -9,7 +9,8 @@ its hash and its snapshot are reused. What changed (Forge's own state, written
 between iterations) is read once, for its hash and its snapshot together; of
 an append-only timeline, only what was appended is hashed. Folders nothing
 protects (a change's ``runs/``) are never walked: the cost follows what is
-protected, not how long the loop has run.
+protected, not how long the loop has run (the running run's own logs are named, see
+``_runlogs``).
 """
 
 from __future__ import annotations
@@ -17,19 +18,41 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 
 import attrs
 
 from .._names import CHANGE_NAME
 from .._policy import Policy
-from .._state import FORGE_WRITES
+from .._state import FORGE_WRITES, ChangePaths
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import Manifest, Scope, Settled, Tracked, content_digest, take_manifest
+from ._manifest import FILE, Manifest, Scope, Settled, Tracked, content_digest, take_manifest
 from ._others import OtherChanges
+from ._pending import (
+    KEPT,
+    PENDING,
+    DurableCopies,
+    Pending,
+    armed_for,
+    clear_pending,
+    read_pending,
+    write_pending,
+)
 from ._restore import Repair, SnapshotStore, repair
-from ._spec import CHANGES, GROWS, TIMELINE, TIMELINES, ProtectSpec, forge_state_entries
+from ._runlogs import RunLogs
+from ._spec import (
+    CHANGES,
+    GROWS,
+    TIMELINE,
+    TIMELINES,
+    WAIVERS_FILE,
+    ProtectSpec,
+    forge_state_entries,
+    normalize,
+    sealed_state,
+)
 
 INTEGRITY = "integrity"
 
@@ -70,6 +93,20 @@ class IntegrityCheck:
     store: SnapshotStore
     quarantine: Path
     before: Manifest | None = None
+    # The waivers file's name (the policy's): Forge state that must not appear.
+    waivers: str = WAIVERS_FILE
+    # The change whose loop this is: where the armed check is kept on disk
+    # (see _pending) and a check finished after a kill is recorded. None: neither.
+    change: ChangePaths | None = None
+    # What the first arm found a killed loop's agent did, and put back.
+    recovered: IntegrityReport | None = None
+    _resumed: bool = attrs.field(default=False, init=False, repr=False)
+    _durable: DurableCopies = attrs.field(init=False, repr=False)
+
+    @_durable.default
+    def _durable_default(self) -> DurableCopies:
+        return DurableCopies(self.store.folder.parent / KEPT)
+
     # Where each forge-writes journal stood when the manifest was taken.
     journals: dict[str, int] = attrs.field(factory=dict)
     # Small files' content read by the last inspect, by hash: the next arm's
@@ -77,7 +114,18 @@ class IntegrityCheck:
     _seen: dict[str, bytes] = attrs.field(factory=dict, init=False, repr=False)
 
     def arm(self) -> Manifest:
-        """Record the protected paths as they are now (before an iteration)."""
+        """Record the protected paths as they are now (before an iteration).
+
+        The first arm of a loop first finishes the check a killed loop on the
+        same change left pending (see :mod:`._pending`).
+        """
+        if not self._resumed:
+            self._resumed = True
+            self.recovered = self._finish_pending()
+        armed = armed_for(self.change.timeline) if self.change is not None else (None, None)
+        for scope in self.scopes:
+            if isinstance(scope, RunLogs):
+                scope.follow(*armed)
         contents, self._seen = self._seen, {}
         # No agent runs between iterations: an append-only file is read past
         # what the last manifest hashed of it, not whole (see _appendonly).
@@ -97,7 +145,59 @@ class IntegrityCheck:
         }
         self.store.keep(manifest, contents)
         self.before = manifest
+        if self.change is not None:
+            try:
+                self._durable.keep(manifest, self.store)
+                write_pending(self._pending, manifest, self.journals, armed)
+            except OSError:
+                # Only the kill of Forge is left unguarded: the check itself
+                # runs from memory as before.
+                clear_pending(self._pending)
         return manifest
+
+    @property
+    def _pending(self) -> Path:
+        return self.store.folder.parent / PENDING
+
+    def _finish_pending(self) -> IntegrityReport | None:
+        """The check a loop armed and never made (it was killed): made now, and recorded."""
+        if self.change is None:
+            return None
+        pending = read_pending(self._pending)
+        if pending is None:
+            clear_pending(self._pending)  # torn or foreign: nothing to finish from
+            return None
+        before = pending.manifest
+        self.journals = pending.journals
+        # The paths recorded, looked at again whatever the policy now protects
+        # (a path no longer listed is not thereby gone); additions as it says.
+        after = take_manifest([_Recorded(before), *self.scopes])
+        found = [
+            v
+            for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
+            if not self._forge_wrote(v, after) and not _only_grew(v, before)
+        ]
+        if not found:
+            clear_pending(self._pending)
+            return None
+        label = f"{pending.run_id or 'killed'}-{pending.iteration or 0}-after-kill"
+        kept = [v for v in found if self._restorable(v, before)]
+        repairs = repair(kept, before, self._durable.store(), self.quarantine / label)
+        repairs += [
+            Repair(v, "not restored: an append-only file's content is not kept on disk")
+            for v in found
+            if v not in kept
+        ]
+        report = IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
+        _record_after_kill(self.change, pending, report)
+        clear_pending(self._pending)
+        return report
+
+    def _restorable(self, violation: Violation, before: Manifest) -> bool:
+        node = before.nodes.get(violation.path)
+        if node is None or node.kind != FILE or node.digest is None:
+            return True  # an addition, a folder, a link: nothing to read back
+        return (self._durable.folder / node.digest).is_file()
 
     def inspect(self, label: str) -> IntegrityReport:
         """Compare with the armed manifest; restore whatever was harmed."""
@@ -106,18 +206,20 @@ class IntegrityCheck:
         after = take_manifest(self.scopes, before, seen, settled=self._settled())
         found: Sequence[Violation] = [
             v
-            for v in violations(before, after)
+            for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
             if not self._forge_wrote(v, after) and not _appended(v, before, self.store)
         ]
         if not found:
             self.before = after
             self._seen = seen
+            clear_pending(self._pending)
             return IntegrityReport(checked=len(after.nodes))
         repairs = repair(found, before, self.store, self.quarantine / label)
         for done in repairs:
             if done.violation.protection == GROWS and done.restored and done.quarantined:
                 _keep_later_events(done.violation.path, done.quarantined)
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
+        clear_pending(self._pending)
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
 
     def _settled(self) -> Settled | None:
@@ -159,6 +261,9 @@ class IntegrityCheck:
 
     def finish(self) -> None:
         """Drop snapshots on disk the last manifest no longer needs."""
+        clear_pending(self._pending)
+        if self.change is not None:
+            self._durable.drop()
         if self.before is not None:
             self.store.prune(self.before)
 
@@ -175,6 +280,9 @@ def integrity_check(
     that the check costs no more with every other loop and its history.
     """
     protect = policy.protect
+    # The shared rate-limit log must exist: deleting it would forget the calls
+    # every loop made in the window (it is rewritten all the time: not frozen).
+    exist = protect.exist + _rate_limit_log(policy)
     own = _own_change(root, state_folder)
     state = forge_state_entries(own or "*", policy.secscan.waivers)
     timelines = (f"{CHANGES}/{own}/{TIMELINE}",) if own else (TIMELINES,)
@@ -184,7 +292,7 @@ def integrity_check(
         Scope(
             workdir,
             ProtectSpec(
-                protect.exist,
+                exist if same else protect.exist,
                 protect.frozen + (state if same else ()),
                 grows=timelines if same else (),
                 fold=fold,
@@ -196,16 +304,28 @@ def integrity_check(
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
         fold = case_insensitive(root)
-        root_spec = ProtectSpec(protect.exist, state, grows=timelines, fold=fold)
+        root_spec = ProtectSpec(exist, state, grows=timelines, fold=fold)
         scopes.append(Scope(root, root_spec))
     if own:
         scopes.append(OtherChanges(root, own, fold=fold))
+        scopes.append(RunLogs(state_folder, f"{CHANGES}/{own}"))
     folder = state_folder / "protect"
     return IntegrityCheck(
         scopes=tuple(scopes),
         store=SnapshotStore(folder / "snapshots"),
         quarantine=folder / "quarantine",
+        waivers=policy.secscan.waivers,
+        change=ChangePaths(root, own) if own else None,
     )
+
+
+def _rate_limit_log(policy: Policy) -> tuple[str, ...]:
+    """The sqlite rate-limit log as a protect entry, when it is one inside the project."""
+    limit = policy.rate_limit
+    if limit.backend != "sqlite" or os.path.isabs(limit.path):
+        return ()
+    entry = normalize(limit.path)
+    return (entry,) if entry else ()
 
 
 def _own_change(root: Path, state_folder: Path) -> str | None:
@@ -265,6 +385,46 @@ def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> b
     if held is not None:
         return head == held
     return len(head) == node.size and content_digest(head) == node.digest
+
+
+@attrs.frozen
+class _Recorded:
+    """The paths a recorded manifest holds, to be taken again as they are now."""
+
+    manifest: Manifest
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        for path, mode in self.manifest.protection.items():
+            yield path, self.manifest.names[path], mode
+
+
+def _only_grew(violation: Violation, before: Manifest) -> bool:
+    """An append-only file that still begins with what was recorded of it (by hash)."""
+    if violation.protection != GROWS or violation.harm != MODIFIED:
+        return False
+    node = before.nodes[violation.path]
+    if node.digest is None:
+        return False
+    try:
+        with open(violation.path, "rb") as handle:
+            head = handle.read(node.size)
+    except OSError:
+        return False
+    return len(head) == node.size and content_digest(head) == node.digest
+
+
+def _record_after_kill(change: ChangePaths, pending: Pending, report: IntegrityReport) -> None:
+    """The ``protect.violation`` the killed loop would have written, marked as found later."""
+    from .._state import ProtectViolation, append_event, exclusive_lock
+
+    event = ProtectViolation(
+        run_id=pending.run_id or "",
+        iteration=pending.iteration or 0,
+        harmed=report.as_record(),
+        extra={"found": "by the next run on the change: the loop that armed the check was killed"},
+    )
+    with exclusive_lock(change.lock):
+        append_event(change.timeline, change.name, event)
 
 
 def _keep_later_events(path: str, harmed: str) -> None:

@@ -40,6 +40,22 @@ FORGE_STATE_FILES = (
     "shell-guard/bash",
 )
 WAIVERS_FILE = ".forge/secscan-waivers.yaml"
+# Forge's state that must not appear during an iteration either, unless Forge
+# itself wrote it (its journal says so): a waivers file or an open breaker an
+# agent creates is its decision, not a person's. The shell guard's bash is not
+# among them: Forge writes it as the executor starts, after the manifest.
+SEALED_STATE_FILES = tuple(name for name in FORGE_STATE_FILES if name != "shell-guard/bash")
+
+
+def sealed_state(name: str, waivers: str = WAIVERS_FILE) -> bool:
+    """Whether ``name`` (relative to the project) is Forge state that must not appear."""
+    if name == normalize(waivers):
+        return True
+    prefix = f"{CHANGES}/"
+    if not name.startswith(prefix):
+        return False
+    change, _, file = name[len(prefix) :].partition("/")
+    return bool(change) and file in SEALED_STATE_FILES
 
 
 def forge_state_entries(change: str = "*", waivers: str = WAIVERS_FILE) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import Protocol
 import attrs
 
 from ._log import StampLog
-from ._window import SlidingWindow
+from ._window import LONGEST_PAUSE, SlidingWindow
 
 
 @attrs.frozen
@@ -78,7 +78,10 @@ class RateLimitBackend(Protocol):
         ...
 
     def pause(self, seconds: float, reason: str) -> None:
-        """Refuse every request for the next ``seconds``; a pause is never shortened."""
+        """Refuse every request for the next ``seconds``; a pause is never shortened.
+
+        ``seconds`` is capped to ``LONGEST_PAUSE`` (a weekly limit's reset).
+        """
         ...
 
 
@@ -136,7 +139,7 @@ class MemoryBackend:
 
     def pause(self, seconds: float, reason: str) -> None:
         """See :meth:`RateLimitBackend.pause`."""
-        until = self._clock() + seconds
+        until = self._clock() + min(seconds, LONGEST_PAUSE)
         if self._paused_until is None or until > self._paused_until:
             self._paused_until = until
             self._pause_reason = reason

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import socket
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,9 +28,9 @@ from .._errors import StateError
 from .._state import keep_out_of_git
 from ._backends import BackendReading, log_reading
 from ._log import StampLog
-from ._window import SlidingWindow
+from ._window import LONGEST_PAUSE, SlidingWindow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The tables and triggers of a log. `tally.live` is the number of rows in
 # `grants`, kept by the database on every insert and delete, whoever makes them;
@@ -55,7 +58,8 @@ _TABLES = (
 _SCHEMA = (
     *_TABLES,
     "CREATE TABLE pause ("
-    " id INTEGER PRIMARY KEY CHECK (id = 1), until REAL NOT NULL, reason TEXT NOT NULL)",
+    " id INTEGER PRIMARY KEY CHECK (id = 1), until REAL NOT NULL, reason TEXT NOT NULL,"
+    " paused_by TEXT NOT NULL DEFAULT '')",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -67,6 +71,11 @@ _FROM_VERSION_1 = (
     *_TABLES,
     "INSERT INTO grants (at, who) SELECT at, who FROM grants_v1 ORDER BY at, rowid",
     "DROP TABLE grants_v1",
+)
+
+# Version 2 to 3: a pause records who paused (its reason names the change).
+_FROM_VERSION_2 = (
+    "ALTER TABLE pause ADD COLUMN paused_by TEXT NOT NULL DEFAULT ''",
     f"PRAGMA user_version = {SCHEMA_VERSION}",
 )
 
@@ -96,6 +105,25 @@ def _last_id(cursor: sqlite3.Cursor) -> int:
     if last is None:  # executemany leaves it unset
         (last,) = cursor.connection.execute("SELECT last_insert_rowid()").fetchone()
     return int(last)
+
+
+def paused_by() -> str:
+    """Who writes a pause: this process and its host (the reason names the change)."""
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _overlong(path: Path, seconds: float, reason: str, by: str) -> str:
+    who = f", written by {by}" if by else ", written by no Forge (no paused_by)"
+    return (
+        f"forge: {path}: the pause row (table pause, id 1: {reason!r}{who}) ends "
+        f"{seconds:.0f}s from now, longer than the longest provider pause Forge "
+        f"accepts ({LONGEST_PAUSE:.0f}s): dropped, not obeyed"
+    )
+
+
+def _to_stderr(line: str) -> None:
+    # The limiter has no console of its own: this one line goes where errors go.
+    sys.stderr.write(f"{line}\n")
 
 
 class RateLimitStoreError(StateError):
@@ -142,13 +170,19 @@ class SqliteBackend:
         clock: Returns wall-clock epoch seconds; read once per transaction, after
             the write lock is held, so that grant times follow commit order.
         busy_timeout: Seconds to wait for another process's transaction.
+        report: Receives the line that says a pause was dropped (default: stderr).
     """
 
     name = "sqlite"
     blocking = True
 
     def __init__(
-        self, path: Path, *, clock: Callable[[], float] = time.time, busy_timeout: float = 10.0
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = 10.0,
+        report: Callable[[str], None] = _to_stderr,
     ) -> None:
         self.path = path
         self._clock = clock
@@ -161,10 +195,16 @@ class SqliteBackend:
         self._copy_through = 0
         self._copy_epoch: int | None = None
         self._keeper: sqlite3.Connection | None = None
+        self._report = report
 
     @classmethod
     def open(
-        cls, path: Path, *, clock: Callable[[], float] = time.time, busy_timeout: float = 10.0
+        cls,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        busy_timeout: float = 10.0,
+        report: Callable[[str], None] = _to_stderr,
     ) -> SqliteBackend:
         """Open the log at ``path``, creating it (and its folder) when absent.
 
@@ -176,7 +216,7 @@ class SqliteBackend:
             RateLimitStoreError: when the file is corrupt, is some other sqlite
                 database, or cannot be created or read. It is never recreated.
         """
-        backend = cls(path, clock=clock, busy_timeout=busy_timeout)
+        backend = cls(path, clock=clock, busy_timeout=busy_timeout, report=report)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             keep_out_of_git(path.parent)
@@ -197,8 +237,8 @@ class SqliteBackend:
                     )
                 for statement in _SCHEMA:
                     connection.execute(statement)
-            elif version == 1:
-                for statement in _FROM_VERSION_1:
+            elif version in (1, 2):
+                for statement in (*(_FROM_VERSION_1 if version == 1 else ()), *_FROM_VERSION_2):
                     connection.execute(statement)
             elif version != SCHEMA_VERSION:
                 raise RateLimitStoreError(
@@ -254,12 +294,13 @@ class SqliteBackend:
             RateLimitStoreError: when the file cannot be used.
         """
         with self._transaction() as connection:
-            until = self._clock() + seconds
+            until = self._clock() + min(seconds, LONGEST_PAUSE)
             connection.execute(
-                "INSERT INTO pause (id, until, reason) VALUES (1, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET until = excluded.until, reason = excluded.reason "
+                "INSERT INTO pause (id, until, reason, paused_by) VALUES (1, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET until = excluded.until, reason = excluded.reason,"
+                " paused_by = excluded.paused_by "
                 "WHERE excluded.until > pause.until",
-                (until, reason),
+                (until, reason, paused_by()),
             )
 
     def count_rows(self) -> int:
@@ -285,11 +326,18 @@ class SqliteBackend:
         # the clock catches up, which could be hours.
         connection.execute(REWRITE_LATER, (now, now))
         connection.execute("DELETE FROM pause WHERE until <= ?", (now,))
-        live, epoch, until, reason = connection.execute(
-            "SELECT live, epoch, pause.until, pause.reason FROM tally LEFT JOIN pause"
+        live, epoch, until, reason, by = connection.execute(
+            "SELECT live, epoch, pause.until, pause.reason, pause.paused_by"
+            " FROM tally LEFT JOIN pause"
         ).fetchone()
         self._catch_up(connection, rule.window, now, int(live), int(epoch))
         if until is None:
+            return None, ""
+        if not float(until) - now <= LONGEST_PAUSE:
+            # Forge caps every pause it writes: this one is someone else's (or
+            # NaN). Dropped, so that no process obeys it, and said.
+            connection.execute("DELETE FROM pause WHERE id = 1")
+            self._report(_overlong(self.path, float(until) - now, str(reason), str(by)))
             return None, ""
         return float(until), str(reason)
 

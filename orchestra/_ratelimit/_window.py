@@ -22,6 +22,16 @@ import attrs
 
 from .._errors import ConfigError
 
+LONGEST_PAUSE = 7 * 86400.0
+"""The longest provider pause Forge accepts, in seconds: a weekly limit's reset.
+
+A pause asked for longer is capped to it when it is written; one read back
+from a shared log that ends later than this from now was not written by Forge
+(or by a clock that has since gone back): it is reported and dropped, never
+obeyed. Grant times get the same distrust of the future: one later than now
+is rewritten to now.
+"""
+
 
 class LimitTooLarge(ConfigError, ValueError):
     """A request for more permits than the window allows: it could never be granted.

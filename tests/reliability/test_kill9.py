@@ -15,6 +15,7 @@ concurrent processes.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -207,3 +208,86 @@ def test_tampering_cut_short_by_kill9_leaves_the_victim_blocked(repo: Repo) -> N
     assert refused.lines[stopped + 1] == "  gate:   verify circuit-breaker", refused
     rebuilt = (repo.change_dir("victim") / "timeline.jsonl").read_text()
     assert '"event":"state.rebuilt"' in rebuilt
+
+
+_TAMPERS = [
+    ("forge.toml", "edit"),
+    ("forge.toml", "delete"),
+    ("policies/a.toml", "delete"),
+    ("policies/deep/b.toml", "edit"),
+    ("policies/deep/b.toml", "delete"),
+    ("policies/deep/planted.toml", "add"),
+]
+
+
+@pytest.mark.parametrize(("seed", "tamper"), list(enumerate(_TAMPERS)))
+def test_kill9_mid_iteration_then_tamper_is_restored_by_the_next_run(
+    repo: Repo, seed: int, tamper: tuple[str, str]
+) -> None:
+    """SIGKILL ``forge run`` mid-iteration, harm a frozen file, run again: put back, recorded.
+
+    The killed run armed its check and never made it; the check it left
+    pending on disk is finished by the next run on the change.
+    """
+    rng = random.Random(seed)
+    # The default frozen list: forge.toml and policies/ (a large file too,
+    # past what is snapshotted in memory).
+    repo.write("forge.toml", RUN_POLICY)
+    repo.write("policies/a.toml", "[run]\n")
+    # Larger than what is snapshotted in memory: restored from a copy on disk.
+    repo.write("policies/deep/b.toml", "# b\n" * rng.randint(70_000, 100_000))
+    repo.commit("frozen policies")
+    originals = {
+        p: (repo.root / p).read_bytes()
+        for p in ("forge.toml", "policies/a.toml", "policies/deep/b.toml")
+    }
+    marker = repo.root.parent / f"armed-{seed}"
+    cmd = agent_cmd(
+        repo.root.parent, f"sleeper-{seed}", {"shell": f"echo $PPID > {marker}", "sleep": 30}
+    )
+    process = subprocess.Popen(
+        [str(FORGE), "run", "--yes", "--change", "c", "--cmd", cmd],
+        cwd=repo.root,
+        env=forge_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(3000):
+            if marker.exists() and marker.read_text().strip():
+                break
+            time.sleep(0.01)  # waiting on a real process; there is no clock to mock
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        # Forge died with its executor still running: stop that tree here.
+        if marker.exists() and marker.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(marker.read_text()), signal.SIGKILL)
+    target, how = tamper
+    if how == "edit":
+        (repo.root / target).write_text("# tampered after the kill\n")
+    elif how == "delete":
+        (repo.root / target).unlink()
+    else:
+        (repo.root / target).write_text("planted\n")
+    done = repo.forge("run", "--yes", "--change", "c", "--cmd", "echo FORGE_DONE")
+    assert_clean_exit(done, 0)
+    for path, content in originals.items():
+        assert (repo.root / path).read_bytes() == content, (seed, how, path)
+    assert not (repo.root / "policies/deep/planted.toml").exists()
+    events = [
+        json.loads(line)
+        for line in (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    [violation] = [e for e in events if e["event"] == "protect.violation"]
+    [harm] = violation["harmed"]
+    harm_names = {"edit": "modified", "delete": "deleted", "add": "added"}
+    assert (harm["path"], harm["harm"]) == (target, harm_names[how])
+    assert harm["action"] in ("restored", "removed")
+    assert not (repo.change_dir("c") / "protect" / "pending.json").exists()
