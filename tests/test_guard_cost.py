@@ -8,6 +8,7 @@ limits is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from orchestra._protect._spec import ProtectSpec
 SPEC = ProtectSpec(exist=("specs/",), frozen=("forge.toml",))
 
 # Each shape, made about n characters long.
-SHAPES = {
+SHAPES: dict[str, Callable[[int], str]] = {
     "words": lambda n: "echo " + "a " * (n // 2),
     "one word": lambda n: "echo " + "a" * n,
     "functions": lambda n: "echo " + "x() " * (n // 4),

@@ -48,10 +48,10 @@ def _examples() -> list[tuple[str, str, str]]:
     )
     ruleset = load_rules("secscan", root=Path.cwd())
     examples = []
-    for rule in ruleset.rules:
-        text = texts[rule.id]  # a KeyError here: a new rule needs an example above
-        [hit] = [h for h in find_secrets(text.encode(), ruleset) if h.rule_id == rule.id]
-        examples.append((rule.id, text, hit.secret))
+    for shipped in ruleset.rules:
+        text = texts[shipped.id]  # a KeyError here: a new rule needs an example above
+        [hit] = [h for h in find_secrets(text.encode(), ruleset) if h.rule_id == shipped.id]
+        examples.append((shipped.id, text, hit.secret))
     return examples
 
 
