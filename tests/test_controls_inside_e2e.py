@@ -21,7 +21,8 @@ from .support import FORGE, Repo
 
 @pytest.fixture
 def project(repo: Repo) -> Repo:
-    repo.write("forge.toml", '[verify]\ncommand = ""\n')
+    # The after-the-fact line is under test: the sandbox would stop the harm first.
+    repo.write("forge.toml", '[verify]\ncommand = ""\n[sandbox]\nmode = "off"\n')
     repo.commit("policy")
     return repo
 

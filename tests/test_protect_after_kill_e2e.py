@@ -15,7 +15,8 @@ import pytest
 
 from .support import Repo
 
-_POLICY = '[verify]\ncommand = ""\n'
+# The after-the-fact line is under test: the sandbox would stop the harm first.
+_POLICY = '[sandbox]\nmode = "off"\n[verify]\ncommand = ""\n'
 
 # Climbs from the script to the `forge run` that started it, and kills it.
 _KILL_MY_FORGE = """
