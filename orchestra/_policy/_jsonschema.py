@@ -28,23 +28,12 @@ from .._durations import Duration
 from .._names import CHANGE_NAME
 from ._dump import policy_as_dict
 from ._fields import DURATION_PATTERN, schema_of
-from ._model import Policy, is_table
+from ._model import LOOP_POLICY_TABLES, Policy, is_table
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Next to the shipped policies, where a ``#:schema ./forge.schema.json`` line finds it.
 SCHEMA_FILE = "forge.schema.json"
 
-# The tables a [[loop]] may override: the rate limiter and the supervisor are shared.
-LOOP_POLICY_TABLES = (
-    "verify",
-    "run",
-    "budget",
-    "breaker",
-    "stagnation",
-    "recovery",
-    "alerts",
-    "sandbox",
-)
 
 # A [[loop]] table's own keys. The class that reads them belongs to the
 # supervisor; a test holds these to its fields and defaults.

@@ -874,3 +874,16 @@ class Policy:
 def is_table(annotation: object) -> TypeGuard[type]:
     """Whether a field's type is a table of its own rather than a value."""
     return isinstance(annotation, type) and annotation in _TABLES
+
+
+# The tables a [[loop]] may override: the rate limiter and the supervisor are shared.
+LOOP_POLICY_TABLES = (
+    "verify",
+    "run",
+    "budget",
+    "breaker",
+    "stagnation",
+    "recovery",
+    "alerts",
+    "sandbox",
+)

@@ -20,18 +20,9 @@ from .._policy import (
     structure_policy,
     unknown_keys,
 )
+from .._policy._model import LOOP_POLICY_TABLES
 
-# Tables a loop may override; the limiter and the supervisor itself are shared.
-PER_LOOP_TABLES = (
-    "verify",
-    "run",
-    "budget",
-    "breaker",
-    "stagnation",
-    "recovery",
-    "alerts",
-    "sandbox",
-)
+PER_LOOP_TABLES = LOOP_POLICY_TABLES  # the policy model says which tables a loop overrides
 _TABLE_CLASSES: dict[str, type] = {
     field.name: field.type
     for field in attrs.fields(Policy)
