@@ -136,7 +136,8 @@ async def test_work_and_commits_cost_at_most_three(repo: Repo, git_log: Path) ->
     assert signals.files_modified == 1
 
     repo.write("new.py", "N = 1\n")
-    agent_git(repo, "add", "-A")
+    # Everything but Forge's own files, which a tracked .forge would put in the scan.
+    agent_git(repo, "add", "-A", "--", ".", ":!.forge")
     agent_git(repo, "commit", "-q", "-m", "the agent committed")
     tree, signals, report = loop.iteration(outcome)
     made = calls(git_log)

@@ -51,7 +51,6 @@ def test_the_arguments_lay_each_mount_over_the_ones_before() -> None:
     assert bwrap_arguments("/usr/bin/bwrap", mounts) == (
         "/usr/bin/bwrap",
         "--dev-bind", "/", "/",
-        "--die-with-parent",
         "--ro-bind", "/p/.forge", "/p/.forge",
         "--bind", "/p/.forge/changes/c/inbox", "/p/.forge/changes/c/inbox",
         "--bind", "/p/specs", "/p/specs",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._load import read_config_text as read_config_text
     from ._load import structure_policy as structure_policy
     from ._model import ALERTS as ALERTS
+    from ._model import LOOP_POLICY_TABLES as LOOP_POLICY_TABLES
     from ._model import MAX_ITERATIONS_CEILING as MAX_ITERATIONS_CEILING
     from ._model import SEVERITIES as SEVERITIES
     from ._model import AlertsPolicy as AlertsPolicy
@@ -93,6 +94,7 @@ if not TYPE_CHECKING:
                 "BreakerPolicy",
                 "BudgetPolicy",
                 "FleetPolicy",
+                "LOOP_POLICY_TABLES",
                 "MAX_ITERATIONS_CEILING",
                 "Policy",
                 "ProtectPolicy",

@@ -91,7 +91,11 @@ def plan_mounts(
 
 def bwrap_arguments(program: str, mounts: Mounts) -> tuple[str, ...]:
     """``bwrap`` and its options, up to and including the ``--`` before the command."""
-    args: list[str] = [program, "--dev-bind", "/", "/", "--die-with-parent"]
+    # No --die-with-parent: its death signal follows the *thread* that forked
+    # bwrap, and trio forks from a worker thread that exits after 10 idle
+    # seconds, which would SIGKILL every iteration longer than that. Forge's
+    # process-group watch already stops the tree should Forge itself die.
+    args: list[str] = [program, "--dev-bind", "/", "/"]
     for path in mounts.read_only:
         args += ["--ro-bind", str(path), str(path)]
     for path in mounts.writable:

@@ -11,6 +11,7 @@ import attrs
 from .._errors import ConfigError
 from .._names import CHANGE_NAME
 from .._policy import (
+    LOOP_POLICY_TABLES,
     FieldError,
     Layer,
     LoadedPolicy,
@@ -20,7 +21,6 @@ from .._policy import (
     structure_policy,
     unknown_keys,
 )
-from .._policy._model import LOOP_POLICY_TABLES
 
 PER_LOOP_TABLES = LOOP_POLICY_TABLES  # the policy model says which tables a loop overrides
 _TABLE_CLASSES: dict[str, type] = {
