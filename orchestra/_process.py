@@ -22,6 +22,7 @@ import attrs
 import trio
 
 from ._capture import CapturedOutput, OutputCapture
+from ._errors import StateError
 from ._redact import Redact, StreamRedactor
 
 TIMEOUT_EXIT_CODE = 124  # what timeout(1) returns, for scripts that compare
@@ -152,7 +153,7 @@ async def run_process(
 
     for watcher in _group_watchers:
         watcher(process.pid, True)
-    log_fd = _open_log(log_path)
+    log = _Log(log_path)
     timed_out = False
     ended = False  # the command ended by itself (or by its time limit), not by cancellation
     emptied = False  # its group was found empty after it: nothing can join a group that is gone
@@ -163,7 +164,7 @@ async def run_process(
                 (process.stderr, on_error_output),
             ):
                 redactor = StreamRedactor(redact) if redact is not None else None
-                nursery.start_soon(_pump, stream, capture, log_fd, listener, redactor)
+                nursery.start_soon(_pump, stream, capture, log, listener, redactor)
             with trio.move_on_after(time_limit) as deadline:
                 await process.wait()
             timed_out = deadline.cancelled_caught
@@ -181,8 +182,11 @@ async def run_process(
                 await stop_process_group(process, grace, whole_session=not ended or timed_out)
         for watcher in _group_watchers:
             watcher(process.pid, False)
-        if log_fd is not None:
-            os.close(log_fd)
+        log.close()
+    if log.error is not None:
+        # The command ran to its end (its output was still read, so it never
+        # blocked on a full pipe); what it printed could not be kept.
+        raise StateError(f"cannot write {log_path}: {log.error.strerror or log.error} (disk full?)")
 
     code = process.returncode
     return ProcessResult(
@@ -246,7 +250,7 @@ async def _stop_group(process: trio.Process, grace: float) -> bool:
 async def _pump(
     stream: trio.abc.ReceiveStream | None,
     capture: OutputCapture,
-    log_fd: int | None,
+    log: _Log,
     on_output: Callable[[bytes], None] | None,
     redactor: StreamRedactor | None = None,
 ) -> None:
@@ -261,15 +265,15 @@ async def _pump(
         capture.feed(data)
         if on_output is not None:
             on_output(bytes(data))
-        if log_fd is not None:
+        if log.writing:
             # Whole lines only: the other stream's bytes never land inside one.
             pending.extend(data)
             end = pending.rfind(b"\n")
             if end != -1:
-                _write_all(log_fd, pending[: end + 1])
+                log.write(pending[: end + 1])
                 del pending[: end + 1]
             elif len(pending) > _READ_CHUNK:
-                _write_all(log_fd, pending)  # no newline in sight: bounded, written as is
+                log.write(pending)  # no newline in sight: bounded, written as is
                 pending.clear()
 
     try:
@@ -280,21 +284,48 @@ async def _pump(
         # The last partial line, also when reading was cut short (cancelled).
         if redactor is not None:
             keep(redactor.flush())
-        if log_fd is not None and pending:
-            _write_all(log_fd, pending)
+        if pending:
+            log.write(pending)
 
 
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+class _Log:
+    """A command's log file, written until the disk refuses; then the error is kept.
 
+    A full disk must not stop the reading (the command would block on its
+    pipe) nor escape as a traceback: the caller raises it once the command
+    has ended.
+    """
 
-def _open_log(log_path: Path | None) -> int | None:
-    if log_path is None:
-        return None
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    def __init__(self, path: Path | None) -> None:
+        self.fd: int | None = None
+        self.error: OSError | None = None
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            self.error = exc
+
+    @property
+    def writing(self) -> bool:
+        return self.fd is not None
+
+    def write(self, data: bytes | bytearray) -> None:
+        if self.fd is None:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            self.error = exc
+            self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

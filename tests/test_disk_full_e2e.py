@@ -58,7 +58,7 @@ def test_a_run_on_a_full_disk_stops_as_a_gate_error(small_disk: Repo) -> None:
         "run", "--change", "c", "--cmd", "./agent.sh", "--yes", "--max-iterations", "4"
     )
     assert done.code == 1, done.err
-    assert "run: STOPPED after 2 iteration(s) — gate-error" in done.lines
+    assert "run: STOPPED after 2 iteration(s) — gate-error" in done.lines, done.err
     assert any("No space left on device" in line or "disk full" in line for line in done.lines)
     assert "Traceback" not in done.out + done.err
 

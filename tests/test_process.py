@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from orchestra._capture import OutputCapture
+from orchestra._errors import StateError
 from orchestra._process import run_process
 
 # A child that ignores SIGTERM, forks a grandchild that ignores it too and keeps
@@ -112,6 +113,17 @@ async def test_output_is_bounded_and_logged(tmp_path: Path) -> None:
     assert result.output.text().startswith("line-0\nline-1\n")
     assert result.output.text().endswith("line-19999\n")
     assert log.read_text() == expected
+
+
+async def test_a_log_the_disk_refuses_is_a_state_error_once_the_command_ends(
+    tmp_path: Path,
+) -> None:
+    # /dev/full answers every write with ENOSPC, as a full disk would.
+    done = tmp_path / "done"
+    script = f"i=0; while [ $i -lt 5000 ]; do echo line-$i; i=$((i+1)); done; touch {done}"
+    with pytest.raises(StateError, match="cannot write /dev/full: No space left on device"):
+        await run_process(["sh", "-c", script], cwd=tmp_path, log_path=Path("/dev/full"))
+    assert done.exists()  # the output was still read to its end: nothing blocked
 
 
 async def test_stdout_alone_goes_to_the_parser(tmp_path: Path) -> None:
