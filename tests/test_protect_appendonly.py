@@ -16,6 +16,7 @@ from orchestra._policy import Policy
 from orchestra._protect import _appendonly, _manifest
 from orchestra._protect._check import IntegrityCheck, integrity_check
 from orchestra._protect._manifest import SMALL_FILE, file_digest
+from orchestra._state._timeline import append_lines
 
 EVENT = b'{"seq":1,"event":"iteration.started","change":"c","iteration":1}\n'
 
@@ -40,8 +41,7 @@ def _timeline(root: Path) -> Path:
 
 
 def _forge_appends(timeline: Path, times: int = 1) -> None:
-    with timeline.open("ab") as handle:
-        handle.write(EVENT * times)
+    append_lines(timeline, EVENT * times)  # forge's own appends: each line journalled
 
 
 def _iterations(check: IntegrityCheck, timeline: Path, count: int) -> None:

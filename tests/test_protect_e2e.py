@@ -177,6 +177,25 @@ def test_an_agent_cannot_clear_another_changes_open_breaker(repo: Repo) -> None:
     ]
 
 
+def test_an_agent_cannot_append_events_to_another_changes_timeline(repo: Repo) -> None:
+    repo.write("forge.toml", '[verify]\ncommand = "true"\nspecs = []\n' + NO_SANDBOX)
+    repo.forge(
+        "run", "--yes", "--change", "victim", "--cmd", "echo working", "--max-iterations", "1"
+    )
+    timeline = repo.change_dir("victim") / "timeline.jsonl"
+    kept = timeline.read_bytes()
+    last = json.loads(kept.splitlines()[-1])["seq"]
+    fake = json.dumps({"seq": last + 1, "event": "run.stopped", "reason": "done", "iterations": 9})
+    attack = f"echo {shlex.quote(fake)} >> {timeline}; echo FORGE_DONE"
+    done = repo.forge("run", "--yes", "--change", "attacker", "--cmd", attack)
+    assert done.code == 1, done
+    assert "run: STOPPED after 1 iteration(s) — gate-open" in done.lines
+    assert "  gate:   integrity" in done.lines
+    assert timeline.read_bytes() == kept  # the agent's event is gone
+    [violation] = _events(repo, "attacker", "protect.violation")
+    assert "victim/timeline.jsonl" in json.dumps(violation["harmed"])
+
+
 def test_a_timeline_may_only_grow(repo: Repo) -> None:
     repo.write("forge.toml", NO_SANDBOX)
     # Some history first: the timeline the agent will attack.

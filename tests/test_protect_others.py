@@ -16,6 +16,7 @@ import pytest
 from orchestra._policy import Policy
 from orchestra._protect._check import IntegrityCheck, integrity_check
 from orchestra._state import atomic_write
+from orchestra._state._timeline import append_lines
 
 BREAKER = b"state: open\nfailures: 3\n"
 EVENTS = b'{"seq":1,"event":"run.started"}\n{"seq":2,"event":"breaker.opened"}\n'
@@ -82,8 +83,7 @@ def test_another_loops_own_writes_and_appends_are_not_harm(root: Path) -> None:
     check.arm()
     # Loop b, running meanwhile: a journalled state write and timeline events.
     atomic_write(other / "breaker.yaml", b"state: closed\n", journal=True)
-    with open(other / "timeline.jsonl", "ab") as timeline:
-        timeline.write(b'{"seq":3,"event":"breaker.closed"}\n')
+    append_lines(other / "timeline.jsonl", b'{"seq":3,"event":"breaker.closed"}\n')
     # A change that did not exist when the check was armed starts.
     atomic_write(root / ".forge" / "changes" / "c" / "spend.yaml", b"tokens: 0\n", journal=True)
     report = check.inspect("a-1")
@@ -94,6 +94,43 @@ def test_another_loops_own_writes_and_appends_are_not_harm(root: Path) -> None:
     report = check.inspect("a-2")
     assert [r.violation.name for r in report.repairs] == [".forge/changes/b/breaker.yaml"]
     assert (other / "breaker.yaml").read_bytes() == b"state: closed\n"
+
+
+def test_an_event_the_agent_appends_to_another_timeline_is_harm_and_left_out(
+    root: Path,
+) -> None:
+    other = root / ".forge" / "changes" / "b"
+    check = _check(root)
+    check.arm()
+    ours = b'{"seq":3,"event":"iteration.started"}\n'
+    fake = b'{"seq":4,"event":"breaker.closed","by":"agent"}\n'
+    later = b'{"seq":5,"event":"iteration.finished"}\n'
+    append_lines(other / "timeline.jsonl", ours)  # loop b, running meanwhile
+    with open(other / "timeline.jsonl", "ab") as timeline:  # a's agent, beside it
+        timeline.write(fake)
+    append_lines(other / "timeline.jsonl", later)
+    report = check.inspect("a-1")
+    assert [(r.violation.name, r.violation.harm) for r in report.repairs] == [
+        (".forge/changes/b/timeline.jsonl", "modified")
+    ]
+    # Put back, with loop b's own events kept and the agent's left out.
+    assert (other / "timeline.jsonl").read_bytes() == EVENTS + ours + later
+
+
+def test_a_whole_event_without_its_newline_is_harm_a_torn_write_is_not(root: Path) -> None:
+    other = root / ".forge" / "changes" / "b"
+    check = _check(root)
+    check.arm()
+    with open(other / "timeline.jsonl", "ab") as timeline:
+        timeline.write(b'{"seq":3,"event":"break')  # another loop's write, still in flight
+    assert not check.inspect("a-1").harmed
+    (other / "timeline.jsonl").write_bytes(EVENTS)
+    check.arm()
+    with open(other / "timeline.jsonl", "ab") as timeline:
+        # Whole, but for its newline: forge's next append would make it an event.
+        timeline.write(b'{"seq":3,"event":"breaker.closed"}')
+    assert check.inspect("a-2").harmed
+    assert (other / "timeline.jsonl").read_bytes() == EVENTS
 
 
 def test_a_symlinked_folder_in_another_change_is_not_followed(root: Path) -> None:

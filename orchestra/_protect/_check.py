@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -175,7 +175,8 @@ class IntegrityCheck:
         found = [
             v
             for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
-            if not self._forge_wrote(v, after) and not _only_grew(v, before)
+            if not self._forge_wrote(v, after)
+            and not _only_grew(v, before, self._forge_lines(v.path))
         ]
         if not found:
             clear_pending(self._pending)
@@ -207,7 +208,8 @@ class IntegrityCheck:
         found: Sequence[Violation] = [
             v
             for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
-            if not self._forge_wrote(v, after) and not _appended(v, before, self.store)
+            if not self._forge_wrote(v, after)
+            and not _appended(v, before, self.store, self._forge_lines(v.path))
         ]
         if not found:
             self.before = after
@@ -217,7 +219,8 @@ class IntegrityCheck:
         repairs = repair(found, before, self.store, self.quarantine / label)
         for done in repairs:
             if done.violation.protection == GROWS and done.restored and done.quarantined:
-                _keep_later_events(done.violation.path, done.quarantined)
+                path = done.violation.path
+                _keep_later_events(path, done.quarantined, self._forge_lines(path))
         self.before = None  # the next arm hashes afresh: the tree was just rewritten
         clear_pending(self._pending)
         return IntegrityReport(checked=len(after.nodes), repairs=tuple(repairs))
@@ -258,6 +261,26 @@ class IntegrityCheck:
         except OSError:
             return False
         return node.digest in written
+
+    def _forge_lines(self, path: str) -> Callable[[], frozenset[str]]:
+        """The hashes of the lines forge journalled for the folder of ``path``, read when asked.
+
+        From a little before where the journal stood at the manifest: a line
+        another loop noted just before it and wrote just after is its own.
+        """
+
+        def read() -> frozenset[str]:
+            folder = os.path.dirname(path)
+            start = max(0, self.journals.get(folder, 0) - _LINES_IN_FLIGHT_BYTES)
+            try:
+                with open(os.path.join(folder, FORGE_WRITES), "rb") as journal:
+                    size = os.fstat(journal.fileno()).st_size
+                    journal.seek(start if start <= size else 0)
+                    return frozenset(journal.read().decode("ascii", "replace").split())
+            except OSError:
+                return frozenset()
+
+        return read
 
     def finish(self) -> None:
         """Drop snapshots on disk the last manifest no longer needs."""
@@ -361,10 +384,17 @@ _CLOCK = ".clock"
 # The journal's last entries (41 bytes each: a 40-digit hash and a newline)
 # that may belong to writes still in flight when a manifest is taken.
 _IN_FLIGHT_BYTES = 4 * 41
+# The same for a timeline's lines, which are journalled one hash per line.
+_LINES_IN_FLIGHT_BYTES = 64 * 41
 
 
-def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> bool:
-    """An append-only file that only grew: what it held is still its beginning.
+def _appended(
+    violation: Violation,
+    before: Manifest,
+    store: SnapshotStore,
+    forge_lines: Callable[[], frozenset[str]],
+) -> bool:
+    """An append-only file that only grew, by forge's lines: what it held is still its beginning.
 
     Another loop appends to its timeline while this one's manifest reads it, so
     the bytes that were hashed may be more than the size that was recorded:
@@ -380,11 +410,38 @@ def _appended(violation: Violation, before: Manifest, store: SnapshotStore) -> b
     try:
         with open(violation.path, "rb") as handle:
             head = handle.read(length)
+            tail = handle.read()
     except OSError:
         return False
     if held is not None:
-        return head == held
-    return len(head) == node.size and content_digest(head) == node.digest
+        kept = head == held
+    else:
+        kept = len(head) == node.size and content_digest(head) == node.digest
+    return kept and only_forge_lines(tail, forge_lines)
+
+
+def only_forge_lines(tail: bytes, forge_lines: Callable[[], frozenset[str]]) -> bool:
+    """Whether every line in what a timeline gained is one forge journalled (see note_forge_lines).
+
+    A last line without its newline is another loop's write still in flight,
+    unless it is already a whole event: appended after it, forge's next line
+    would make it one.
+    """
+    *lines, last = tail.split(b"\n")
+    if last and _whole_event(last):
+        lines.append(last)
+    lines = [line for line in lines if line]
+    if not lines:
+        return True
+    known = forge_lines()
+    return all(content_digest(line) in known for line in lines)
+
+
+def _whole_event(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 @attrs.frozen
@@ -398,8 +455,11 @@ class _Recorded:
             yield path, self.manifest.names[path], mode
 
 
-def _only_grew(violation: Violation, before: Manifest) -> bool:
-    """An append-only file that still begins with what was recorded of it (by hash)."""
+def _only_grew(
+    violation: Violation, before: Manifest, forge_lines: Callable[[], frozenset[str]]
+) -> bool:
+    """An append-only file that still begins with what was recorded of it (by hash),
+    and gained only forge's lines."""
     if violation.protection != GROWS or violation.harm != MODIFIED:
         return False
     node = before.nodes[violation.path]
@@ -408,9 +468,11 @@ def _only_grew(violation: Violation, before: Manifest) -> bool:
     try:
         with open(violation.path, "rb") as handle:
             head = handle.read(node.size)
+            tail = handle.read()
     except OSError:
         return False
-    return len(head) == node.size and content_digest(head) == node.digest
+    kept = len(head) == node.size and content_digest(head) == node.digest
+    return kept and only_forge_lines(tail, forge_lines)
 
 
 def _record_after_kill(change: ChangePaths, pending: Pending, report: IntegrityReport) -> None:
@@ -427,12 +489,13 @@ def _record_after_kill(change: ChangePaths, pending: Pending, report: IntegrityR
         append_event(change.timeline, change.name, event)
 
 
-def _keep_later_events(path: str, harmed: str) -> None:
-    """After a timeline is restored, keep the events appended to it since (a hook's verify).
+def _keep_later_events(path: str, harmed: str, forge_lines: Callable[[], frozenset[str]]) -> None:
+    """After a timeline is restored, keep forge's events appended to it since (a hook's verify).
 
     The harmed copy's lines that are whole events numbered past the restored
-    timeline's last one are appended again; an edited or removed earlier line
-    stays as the restored copy holds it.
+    timeline's last one, and that forge journalled, are appended again; an
+    edited or removed earlier line stays as the restored copy holds it, and
+    an event the agent added is left out.
     """
     try:
         with open(path, "rb") as handle:
@@ -442,7 +505,8 @@ def _keep_later_events(path: str, harmed: str) -> None:
     except OSError:
         return
     last = max((_seq(line) or 0 for line in restored.split(b"\n")), default=0)
-    later = [line for line in lines if (_seq(line) or 0) > last]
+    known = forge_lines()
+    later = [line for line in lines if (_seq(line) or 0) > last and content_digest(line) in known]
     if later:
         with open(path, "ab") as handle:
             handle.write(b"".join(line + b"\n" for line in later))

@@ -184,16 +184,32 @@ def current_umask() -> int:
 
 def note_forge_write(path: Path, data: bytes) -> None:
     """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
+    _note(path, [data])
+
+
+def note_forge_lines(path: Path, data: bytes) -> None:
+    """Journal the hash of each line forge is about to append to ``path`` (a timeline).
+
+    The integrity check then takes only journalled lines as a timeline's
+    growth: an agent that appends an event of its own to any change's
+    timeline is found, whichever loop appends beside it meanwhile.
+    """
+    _note(path, [line for line in data.split(b"\n") if line])
+
+
+def _note(path: Path, pieces: list[bytes]) -> None:
     # Imported here: commands that only read state (forge status) do not need it.
     import hashlib
 
-    digest = hashlib.blake2b(data, digest_size=20).hexdigest()
+    if not pieces:
+        return
+    digests = "".join(f"{hashlib.blake2b(piece, digest_size=20).hexdigest()}\n" for piece in pieces)
     try:
         fd = os.open(path.parent / FORGE_WRITES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError:
         return  # only a convenience: without it, forge's own update counts as a change
     try:
-        os.write(fd, f"{digest}\n".encode())
+        os.write(fd, digests.encode())
     finally:
         os.close(fd)
 

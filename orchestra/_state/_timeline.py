@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._errors import StateError
-from ._files import utc_now_iso
+from ._files import note_forge_lines, utc_now_iso
 from ._ignore import keep_out_of_git
 
 if TYPE_CHECKING:
@@ -129,6 +129,8 @@ def append_lines(path: Path, data: bytes, *, sync: bool = True) -> None:
         before = os.fstat(fd)
         prefix = b"\n" if _ends_torn(fd, before.st_size) else b""
         data = prefix + data
+        # Before the write: a check reading the timeline meanwhile already knows the lines.
+        note_forge_lines(path, data)
         count = os.write(fd, data)
         if count != len(data):
             # A short write (the disk filled up mid-line): the event is torn, not
