@@ -14,8 +14,8 @@ arrives JSON-escaped inside assistant messages, tool inputs and tool results
 - ``decoded`` — the redaction Forge runs: the text and its decoded views.
 
 The ratios printed are decoded/as-is per kind, and each kind's decoded cost to
-plain text's, decoded and as is (the goal: stream-json within 3x of plain text,
-both decoded).
+plain text's, decoded and as is. The goal: stream-json, decoded, within 3x of
+plain text through the rules alone (what redaction cost before it decoded).
 
     .venv/bin/python bench/redaction.py [--megabytes 4] [--repeat 3] [--quick]
 """
@@ -42,7 +42,7 @@ ALNUM = string.ascii_letters + string.digits
 CHUNK = 64 * 1024  # what the pump reads at a time
 # A planted secret in one line of this many: a few per MB (an agent rarely prints one).
 PLANTED = 1 / 5000
-GOAL = 3.0  # stream-json's decoded cost within this many times plain text's
+GOAL = 3.0  # stream-json's decoded cost within this many times plain text's as is
 
 _WORD_TEXT = (
     "user order cart item total price config client server request response handler session "
@@ -224,8 +224,8 @@ def main() -> None:
         for kind in ("stream-json", "base64"):
             ratio = figures[kind]["decoded"] / plain_cost
             print(f"{kind} decoded / plain {against} {ratio:.2f}x")
-    met = figures["stream-json"]["decoded"] <= GOAL * figures["plain"]["decoded"]
-    print(f"goal: stream-json within {GOAL:.0f}x of plain (both decoded): {verdict(args, met)}")
+    met = figures["stream-json"]["decoded"] <= GOAL * figures["plain"]["as is"]
+    print(f"goal: stream-json decoded within {GOAL:.0f}x of plain text as is: {verdict(args, met)}")
 
 
 if __name__ == "__main__":

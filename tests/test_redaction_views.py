@@ -13,6 +13,7 @@ import pytest
 
 from orchestra._redact import StreamRedactor
 from orchestra._secscan import Ruleset, load_rules, redact
+from orchestra._secscan._engine import compile_pattern, match_spans
 from orchestra._secscan._redactor import SecretRedactor
 from orchestra._secscan._views import (
     _JSON_ESCAPE,
@@ -161,3 +162,19 @@ def test_the_fast_json_decoding_is_the_exact_one(characters: list[str]) -> None:
     fast = _json_view(text)
     exact = _rewritten(text, _JSON_ESCAPE, _json_unescaped)
     assert (fast.data, fast.pieces) == (exact.data, exact.pieces)
+
+
+def test_match_spans_are_finditer_spans(ruleset: Ruleset) -> None:
+    # Redaction asks RE2's expression for spans without its wrapper's Match
+    # objects: the spans must be the wrapper's, for every rule and for
+    # patterns that match the empty string.
+    text = (
+        f"token {TOKEN} and {quote(TOKEN)}\n"
+        + base64.b64encode(f"password = hunter2-{TOKEN}".encode()).decode()
+        + "\naaa\n\n"
+    ).encode() * 3
+    patterns = [(rule.pattern, rule.secret_group) for rule in ruleset.rules]
+    patterns += [(compile_pattern(regex)[0], 0) for regex in ("a*", "", "(?m)^", "x(y)?|a")]
+    for pattern, group in patterns:
+        expected = [match.span(group) for match in pattern.finditer(text)]
+        assert list(match_spans(pattern, text, group)) == expected, pattern.pattern

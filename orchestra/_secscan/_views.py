@@ -267,26 +267,35 @@ def _decoded(run: bytes, *, padded: bool) -> bytes | None:
 
 
 def _base64_views(parent: View) -> Iterator[View]:
-    """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view."""
+    """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view.
+
+    A run on a line of a block that decodes is not decoded again alone: the
+    block's text holds the line's, and the whole block is redacted.
+    """
     data = parent.data
+    blocks: list[tuple[int, int]] = []
+    if b"\n" in data:
+        for start, end in match_spans(_BASE64_BLOCK, data):
+            block = data[start:end]
+            # The last line may be the next line's word rather than the block's end.
+            for length in (len(block), block.rstrip(b"\r\n").rfind(b"\n")):
+                decoded = _decoded(_NEWLINES.sub(b"", block[:length]), padded=True)
+                if decoded is not None:
+                    blocks.append((start, start + length))
+                    yield View(decoded, [(0, start, start + length, False)], parent)
+                    break
     runs = _BASE64_RUN if len(data) <= _SHORT else _BASE64_RUN_LONG
+    block_starts = [start for start, _ in blocks]
     for start, end in match_spans(runs, data):
+        inside = bisect_right(block_starts, start) - 1
+        if inside >= 0 and end <= blocks[inside][1]:
+            continue
         run = data[start:end]
         if run.islower() or run.isupper() or run.isdigit():
             continue  # an identifier or a hash: base64 of text mixes cases
         decoded = _decoded(run, padded=False)
         if decoded is not None:
             yield View(decoded, [(0, start, end, False)], parent)
-    if b"\n" not in data:
-        return
-    for start, end in match_spans(_BASE64_BLOCK, data):
-        block = data[start:end]
-        # The last line may be the next line's word rather than the block's end.
-        for length in (len(block), block.rstrip(b"\r\n").rfind(b"\n")):
-            decoded = _decoded(_NEWLINES.sub(b"", block[:length]), padded=True)
-            if decoded is not None:
-                yield View(decoded, [(0, start, start + length, False)], parent)
-                break
 
 
 def _unquoted(match: re.Match[bytes]) -> bytes:
