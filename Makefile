@@ -82,6 +82,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/secscan_engine.py
 	$(BIN)/python bench/secscan_compare.py
+	$(BIN)/python bench/redaction.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/limiter.py
 	$(BIN)/python bench/fleet.py

@@ -48,6 +48,10 @@ RATIO_LINES: dict[str, list[tuple[str, int]]] = {
         (r"^  goal: K = [\d,]+ within 2\.0x of K = 0 \(medians\): ", 2),
     ],
     "memory": [(r" \d+\.\d\dx baseline", 6)],
+    "redaction": [
+        (r"^(plain|stream-json|base64) +ms/MB: .* decoded/as-is \d+\.\d\dx$", 3),
+        (r"^(stream-json|base64) decoded / plain (decoded|as is) \d+\.\d\dx$", 4),
+    ],
     "secscan_compare": [
         (r"^(full|rescan|command start-up).* \d+\.\d{3}$", 6),
         (r"recall ours [\d.]+%, detect-secrets [\d.]+%$", 1),

@@ -8,11 +8,20 @@ import textwrap
 from pathlib import Path
 from urllib.parse import quote
 
+import hypothesis
 import pytest
 
 from orchestra._redact import StreamRedactor
 from orchestra._secscan import Ruleset, load_rules, redact
+from orchestra._secscan._engine import compile_pattern, match_spans
 from orchestra._secscan._redactor import SecretRedactor
+from orchestra._secscan._views import (
+    _JSON_ESCAPE,
+    View,
+    _json_unescaped,
+    _json_view,
+    _rewritten,
+)
 
 from .test_secscan_e2e import github_token
 
@@ -96,3 +105,76 @@ def test_a_plain_redaction_holds_no_line() -> None:
 def test_a_whole_token_at_a_line_end_leaves_the_next_line_alone(ruleset: Ruleset) -> None:
     out = redact(f"token={TOKEN}\n1 failed, 2 passed\n", ruleset)
     assert out == f"token={MARK}\n1 failed, 2 passed\n"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-16"])
+def test_utf16_output_is_redacted(ruleset: Ruleset, encoding: str) -> None:
+    # A `cat` of a UTF-16 file: a NUL byte beside every ASCII one ("utf-16"
+    # writes a byte order mark first).
+    printed = f"export GH_TOKEN={TOKEN}\nnext line\n".encode(encoding)
+    out = b"".join(stream(StreamRedactor(SecretRedactor(ruleset)), printed))
+    wide = TOKEN.encode("utf-16-be")[1:-1]  # the token's bytes, whichever the order
+    assert wide not in out
+    assert MARK.encode() in out
+    assert out.endswith("next line\n".encode(encoding)[-10:])
+
+
+def test_utf16_inside_stream_json_is_redacted(ruleset: Ruleset) -> None:
+    # The same file read by the agent's tool: its NUL bytes JSON-escaped.
+    content = f"export GH_TOKEN={TOKEN}\n".encode("utf-16-le").decode("latin-1")
+    line = json.dumps({"type": "tool_result", "content": content})
+    out = redact(line, ruleset)
+    assert TOKEN not in json.loads(out)["content"].replace("\0", "")
+    assert MARK in out
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        # A program's repr of UTF-16 bytes, with its byte order mark.
+        repr(f"token: {TOKEN}".encode("utf-16")),
+        # Every byte as a \x escape (printf, a C string).
+        "printf '" + "".join(f"\\x{byte:02x}" for byte in TOKEN.encode()) + "'",
+        # The repr inside stream-json: its backslashes JSON-escaped too.
+        json.dumps({"text": repr(f"token: {TOKEN}".encode("utf-16-le"))}),
+    ],
+)
+def test_hex_escaped_bytes_are_redacted(ruleset: Ruleset, shown: str) -> None:
+    out = redact(shown, ruleset)
+    assert MARK in out
+    assert TOKEN[4:12] not in out.replace("\\x00", "").replace("\\\\", "\\")
+    assert "".join(f"\\x{byte:02x}" for byte in TOKEN[4:12].encode()) not in out
+
+
+@hypothesis.given(
+    hypothesis.strategies.lists(
+        hypothesis.strategies.sampled_from(
+            ["\\", "\\", "u", "0", "5", "c", "C", "n", "r", "b", "f", "/", '"', "a", "é", "\0"]
+        ),
+        max_size=24,
+    )
+)
+def test_the_fast_json_decoding_is_the_exact_one(characters: list[str]) -> None:
+    # The JSON view is made with a few replacements and mapped back only when
+    # a secret is found: its bytes and its map must be the escape-by-escape
+    # rewrite's, or a secret would be found (or redacted) in the wrong place.
+    text = View.of("".join(characters).encode())
+    fast = _json_view(text)
+    exact = _rewritten(text, _JSON_ESCAPE, _json_unescaped)
+    assert (fast.data, fast.pieces) == (exact.data, exact.pieces)
+
+
+def test_match_spans_are_finditer_spans(ruleset: Ruleset) -> None:
+    # Redaction asks RE2's expression for spans without its wrapper's Match
+    # objects: the spans must be the wrapper's, for every rule and for
+    # patterns that match the empty string.
+    text = (
+        f"token {TOKEN} and {quote(TOKEN)}\n"
+        + base64.b64encode(f"password = hunter2-{TOKEN}".encode()).decode()
+        + "\naaa\n\n"
+    ).encode() * 3
+    patterns = [(rule.pattern, rule.secret_group) for rule in ruleset.rules]
+    patterns += [(compile_pattern(regex)[0], 0) for regex in ("a*", "", "(?m)^", "x(y)?|a")]
+    for pattern, group in patterns:
+        expected = [match.span(group) for match in pattern.finditer(text)]
+        assert list(match_spans(pattern, text, group)) == expected, pattern.pattern

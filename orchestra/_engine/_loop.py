@@ -612,7 +612,11 @@ class _Loop:
         """
         env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
         lines = apply_requests(
-            inbox, change=self.plan.paths.name, workdir=self.plan.workdir, env=env
+            inbox,
+            change=self.plan.paths.name,
+            workdir=self.plan.workdir,
+            env=env,
+            redact=self.plan.redact,
         )
         empty_inbox(inbox)  # its report is read: nothing left there outlives the iteration
         if lines:

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -95,10 +95,24 @@ def read_requests(inbox: Path) -> tuple[list[Request], list[str]]:
     return found, problems
 
 
-def apply_requests(inbox: Path, *, change: str, workdir: Path, env: Mapping[str, str]) -> list[str]:
-    """Run every request in the inbox, outside the sandbox; one line per request on how it went."""
+def apply_requests(
+    inbox: Path,
+    *,
+    change: str,
+    workdir: Path,
+    env: Mapping[str, str],
+    redact: Callable[[str], str] | None = None,
+) -> list[str]:
+    """Run every request in the inbox, outside the sandbox; one line per request on how it went.
+
+    With ``redact``, each word of a request is redacted before it is run: the
+    agent wrote them, and what they say goes to the timeline, the checkpoint
+    and the iteration's log.
+    """
     requests, lines = read_requests(inbox)
     for request in requests:
+        if redact is not None:
+            request = attrs.evolve(request, argv=tuple(redact(word) for word in request.argv))
         shown = "forge " + " ".join(request.argv)
         why = refusal(request.argv, change)
         if why is not None:

@@ -17,6 +17,7 @@ has to be decoded before it is scanned.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 try:
@@ -96,3 +97,34 @@ class KeywordFinder:
                     self.keywords[index] for index in indices if index != self._sentinel
                 )
         return frozenset(keyword for keyword in self.keywords if keyword in lowered)
+
+
+# RE2's Python wrapper makes a Match object (and a dozen calls) for every
+# match; its compiled expression answers one search with the spans alone.
+# Redaction runs over every byte an agent prints, and most of its searches
+# find many short runs, so it asks the expression directly where it can.
+_RE2_SPANS = re2 is not None and hasattr(re2, "_Anchor") and hasattr(re2, "_Regexp")
+_NO_MATCH = (-1, -1)
+
+
+def match_spans(compiled: Any, data: bytes, group: int = 0) -> Iterator[tuple[int, int]]:
+    """The span of ``group`` in every match of ``compiled`` over ``data``, as ``finditer``.
+
+    A group that took no part in a match gives ``(-1, -1)``.
+    """
+    regexp = getattr(compiled, "_regexp", None) if _RE2_SPANS else None
+    if regexp is None:
+        for match in compiled.finditer(data):
+            yield match.span(group)
+        return
+    anchor = re2._Anchor.UNANCHORED
+    position, end = 0, len(data)
+    while True:
+        spans = regexp.Match(anchor, data, position, end)
+        if spans[0] == _NO_MATCH:
+            return
+        yield spans[group]
+        if position == end:
+            return
+        # An empty match would find itself again: step past it.
+        position = position + 1 if position == spans[0][1] else spans[0][1]

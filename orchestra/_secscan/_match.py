@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from ._engine import match_spans
 from ._rules import Rule, Ruleset
 
 # Documentation examples that are public and never live credentials.
@@ -158,8 +159,7 @@ def find_secrets(data: bytes, ruleset: Ruleset, *, path: str | None = None) -> l
     for rule in ruleset.rules:
         if present.isdisjoint(rule.keywords_bytes) or not rule.applies_to(path):
             continue
-        for match in rule.pattern.finditer(data):
-            start, end = match.span(rule.secret_group)
+        for start, end in match_spans(rule.pattern, data, rule.secret_group):
             if start < 0:
                 continue
             secret = data[start:end].decode("latin-1")

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._engine import compile_pattern
+from ._engine import compile_pattern, match_spans
 from ._match import find_secrets
 from ._rules import Ruleset
 
@@ -30,6 +30,7 @@ _WORD_LIMIT = 1024
 _WORD = re.compile(rb"\S{1,1024}")
 # JSON string escapes; an escaped line end is a line end (then read joined).
 _JSON_ESCAPE = re.compile(rb'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_JSON_UNICODE = re.compile(rb"\\u[0-9a-fA-F]{4}")
 _JSON_SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"", b"f": b"", b"t": b"\t"}
 _JSON_CHEAP = (
     (b"\\n", b"\n"),
@@ -41,6 +42,8 @@ _JSON_CHEAP = (
     (b"\\f", b""),
 )
 _URL_ESCAPE = re.compile(rb"%[0-9a-fA-F]{2}")
+_HEX_ESCAPE = re.compile(rb"\\x[0-9a-fA-F]{2}")
+_NON_NUL = re.compile(rb"[^\0]+")
 # Shorter runs decode to a few bytes, too few to hold a token and its keyword.
 # RE2 where it is installed: Python's re tries a run at every byte of a long one.
 _RUN = r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}={0,2}"
@@ -67,18 +70,30 @@ class View:
     def __init__(
         self,
         data: bytes,
-        pieces: list[tuple[int, int, int, bool]],
+        pieces: list[tuple[int, int, int, bool]] | Callable[[], list[tuple[int, int, int, bool]]],
         parent: View | None = None,
     ) -> None:
         self.data = data
-        self._starts = [piece[0] for piece in pieces]
-        self._pieces = pieces
+        # A view made by a fast decoding maps its bytes back only when a
+        # secret is found in it: most views hold none.
+        self._pieces_of = pieces if callable(pieces) else None
+        self._pieces = pieces if not callable(pieces) else []
+        self._starts = [piece[0] for piece in self._pieces]
         self._parent = parent
 
     @classmethod
     def of(cls, data: bytes) -> View:
         """The text itself."""
         return cls(data, [(0, 0, len(data), True)])
+
+    @property
+    def pieces(self) -> list[tuple[int, int, int, bool]]:
+        """How the view's bytes map to its parent's (see the class docstring)."""
+        if self._pieces_of is not None:
+            self._pieces = self._pieces_of()
+            self._starts = [piece[0] for piece in self._pieces]
+            self._pieces_of = None
+        return self._pieces
 
     def source_span(self, start: int, end: int) -> tuple[int, int]:
         """The bytes of the original text that ``data[start:end]`` came from."""
@@ -91,7 +106,8 @@ class View:
     def _locate(self, position: int, *, at_end: bool) -> int:
         # The last piece starting at or before the position: a piece that
         # decodes to nothing (a joined line end) never holds a byte.
-        view_start, start, end, literal = self._pieces[bisect_right(self._starts, position) - 1]
+        pieces = self.pieces
+        view_start, start, end, literal = pieces[bisect_right(self._starts, position) - 1]
         if literal:
             return start + position - view_start + (1 if at_end else 0)
         return end if at_end else start
@@ -118,6 +134,57 @@ def _rewritten(
     return View(bytes(out), pieces, parent)
 
 
+def _json_view(parent: View) -> View:
+    """``parent`` with its JSON escapes undone, mapped back only when asked.
+
+    The decoding is a few ``bytes.replace`` (and a regex for the rare ``\\u``
+    escapes); it gives the bytes the exact, escape-by-escape rewrite gives,
+    whose map back to the text is made only for a view a secret is found in.
+    A NUL byte (the placeholder for an escaped backslash) or an escaped NUL
+    takes the exact way.
+    """
+    data = parent.data
+    if b"\0" in data or b"\\u0000" in data:
+        return _rewritten(parent, _JSON_ESCAPE, _json_unescaped)
+    fast = data.replace(b"\\\\", b"\0")
+    # A \u escape first, a backslash it decodes to held as the placeholder:
+    # it must not begin another escape; the others then cannot join into one.
+    if b"\\u" in fast:
+        fast = _JSON_UNICODE.sub(_json_unescaped_fast, fast)
+    for escape, plain in _JSON_CHEAP:
+        fast = fast.replace(escape, plain)
+    fast = fast.replace(b"\0", b"\\")
+    return View(fast, lambda: _json_pieces(data), parent)
+
+
+# How many bytes each two-character escape decodes to.
+_DECODED_LENGTH = {key: len(_JSON_SIMPLE.get(bytes([key]), b"\n")) for key in b'"\\/bfnrt'}
+
+
+def _json_pieces(data: bytes) -> list[tuple[int, int, int, bool]]:
+    """The pieces of ``data``'s JSON-unescaped view (as :func:`_rewritten` makes them)."""
+    pieces: list[tuple[int, int, int, bool]] = []
+    length = _DECODED_LENGTH
+    view = position = 0
+    for match in _JSON_ESCAPE.finditer(data):
+        start, end = match.span()
+        if start > position:
+            pieces.append((view, position, start, True))
+            view += start - position
+        pieces.append((view, start, end, False))
+        kind = data[start + 1]
+        view += length[kind] if kind != 0x75 else len(_json_unescaped(match))
+        position = end
+    if position < len(data) or not pieces:
+        pieces.append((view, position, len(data), True))
+    return pieces
+
+
+def _json_unescaped_fast(match: re.Match[bytes]) -> bytes:
+    decoded = _json_unescaped(match)
+    return b"\0" if decoded == b"\\" else decoded
+
+
 def _json_unescaped(match: re.Match[bytes]) -> bytes:
     escape = match.group()
     kind = escape[1:2]
@@ -141,10 +208,10 @@ class _Pair(View):
 def _line_pairs(parent: View, lowered: bytes, ruleset: Ruleset) -> Iterator[View]:
     """The words either side of each line end that may cut a secret, joined."""
     data = parent.data
-    for cut in ruleset.line_cut.finditer(lowered):
-        newline = cut.end() - 1
+    for _, cut_end in match_spans(ruleset.line_cut, lowered):
+        newline = cut_end - 1
         line_end = newline - 1 if newline and data[newline - 1] == 0x0D else newline
-        head = _WORD.match(data, cut.end())
+        head = _WORD.match(data, cut_end)
         if head is None:
             continue
         tail_start = _word_start(data, line_end)
@@ -200,78 +267,115 @@ def _decoded(run: bytes, *, padded: bool) -> bytes | None:
 
 
 def _base64_views(parent: View) -> Iterator[View]:
-    """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view."""
+    """The base64 runs and wrapped blocks of ``parent`` that decode to text, each a view.
+
+    A run on a line of a block that decodes is not decoded again alone: the
+    block's text holds the line's, and the whole block is redacted.
+    """
     data = parent.data
+    blocks: list[tuple[int, int]] = []
+    if b"\n" in data:
+        for start, end in match_spans(_BASE64_BLOCK, data):
+            block = data[start:end]
+            # The last line may be the next line's word rather than the block's end.
+            for length in (len(block), block.rstrip(b"\r\n").rfind(b"\n")):
+                decoded = _decoded(_NEWLINES.sub(b"", block[:length]), padded=True)
+                if decoded is not None:
+                    blocks.append((start, start + length))
+                    yield View(decoded, [(0, start, start + length, False)], parent)
+                    break
     runs = _BASE64_RUN if len(data) <= _SHORT else _BASE64_RUN_LONG
-    for match in runs.finditer(data):
-        run = match.group()
+    block_starts = [start for start, _ in blocks]
+    for start, end in match_spans(runs, data):
+        inside = bisect_right(block_starts, start) - 1
+        if inside >= 0 and end <= blocks[inside][1]:
+            continue
+        run = data[start:end]
         if run.islower() or run.isupper() or run.isdigit():
             continue  # an identifier or a hash: base64 of text mixes cases
         decoded = _decoded(run, padded=False)
         if decoded is not None:
-            yield View(decoded, [(0, match.start(), match.end(), False)], parent)
-    if b"\n" not in data:
-        return
-    for match in _BASE64_BLOCK.finditer(data):
-        block = match.group()
-        # The last line may be the next line's word rather than the block's end.
-        for end in (len(block), block.rstrip(b"\r\n").rfind(b"\n")):
-            decoded = _decoded(_NEWLINES.sub(b"", block[:end]), padded=True)
-            if decoded is not None:
-                yield View(decoded, [(0, match.start(), match.start() + end, False)], parent)
-                break
+            yield View(decoded, [(0, start, end, False)], parent)
 
 
 def _unquoted(match: re.Match[bytes]) -> bytes:
     return bytes([int(match.group()[1:], 16)])
 
 
-def _json_may_hide(data: bytes, ruleset: Ruleset) -> bool:
-    """Whether JSON escapes may hide a secret: worth the exact (and slower) view.
-
-    A ``\\u`` escape may hide anything. The others (``\\n``, ``\\"``,
-    ``\\/``) are undone with a few replacements first, and the exact view is
-    made only when that text holds a secret or a line end that may cut one.
-    """
-    if b"\\u" in data or b"\0" in data:
-        return True
-    if not ruleset.keyword_finder.present(data.replace(b"\\", b"").lower()):
-        return False
-    cheap = data.replace(b"\\\\", b"\0")
-    for escape, plain in _JSON_CHEAP:
-        cheap = cheap.replace(escape, plain)
-    cheap = cheap.replace(b"\0", b"\\")
-    if cheap == data:
-        return False
-    return bool(find_secrets(cheap, ruleset)) or (
-        b"\n" in cheap and ruleset.line_cut.search(cheap.lower()) is not None
-    )
-
-
 def _views(data: bytes, ruleset: Ruleset) -> list[View]:
     """The views of ``data`` that hold a keyword, each made only when it could differ."""
     present = ruleset.keyword_finder.present
     text = View.of(data)
-    views = _readable(text, ruleset, data.lower())
     escaped = b"\\" in data
     quoted = b"%" in data
-    if not (escaped or quoted or _BASE64_HINT.search(data)):
-        return views  # the common line: nothing encoded, nothing more to read
-    encoded = [text]
-    # Only a \u escape can hide a keyword; the others (\n, \", \/) matter
-    # where one is already in sight, backslashes aside.
-    if escaped and _json_may_hide(data, ruleset):
-        unescaped = _rewritten(text, _JSON_ESCAPE, _json_unescaped)
+    nul = b"\0" in data
+    if not (escaped or quoted or nul or _BASE64_HINT.search(data)):
+        return _readable(text, ruleset, data.lower())  # nothing encoded, nothing more to read
+    # The texts as read: the text itself, and with its JSON escapes undone.
+    # Lines that are all JSON objects (stream-json events) are read only
+    # unescaped: their raw form is no text a reader sees, and searching it too
+    # would double the cost of an agent's commonest output.
+    readings = [text]
+    if escaped:
+        unescaped = _json_view(text)
         if unescaped.data != data:
-            encoded.append(unescaped)
-            views.extend(_readable(unescaped, ruleset))
-    if quoted and _URL_ESCAPE.search(data):
-        views.extend(_readable(_rewritten(text, _URL_ESCAPE, _unquoted), ruleset))
-    for view in encoded:
+            readings = [unescaped] if _json_lines(data) else [text, unescaped]
+    views: list[View] = []
+    for reading in readings:
+        views.extend(_readable(reading, ruleset))
+    if quoted:
+        for reading in readings:
+            if b"%" in reading.data and _URL_ESCAPE.search(reading.data):
+                views.extend(_readable(_rewritten(reading, _URL_ESCAPE, _unquoted), ruleset))
+    # Bytes written as \x escapes (a program's repr of bytes, printf), and
+    # UTF-16 text (a cat of a UTF-16 file, or such bytes escaped): a NUL byte
+    # beside every ASCII one.
+    wide: list[View] = []
+    if escaped:
+        wide = [
+            _rewritten(view, _HEX_ESCAPE, _hex_unescaped)
+            for view in readings
+            if b"\\x" in view.data and _HEX_ESCAPE.search(view.data)
+        ]
+        for view in wide:
+            views.extend(_readable(view, ruleset))
+    for view in (*readings, *wide):
+        if b"\0" in view.data:
+            views.extend(_readable(_without_nuls(view), ruleset))
+    for view in readings:
         for decoded in _base64_views(view):
             if present(decoded.data.lower()):
                 views.append(decoded)
     return views
+
+
+def _json_lines(data: bytes) -> bool:
+    """Whether every line of ``data`` is one JSON object (``{`` to ``}``)."""
+    lines = data.rstrip(b"\r\n").replace(b"\r\n", b"\n")
+    return (
+        lines.startswith(b"{")
+        and lines.endswith(b"}")
+        and lines.count(b"}\n{") == lines.count(b"\n")
+    )
+
+
+def _hex_unescaped(match: re.Match[bytes]) -> bytes:
+    return bytes([int(match.group()[2:], 16)])
+
+
+def _without_nuls(parent: View) -> View:
+    """``parent`` without its NUL bytes: UTF-16 text read as the ASCII it holds."""
+    data = parent.data
+
+    def pieces() -> list[tuple[int, int, int, bool]]:
+        mapped: list[tuple[int, int, int, bool]] = []
+        view = 0
+        for run in _NON_NUL.finditer(data):
+            mapped.append((view, run.start(), run.end(), True))
+            view += run.end() - run.start()
+        return mapped or [(0, 0, len(data), True)]
+
+    return View(data.replace(b"\0", b""), pieces, parent)
 
 
 def _plain_and_clean(data: bytes, ruleset: Ruleset) -> bool:
@@ -279,6 +383,7 @@ def _plain_and_clean(data: bytes, ruleset: Ruleset) -> bool:
     return not (
         b"\\" in data
         or b"%" in data
+        or b"\0" in data
         or b"\n" in data.rstrip(b"\r\n")
         or ruleset.keyword_finder.present(data.lower())
         or _BASE64_HINT.search(data)
