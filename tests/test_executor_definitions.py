@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,15 @@ def test_report_with_every_key(tmp_path: Path) -> None:
         ExecutorReport(done=True, tokens=5, tool_calls=2, cost_usd=1.0, summary="ok"),
         [],
     )
+
+
+def test_a_summary_is_redacted_before_it_is_cut(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    token = "ghp_" + "a1B2c3D4e5" * 4  # straddles the cut at 2000 characters
+    path.write_text(json.dumps({"summary": "x" * 1990 + token}))
+    report, _ = read_report(path, lambda text: text.replace(token, "[REDACTED]"))
+    assert report is not None
+    assert report.summary == "x" * 1990 + "[REDACTED]"
 
 
 def test_report_absent_is_no_report(tmp_path: Path) -> None:

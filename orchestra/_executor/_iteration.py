@@ -197,9 +197,7 @@ async def run_iteration(
         redact=redact,
         on_error_output=parser.feed_stderr,
     )
-    report, problems = read_report(context.report_path)
-    if report is not None and report.summary and redact is not None:
-        report = attrs.evolve(report, summary=redact(report.summary))
+    report, problems = read_report(context.report_path, redact)
     observation = parser.finish()
     return IterationOutcome(
         number=context.number,

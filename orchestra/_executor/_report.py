@@ -25,6 +25,7 @@ import attrs
 from ._parsers import finite_amount
 
 _MAX_REPORT_BYTES = 1024 * 1024
+_MAX_SUMMARY_CHARS = 2000
 _MAX_COUNT = 2**53  # beyond this, a "count" is noise that would only break arithmetic
 
 
@@ -39,11 +40,15 @@ class ExecutorReport:
     summary: str | None = None
 
 
-def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
+def read_report(
+    path: Path, redact: Callable[[str], str] | None = None
+) -> tuple[ExecutorReport | None, list[str]]:
     """The report at ``path`` (None when absent) and the problems found in it.
 
     The file is removed once read (whatever it held), so the agent's words are
-    not kept unredacted.
+    not kept unredacted. ``redact`` is applied to the summary before it is
+    cut to its length: a secret across the cut would otherwise leave a piece
+    no rule recognises.
     """
     try:
         raw = _read_regular_file(path, _MAX_REPORT_BYTES + 1)
@@ -69,7 +74,7 @@ def read_report(path: Path) -> tuple[ExecutorReport | None, list[str]]:
         tokens=_checked(data, "tokens", problems, _is_count),
         tool_calls=_checked(data, "tool_calls", problems, _is_count),
         cost_usd=_as_float(_checked(data, "cost_usd", problems, _is_amount)),
-        summary=_clip(_checked(data, "summary", problems, _is_text)),
+        summary=_clip(_checked(data, "summary", problems, _is_text), redact),
     )
     return report, problems
 
@@ -114,8 +119,10 @@ def _as_float(value: int | float | None) -> float | None:
     return None if value is None else finite_amount(value)
 
 
-def _clip(value: str | None) -> str | None:
-    return None if value is None else value[:2000]
+def _clip(value: str | None, redact: Callable[[str], str] | None) -> str | None:
+    if value is None:
+        return None
+    return (redact(value) if redact is not None else value)[:_MAX_SUMMARY_CHARS]
 
 
 def _read_regular_file(path: Path, limit: int) -> bytes | None:
