@@ -30,6 +30,7 @@ from .._errors import ConfigError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED, forge_command
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
+from ._denials import ProtectedPaths, claude_deny_rules
 from ._sessionid import valid_session_id
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")
@@ -111,6 +112,10 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
+        deny_protected: Tell the CLI's own permission system the loop's
+            protected paths (Claude Code: ``permissions.deny`` rules in the
+            ``--settings`` that carry Forge's hooks), so it refuses a write to
+            one before trying it.
         codex_hooks: Pass Forge's PreToolUse guard to Codex with every
             invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
             invocation only with ``--dangerously-bypass-hook-trust``).
@@ -143,6 +148,7 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
+    deny_protected: bool = False
     codex_hooks: bool = False
     shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
@@ -172,6 +178,10 @@ class ExecutorSpec:
             raise FieldError(
                 "resume_permissions", f"only [permissions] levels ({known})", unknown[0]
             )
+        if self.deny_protected and not self.claude_hooks:
+            # Only Claude Code's permission system can say "this file is
+            # read-only" in a writable tree (docs/executors.md).
+            raise FieldError("deny_protected", "false unless claude_hooks is true", True)
         if self.session == "continue" and not self.resume_argv:
             raise FieldError("session", '"fresh" unless resume_argv is set', self.session)
 
@@ -183,11 +193,21 @@ class ExecutorSpec:
 
 @attrs.frozen
 class Executor:
-    """A runnable executor: a named definition, or the shell command of ``--cmd``."""
+    """A runnable executor: a named definition, or the shell command of ``--cmd``.
+
+    Attributes:
+        name: The definition's name (``cmd`` for ``--cmd``).
+        spec: What the definition says.
+        templated: A named definition (not ``--cmd``'s shell command).
+        protected: The loop's protected paths, told to the CLI's permission
+            system when the definition says ``deny_protected`` (see
+            :meth:`protecting`).
+    """
 
     name: str
     spec: ExecutorSpec
     templated: bool = True
+    protected: ProtectedPaths | None = None
 
     def argv(self, values: Mapping[str, str], *, session: str | None = None) -> list[str]:
         """The argv for one iteration, placeholders filled.
@@ -238,10 +258,29 @@ class Executor:
 
     def _hook_args(self) -> list[str]:
         if self.spec.claude_hooks:
-            return ["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))]
+            settings = claude_hook_settings()
+            if denied := self.denied_rules():
+                settings["permissions"] = {"deny": denied}
+            return ["--settings", json.dumps(settings, separators=(",", ":"))]
         if self.spec.codex_hooks:
             return ["--dangerously-bypass-hook-trust", "-c", codex_hook_override()]
         return []
+
+    def protecting(self, protected: ProtectedPaths) -> Executor:
+        """The same executor, told the loop's protected paths.
+
+        Only a named definition with ``deny_protected`` passes them on (to the
+        CLI's own permission system); ``--cmd`` and the others are unchanged.
+        """
+        if not (self.templated and self.spec.deny_protected):
+            return self
+        return attrs.evolve(self, protected=protected)
+
+    def denied_rules(self) -> list[str]:
+        """The rules that refuse the CLI's file tools the protected paths (none: not told)."""
+        if self.protected is None or not (self.templated and self.spec.deny_protected):
+            return []
+        return claude_deny_rules(self.protected)
 
     @property
     def passes_hooks(self) -> bool:
@@ -336,9 +375,15 @@ class Executor:
             return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
+        if spec.claude_hooks and self.denied_rules() and self.protected is not None:
+            hooks += f"; {_paths(self.protected.count)} denied"
         if spec.shell_guard:
             hooks = "; every bash -c checked by Forge's guard"
         return f"{spec.permission} ({args}){hooks}"
+
+
+def _paths(count: int) -> str:
+    return f"{count} protected path" + ("" if count == 1 else "s")
 
 
 def claude_hook_settings() -> dict[str, Any]:
