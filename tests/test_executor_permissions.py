@@ -3,12 +3,16 @@
 The shipped ``claude`` definition passes the loop's ``[protect] frozen`` and
 Forge's ``.forge/`` as ``permissions.deny`` rules in its ``--settings``
 (proven against the real CLI in tests/test_real_claude_deny_e2e.py); a
-``--cmd`` and the definitions whose CLI cannot express it get nothing.
+``--cmd`` and the definitions whose CLI cannot express it get nothing. The
+shipped ``gemini`` definition passes a policy file (``--policy``) denying
+them to its file tools (tests/test_real_gemini_deny_e2e.py).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ import pytest
 from orchestra._errors import ConfigError
 from orchestra._executor import ProtectedPaths, claude_deny_rules, load_executor, state_paths
 from orchestra._executor._definition import shell_command
+from orchestra._executor._denials import gemini_policy, write_policy
 
 from .support import Repo
 
@@ -69,12 +74,76 @@ def test_a_long_protect_list_stays_patterns_not_files(tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("name", ["codex", "gemini"])
-def test_the_clis_that_cannot_express_it_are_not_told(name: str, tmp_path: Path) -> None:
-    executor = load_executor(name, tmp_path)
+def test_codex_is_not_told(tmp_path: Path) -> None:
+    # Its workspace-write sandbox has no read-only path inside the tree that
+    # Forge could name (docs/executors.md): the sandbox, guard and check hold.
+    executor = load_executor("codex", tmp_path)
     told = executor.protecting(ProtectedPaths(tmp_path, ("forge.toml",), (tmp_path / ".forge",)))
     assert told == executor
     assert "denied" not in (told.describe_permission() or "")
+
+
+def test_gemini_is_told_with_a_policy_file_in_the_changes_state(tmp_path: Path) -> None:
+    executor = load_executor("gemini", tmp_path)
+    state = tmp_path / ".forge" / "changes" / "c"
+    values = {"prompt": "p", "state_dir": str(state)}
+    assert "--policy" not in executor.argv(values)  # not told yet
+    told = executor.protecting(ProtectedPaths(tmp_path, ("forge.toml",), (tmp_path / ".forge",)))
+    argv = told.argv(values)
+    assert argv[argv.index("--policy") + 1] == str(state / "deny-policy" / "protected.toml")
+    assert told.describe_permission() == (
+        "edit-and-run (--approval-mode auto_edit --allowed-tools run_shell_command); "
+        "every bash -c checked by Forge's guard; 2 protected paths denied with --policy"
+    )
+
+
+def _patterns(protected: ProtectedPaths) -> list[re.Pattern[str]]:
+    rules = tomllib.loads(gemini_policy(protected))["rule"]
+    assert all(rule["decision"] == "deny" for rule in rules)
+    assert all(rule["toolName"] == ["write_file", "replace"] for rule in rules)
+    return [re.compile(rule["argsPattern"]) for rule in rules]
+
+
+def test_the_gemini_policy_matches_the_file_path_as_the_model_writes_it() -> None:
+    patterns = _patterns(
+        ProtectedPaths(ROOT, ("forge.toml", "policies/", "locks/*.lock"), (ROOT / ".forge",))
+    )
+
+    def denied(path: str) -> bool:
+        # The CLI's stable JSON of the arguments: keys in order, no spaces.
+        args = {"content": 'x "file_path":"forge.toml"', "file_path": path}
+        text = json.dumps(args, separators=(",", ":"), sort_keys=True)
+        return any(pattern.search(text) for pattern in patterns)
+
+    for path in (
+        "forge.toml",
+        "./forge.toml",
+        f"{ROOT}/forge.toml",
+        "policies/a/b.md",
+        "locks/deps.lock",
+        ".forge/changes/c/note.md",
+        f"{ROOT}/.forge/x",
+    ):
+        assert denied(path), path
+    for path in ("forge.toml.bak", "docs/forge.toml", "policies", "locks/a/deps.lock", "notes.txt"):
+        assert not denied(path), path
+
+
+def test_the_gemini_policy_passes_the_clis_redos_check() -> None:
+    # Gemini CLI 0.61 drops a pattern with a quantified group, or over 2,048 characters.
+    nested = re.compile(r"\([^)]*[*+?{].*\)[*+?{]")
+    long_folder = "a/" * 300
+    for pattern in _patterns(ProtectedPaths(ROOT, ("forge.toml", "p/", "*.lock", long_folder))):
+        assert not nested.search(pattern.pattern), pattern.pattern
+        assert len(pattern.pattern) <= 2048
+
+
+def test_a_changed_policy_is_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "deny-policy" / "protected.toml"
+    write_policy(path, "one")
+    write_policy(path, "two")
+    assert path.read_text() == "two"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["protected.toml"]
 
 
 def test_a_cmd_is_not_told() -> None:
@@ -96,12 +165,18 @@ def test_a_worktree_under_forge_is_left_writable(tmp_path: Path) -> None:
     )
 
 
-def test_deny_protected_needs_the_settings_of_claude_hooks(tmp_path: Path) -> None:
+def test_deny_protected_is_a_known_way_and_claudes_needs_its_hooks(tmp_path: Path) -> None:
     (tmp_path / "executors").mkdir()
-    (tmp_path / "executors" / "mine.toml").write_text('argv = ["mine"]\ndeny_protected = true\n')
+    (tmp_path / "executors" / "mine.toml").write_text(
+        'argv = ["mine"]\ndeny_protected = "claude-settings"\n'
+    )
     with pytest.raises(ConfigError) as error:
         load_executor("mine", tmp_path)
     assert "deny_protected" in str(error.value.problems)
+    (tmp_path / "executors" / "mine.toml").write_text('argv = ["mine"]\ndeny_protected = "x"\n')
+    with pytest.raises(ConfigError) as error:
+        load_executor("mine", tmp_path)
+    assert "claude-settings, gemini-policy" in str(error.value.problems)
 
 
 def test_the_plan_counts_the_protected_paths_denied(repo: Repo) -> None:
@@ -112,5 +187,8 @@ def test_the_plan_counts_the_protected_paths_denied(repo: Repo) -> None:
     assert line.endswith(
         "; Forge's guard and Stop hooks passed with --settings; 4 protected paths denied"
     )
+    plan = repo.forge("run", "--change", "c", "--executor", "gemini")
+    assert "4 protected paths denied with --policy" in plan.out
+    assert "deny-policy/protected.toml" in plan.out
     plan = repo.forge("run", "--change", "c", "--cmd", "true")
     assert "denied" not in plan.out

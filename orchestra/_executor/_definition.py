@@ -30,7 +30,15 @@ from .._errors import ConfigError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED, forge_command
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
-from ._denials import ProtectedPaths, claude_deny_rules
+from ._denials import (
+    CLAUDE_SETTINGS,
+    DENY_FORMATS,
+    GEMINI_POLICY,
+    GEMINI_POLICY_FILE,
+    ProtectedPaths,
+    claude_deny_rules,
+    gemini_policy,
+)
 from ._sessionid import valid_session_id
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")
@@ -56,6 +64,11 @@ def _check_argv(_instance: object, attribute: attrs.Attribute[Any], argv: tuple[
 def _check_output(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in OUTPUT_FORMATS:
         raise FieldError(attribute.name, "one of " + ", ".join(OUTPUT_FORMATS), value)
+
+
+def _check_deny(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value and value not in DENY_FORMATS:
+        raise FieldError(attribute.name, '"" or one of ' + ", ".join(DENY_FORMATS), value)
 
 
 def _check_session(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -112,10 +125,12 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
-        deny_protected: Tell the CLI's own permission system the loop's
-            protected paths (Claude Code: ``permissions.deny`` rules in the
-            ``--settings`` that carry Forge's hooks), so it refuses a write to
-            one before trying it.
+        deny_protected: How the CLI's own permission system is told the
+            loop's protected paths, so that it refuses a write to one before
+            trying it: ``claude-settings`` (``permissions.deny`` rules in the
+            ``--settings`` that carry Forge's hooks), ``gemini-policy`` (a
+            policy file Forge writes, passed with ``--policy``), or empty (the
+            CLI cannot express "this file is read-only in a writable tree").
         codex_hooks: Pass Forge's PreToolUse guard to Codex with every
             invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
             invocation only with ``--dangerously-bypass-hook-trust``).
@@ -148,7 +163,7 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
-    deny_protected: bool = False
+    deny_protected: str = attrs.field(default="", validator=_check_deny)
     codex_hooks: bool = False
     shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
@@ -178,10 +193,11 @@ class ExecutorSpec:
             raise FieldError(
                 "resume_permissions", f"only [permissions] levels ({known})", unknown[0]
             )
-        if self.deny_protected and not self.claude_hooks:
-            # Only Claude Code's permission system can say "this file is
-            # read-only" in a writable tree (docs/executors.md).
-            raise FieldError("deny_protected", "false unless claude_hooks is true", True)
+        if self.deny_protected == CLAUDE_SETTINGS and not self.claude_hooks:
+            # The rules go in the --settings that carry the hooks.
+            raise FieldError(
+                "deny_protected", f'not "{CLAUDE_SETTINGS}" unless claude_hooks is true', True
+            )
         if self.session == "continue" and not self.resume_argv:
             raise FieldError("session", '"fresh" unless resume_argv is set', self.session)
 
@@ -241,6 +257,8 @@ class Executor:
                 argv.extend(spec.resume_permissions.get(spec.permission, ()))
             else:
                 argv.extend(spec.permissions[spec.permission])
+        if (policy := self.deny_policy(values)) is not None:
+            argv.extend(["--policy", str(policy[0])])
         if spec.claude_hooks:
             argv.extend(hooks)
         return argv
@@ -277,10 +295,28 @@ class Executor:
         return attrs.evolve(self, protected=protected)
 
     def denied_rules(self) -> list[str]:
-        """The rules that refuse the CLI's file tools the protected paths (none: not told)."""
-        if self.protected is None or not (self.templated and self.spec.deny_protected):
+        """Claude Code's rules refusing its file tools the protected paths (none: not told)."""
+        if not self._tells(CLAUDE_SETTINGS) or self.protected is None:
             return []
         return claude_deny_rules(self.protected)
+
+    def deny_policy(self, values: Mapping[str, str]) -> tuple[Path, str] | None:
+        """The Gemini CLI policy file denying the protected paths: its path and text.
+
+        ``values`` are the iteration's placeholders: the file goes in its state
+        folder. None when the CLI is not told that way.
+        """
+        if not self._tells(GEMINI_POLICY) or self.protected is None or not values.get("state_dir"):
+            return None
+        return Path(values["state_dir"]) / GEMINI_POLICY_FILE, gemini_policy(self.protected)
+
+    def _tells(self, how: str) -> bool:
+        return (
+            bool(how)
+            and self.templated
+            and self.protected is not None
+            and self.spec.deny_protected == how
+        )
 
     @property
     def passes_hooks(self) -> bool:
@@ -375,10 +411,11 @@ class Executor:
             return None
         args = shlex.join(spec.permissions[spec.permission])
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
-        if spec.claude_hooks and self.denied_rules() and self.protected is not None:
-            hooks += f"; {_paths(self.protected.count)} denied"
         if spec.shell_guard:
             hooks = "; every bash -c checked by Forge's guard"
+        if self.protected is not None and self._tells(spec.deny_protected):
+            how = " with --policy" if spec.deny_protected == GEMINI_POLICY else ""
+            hooks += f"; {_paths(self.protected.count)} denied{how}"
         return f"{spec.permission} ({args}){hooks}"
 
 

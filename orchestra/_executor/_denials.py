@@ -12,16 +12,36 @@ MultiEdit, NotebookEdit): a ``Write(…)`` rule with a path is accepted but
 never consulted. A rule's path starting with ``//`` is absolute; one with a
 single ``/`` is relative to the settings' source, not the filesystem root,
 so Forge writes every path absolute, anchored at the loop's working tree
-(frozen paths) or at the project's ``.forge/`` (Forge's state). Patterns are
-passed as written (a folder as ``folder/**``), never expanded into files, so
-the settings stay small however long the list.
+(frozen paths) or at the project's ``.forge/`` (Forge's state).
+
+Gemini CLI takes policy files with ``--policy``: a ``deny`` rule for its file
+tools (``write_file``, ``replace``) whose ``argsPattern`` matches the call's
+``file_path``, as the model wrote it (relative to the tree or absolute). The
+file lives in the change's state folder, which the agent cannot write.
+
+Patterns are passed as written (a folder as ``folder/**``), never expanded
+into files, so the settings and the policy stay small however long the list.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import attrs
+
+CLAUDE_SETTINGS = "claude-settings"
+GEMINI_POLICY = "gemini-policy"
+DENY_FORMATS = (CLAUDE_SETTINGS, GEMINI_POLICY)
+"""How a definition's CLI is told the protected paths (``deny_protected``)."""
+
+GEMINI_POLICY_FILE = "deny-policy/protected.toml"
+"""The policy file Forge writes in the change's state folder, for ``--policy``."""
+GEMINI_FILE_TOOLS = ("write_file", "replace")
+GEMINI_DENIAL = (
+    "Forge protects this path ([protect] frozen, or Forge's own state): leave it as it is "
+    "and reach the goal another way."
+)
 
 
 @attrs.frozen
@@ -92,3 +112,75 @@ def claude_deny_rules(protected: ProtectedPaths) -> list[str]:
 def _absolute(base: Path, entry: str) -> str:
     """``entry`` (relative to ``base``) as a rule path: ``//`` and the absolute path."""
     return "//" + "/".join(part for part in (str(base).strip("/"), entry) if part)
+
+
+def gemini_policy(protected: ProtectedPaths) -> str:
+    """A Gemini CLI policy file (TOML) denying its file tools the protected paths.
+
+    One ``[[rule]]`` per path (each ``argsPattern`` stays short: the CLI refuses
+    one over 2,048 characters), at the top priority of its tier. A path under
+    the working tree matches written absolute, relative or as ``./relative``.
+    """
+    entries = [(protected.workdir / entry.removeprefix("./"), entry) for entry in protected.frozen]
+    entries.extend((path, "") for path in protected.state)
+    rules = []
+    for path, entry in entries:
+        pattern = _args_pattern(protected.workdir, path, folder=entry.endswith("/"))
+        rules.append(
+            "[[rule]]\n"
+            f"toolName = {json.dumps(list(GEMINI_FILE_TOOLS))}\n"
+            f"argsPattern = {json.dumps(pattern)}\n"  # a JSON string is a TOML basic string
+            'decision = "deny"\n'
+            "priority = 999\n"
+            f"denyMessage = {json.dumps(GEMINI_DENIAL)}\n"
+        )
+    return "\n".join(rules)
+
+
+def write_policy(path: Path, text: str) -> None:
+    """Write a policy file (unless it already holds ``text``): whole, or not at all."""
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(path)
+
+
+def _args_pattern(workdir: Path, path: Path, *, folder: bool) -> str:
+    """The regex of ``"file_path":"<path>"`` in the CLI's JSON of a call's arguments.
+
+    Written without a quantified group: the CLI drops a pattern with one as a
+    possible ReDoS (``(…*…)?``), so alternatives stand in for optional parts.
+    """
+    absolute = _glob(json.dumps(str(path))[1:-1])
+    try:
+        relative = _glob(json.dumps(path.relative_to(workdir).as_posix())[1:-1])
+    except ValueError:
+        written = absolute
+    else:
+        written = f"(?:{_glob(json.dumps(str(workdir))[1:-1])}/|\\./|){relative}"
+    below = '/[^"]*'
+    end = below if folder else f"(?:|{below})"
+    return f'"file_path":"{written}{end}"'
+
+
+def _glob(text: str) -> str:
+    """``text`` as a regex: ``**`` any characters, ``*`` and ``?`` within one segment."""
+    out = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if text.startswith("**", index):
+            out.append('[^"]*')
+            index += 2
+            continue
+        if char == "*":
+            out.append('[^/"]*')
+        elif char == "?":
+            out.append('[^/"]')
+        elif char in ".^$+()[]{}|\\":
+            out.append("\\" + char)
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
