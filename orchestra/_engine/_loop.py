@@ -203,10 +203,10 @@ def guarded(
     """A loop as every command runs it: its plan guarded, its settings with the secret scan.
 
     The plan gains the integrity check of its working tree and of every
-    change's state, its executor told the protected paths (when its CLI's
-    permission system can take them), the sandbox ``[sandbox]`` asks for, and the redaction of
-    the secrets the project's scan knows; the settings carry the scan's gate
-    and the shared limiter.
+    change's state, the sandbox ``[sandbox]`` asks for, the redaction of the
+    secrets the project's scan knows, and an executor told the protected paths
+    (when its CLI's permission system can take them); the settings carry the
+    scan's gate and the shared limiter.
 
     Raises:
         ConfigError: ``[sandbox] mode = "bubblewrap"`` where bubblewrap does not work.

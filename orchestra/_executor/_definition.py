@@ -232,7 +232,9 @@ class Executor:
         resume argv continues it. For Codex with ``codex_hooks``, Forge's
         guard follows; then the permission level's arguments
         (``resume_permissions``' for a resumed session, when defined); then,
-        for Claude Code with ``claude_hooks``, Forge's hooks.
+        for Gemini CLI told the protected paths, ``--policy`` and its file;
+        then, for Claude Code with ``claude_hooks``, Forge's hooks (and the
+        protected paths' deny rules, when told them).
         """
         return self._argv(values, session, self._hook_args())
 
