@@ -319,7 +319,7 @@ def test_the_plan_prints_the_permission_and_a_policy_chooses_another(repo: Repo)
     assert (
         "  permission: edit-and-run (--permission-mode acceptEdits --allowedTools Bash); "
         "Forge's guard and Stop hooks "
-        "passed with --settings" in plan.lines
+        "passed with --settings; 3 protected paths denied" in plan.lines
     )
     repo.write("forge.toml", '[run]\npermission = "read-only"\n')
     plan = repo.forge("run", "--change", "c", "--executor", "codex", env=env)

@@ -102,14 +102,15 @@ def test_the_guard_denies_a_protected_path_in_words_for_the_model(repo: Repo, ho
     assert done.code == 0, done
     assert (repo.root / "forge.toml").read_text().startswith("[rate_limit]")
     *_, shell, write = tool_results(server)
-    for answer, words in ((shell, 'rm would delete "forge.toml"'), (write, "- Write — ")):
-        assert answer.startswith("Refused by Forge's guard: this call would harm a protected path")
-        assert words in answer
-        assert "hook error" not in answer
-        assert "orchestra" not in answer
-        assert "python" not in answer
+    assert shell.startswith("Refused by Forge's guard: this call would harm a protected path")
+    assert 'rm would delete "forge.toml"' in shell
+    for words in ("hook error", "orchestra", "python"):
+        assert words not in shell
+    # The Write never reaches the guard: Claude Code's own deny rule refuses it
+    # first (tests/test_real_claude_deny_e2e.py).
+    assert "denied by your permission settings" in write
     [event] = finished(repo)
-    assert event["guard_refusals"] == 2  # a protection signal ...
+    assert event["guard_refusals"] == 1  # a protection signal ...
     assert event["permission_denials"] == 0  # ... not the agent short of a permission
     assert server.problems == []
 

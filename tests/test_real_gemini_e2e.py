@@ -186,14 +186,20 @@ def test_the_guard_refuses_deleting_a_protected_file(repo: Repo, gemini: Start) 
 def test_a_write_to_a_frozen_file_is_restored_after_the_iteration(
     repo: Repo, gemini: Start
 ) -> None:
-    # The guard sees shell commands only: the CLI's write_file is judged after
-    # the iteration, by Forge's integrity check, which restores the file. (In
-    # the sandbox the kernel refuses the write itself: off, to test the check.)
+    # The guard sees shell commands only, and the CLI's policy denies write_file
+    # a protected path only as spelt (tests/test_real_gemini_deny_e2e.py): a
+    # write by another spelling is judged after the iteration, by Forge's
+    # integrity check, which restores the file. (In the sandbox the kernel
+    # refuses the write itself: off, to test the check.)
     policy(repo, extra='[sandbox]\nmode = "off"\n')
     original = (repo.root / "forge.toml").read_text()
     server, env = gemini(
         Script.of(
-            Reply("Tuning the policy.", calls=(WriteFile("forge.toml", "broken\n"),), model=FLASH),
+            Reply(
+                "Tuning the policy.",
+                calls=(WriteFile("docs/../forge.toml", "broken\n"),),
+                model=FLASH,
+            ),
             Reply(f"Done.\n{DONE}", model=FLASH),
         )
     )

@@ -29,7 +29,14 @@ import trio
 
 from .._circuit import HALF_OPEN, OPEN
 from .._errors import StateError
-from .._executor import Executor, IterationContext, IterationOutcome, run_iteration
+from .._executor import (
+    Executor,
+    IterationContext,
+    IterationOutcome,
+    ProtectedPaths,
+    run_iteration,
+    state_paths,
+)
 from .._hook_passing import LOOP_VERIFY
 from .._monitor import CallsLeft
 from .._policy import Policy, policy_as_dict, verify_digest
@@ -49,6 +56,7 @@ from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
     FORGE_WRITES,
+    STATE_DIR,
     BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
@@ -195,9 +203,10 @@ def guarded(
     """A loop as every command runs it: its plan guarded, its settings with the secret scan.
 
     The plan gains the integrity check of its working tree and of every
-    change's state, the sandbox ``[sandbox]`` asks for, and the redaction of
-    the secrets the project's scan knows; the settings carry the scan's gate
-    and the shared limiter.
+    change's state, the sandbox ``[sandbox]`` asks for, the redaction of the
+    secrets the project's scan knows, and an executor told the protected paths
+    (when its CLI's permission system can take them); the settings carry the
+    scan's gate and the shared limiter.
 
     Raises:
         ConfigError: ``[sandbox] mode = "bubblewrap"`` where bubblewrap does not work.
@@ -213,8 +222,16 @@ def guarded(
         workdir=plan.workdir,
         state_folder=paths.folder,
     )
+    # The CLI's own permission system is told the protected paths too (for the
+    # shipped definitions that can take them), so it refuses before trying.
+    protected = ProtectedPaths(
+        workdir=plan.workdir,
+        frozen=policy.protect.frozen,
+        state=state_paths(paths.root / STATE_DIR, plan.workdir),
+    )
     plan = attrs.evolve(
         plan,
+        executor=plan.executor.protecting(protected),
         integrity=integrity,
         redact=scanner.redact if scanner is not None else None,
         sandbox=sandbox,

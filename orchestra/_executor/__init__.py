@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from ._definition import claude_hook_settings as claude_hook_settings
     from ._definition import load_executor as load_executor
     from ._definition import shell_command as shell_command
+    from ._denials import ProtectedPaths as ProtectedPaths
+    from ._denials import claude_deny_rules as claude_deny_rules
+    from ._denials import state_paths as state_paths
     from ._iteration import IterationContext as IterationContext
     from ._iteration import IterationOutcome as IterationOutcome
     from ._iteration import run_iteration as run_iteration
@@ -47,6 +50,7 @@ if not TYPE_CHECKING:
                 "load_executor",
                 "shell_command",
             ),
+            "._denials": ("ProtectedPaths", "claude_deny_rules", "state_paths"),
             "._limits": ("backoff_pause", "detect_limit"),
             "._sessionid": ("SESSION_ID_CHARSET", "valid_session_id"),
             "._pricing": ("default_price", "estimate_cost"),

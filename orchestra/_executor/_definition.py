@@ -30,6 +30,15 @@ from .._errors import ConfigError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED, forge_command
 from .._policy import FieldError, structure_file
 from .._shipped import shipped_dir, shipped_names
+from ._denials import (
+    CLAUDE_SETTINGS,
+    DENY_FORMATS,
+    GEMINI_POLICY,
+    GEMINI_POLICY_FILE,
+    ProtectedPaths,
+    claude_deny_rules,
+    gemini_policy,
+)
 from ._sessionid import valid_session_id
 
 OUTPUT_FORMATS = ("text", "claude-json", "claude-stream-json", "codex-json", "gemini-json")
@@ -55,6 +64,11 @@ def _check_argv(_instance: object, attribute: attrs.Attribute[Any], argv: tuple[
 def _check_output(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
     if value not in OUTPUT_FORMATS:
         raise FieldError(attribute.name, "one of " + ", ".join(OUTPUT_FORMATS), value)
+
+
+def _check_deny(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if value and value not in DENY_FORMATS:
+        raise FieldError(attribute.name, '"" or one of ' + ", ".join(DENY_FORMATS), value)
 
 
 def _check_session(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -111,6 +125,12 @@ class ExecutorSpec:
         permissions: Permission levels: the arguments appended to the argv for each.
         claude_hooks: Pass Forge's PreToolUse guard and Stop hook to Claude
             Code with every invocation (``--settings``).
+        deny_protected: How the CLI's own permission system is told the
+            loop's protected paths, so that it refuses a write to one before
+            trying it: ``claude-settings`` (``permissions.deny`` rules in the
+            ``--settings`` that carry Forge's hooks), ``gemini-policy`` (a
+            policy file Forge writes, passed with ``--policy``), or empty (the
+            CLI cannot express "this file is read-only in a writable tree").
         codex_hooks: Pass Forge's PreToolUse guard to Codex with every
             invocation (a ``-c hooks.PreToolUse=…`` override, trusted for that
             invocation only with ``--dangerously-bypass-hook-trust``).
@@ -143,6 +163,7 @@ class ExecutorSpec:
     permission: str = ""
     permissions: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     claude_hooks: bool = False
+    deny_protected: str = attrs.field(default="", validator=_check_deny)
     codex_hooks: bool = False
     shell_guard: bool = False
     prices: dict[str, ModelPrice] = attrs.field(factory=dict)
@@ -172,6 +193,11 @@ class ExecutorSpec:
             raise FieldError(
                 "resume_permissions", f"only [permissions] levels ({known})", unknown[0]
             )
+        if self.deny_protected == CLAUDE_SETTINGS and not self.claude_hooks:
+            # The rules go in the --settings that carry the hooks.
+            raise FieldError(
+                "deny_protected", f'not "{CLAUDE_SETTINGS}" unless claude_hooks is true', True
+            )
         if self.session == "continue" and not self.resume_argv:
             raise FieldError("session", '"fresh" unless resume_argv is set', self.session)
 
@@ -183,11 +209,21 @@ class ExecutorSpec:
 
 @attrs.frozen
 class Executor:
-    """A runnable executor: a named definition, or the shell command of ``--cmd``."""
+    """A runnable executor: a named definition, or the shell command of ``--cmd``.
+
+    Attributes:
+        name: The definition's name (``cmd`` for ``--cmd``).
+        spec: What the definition says.
+        templated: A named definition (not ``--cmd``'s shell command).
+        protected: The loop's protected paths, told to the CLI's permission
+            system when the definition says ``deny_protected`` (see
+            :meth:`protecting`).
+    """
 
     name: str
     spec: ExecutorSpec
     templated: bool = True
+    protected: ProtectedPaths | None = None
 
     def argv(self, values: Mapping[str, str], *, session: str | None = None) -> list[str]:
         """The argv for one iteration, placeholders filled.
@@ -196,7 +232,9 @@ class Executor:
         resume argv continues it. For Codex with ``codex_hooks``, Forge's
         guard follows; then the permission level's arguments
         (``resume_permissions``' for a resumed session, when defined); then,
-        for Claude Code with ``claude_hooks``, Forge's hooks.
+        for Gemini CLI told the protected paths, ``--policy`` and its file;
+        then, for Claude Code with ``claude_hooks``, Forge's hooks (and the
+        protected paths' deny rules, when told them).
         """
         return self._argv(values, session, self._hook_args())
 
@@ -221,6 +259,8 @@ class Executor:
                 argv.extend(spec.resume_permissions.get(spec.permission, ()))
             else:
                 argv.extend(spec.permissions[spec.permission])
+        if (policy := self.deny_policy(values)) is not None:
+            argv.extend(["--policy", str(policy[0])])
         if spec.claude_hooks:
             argv.extend(hooks)
         return argv
@@ -238,10 +278,47 @@ class Executor:
 
     def _hook_args(self) -> list[str]:
         if self.spec.claude_hooks:
-            return ["--settings", json.dumps(claude_hook_settings(), separators=(",", ":"))]
+            settings = claude_hook_settings()
+            if denied := self.denied_rules():
+                settings["permissions"] = {"deny": denied}
+            return ["--settings", json.dumps(settings, separators=(",", ":"))]
         if self.spec.codex_hooks:
             return ["--dangerously-bypass-hook-trust", "-c", codex_hook_override()]
         return []
+
+    def protecting(self, protected: ProtectedPaths) -> Executor:
+        """The same executor, told the loop's protected paths.
+
+        Only a named definition with ``deny_protected`` passes them on (to the
+        CLI's own permission system); ``--cmd`` and the others are unchanged.
+        """
+        if not (self.templated and self.spec.deny_protected):
+            return self
+        return attrs.evolve(self, protected=protected)
+
+    def denied_rules(self) -> list[str]:
+        """Claude Code's rules refusing its file tools the protected paths (none: not told)."""
+        if not self._tells(CLAUDE_SETTINGS) or self.protected is None:
+            return []
+        return claude_deny_rules(self.protected)
+
+    def deny_policy(self, values: Mapping[str, str]) -> tuple[Path, str] | None:
+        """The Gemini CLI policy file denying the protected paths: its path and text.
+
+        ``values`` are the iteration's placeholders: the file goes in its state
+        folder. None when the CLI is not told that way.
+        """
+        if not self._tells(GEMINI_POLICY) or self.protected is None or not values.get("state_dir"):
+            return None
+        return Path(values["state_dir"]) / GEMINI_POLICY_FILE, gemini_policy(self.protected)
+
+    def _tells(self, how: str) -> bool:
+        return (
+            bool(how)
+            and self.templated
+            and self.protected is not None
+            and self.spec.deny_protected == how
+        )
 
     @property
     def passes_hooks(self) -> bool:
@@ -338,7 +415,14 @@ class Executor:
         hooks = "; Forge's guard and Stop hooks passed with --settings" if spec.claude_hooks else ""
         if spec.shell_guard:
             hooks = "; every bash -c checked by Forge's guard"
+        if self.protected is not None and self._tells(spec.deny_protected):
+            how = " with --policy" if spec.deny_protected == GEMINI_POLICY else ""
+            hooks += f"; {_paths(self.protected.count)} denied{how}"
         return f"{spec.permission} ({args}){hooks}"
+
+
+def _paths(count: int) -> str:
+    return f"{count} protected path" + ("" if count == 1 else "s")
 
 
 def claude_hook_settings() -> dict[str, Any]:

@@ -16,6 +16,7 @@ from .._process import TIMEOUT_EXIT_CODE, ProcessResult, run_process
 from .._redact import Redact
 from .._sourcepath import source_environment
 from ._definition import Executor
+from ._denials import write_policy
 from ._observation import Observation
 from ._parsers import make_parser
 from ._pricing import estimate_cost, unpriced_models
@@ -182,6 +183,8 @@ async def run_iteration(
     env = context.environment(executor.environment())
     if executor.templated and executor.spec.shell_guard:
         env.update(shell_guard_environment(context.state_dir, env))
+    if (policy := executor.deny_policy(context.placeholders())) is not None:
+        write_policy(*policy)  # the CLI reads it as it starts
     argv = executor.argv(context.placeholders(), session=session)
     # A program that is not found keeps its own "could not start", not the sandbox's word.
     if context.wrapper and argv and _found(argv[0], env, context.workdir):
