@@ -24,6 +24,7 @@ import os
 import re
 
 from ..._protect import FROZEN
+from ._calls import judge_calls
 from ._harm import (
     ALL,
     PATH_WORK,
@@ -53,6 +54,7 @@ def judge_program(analysis: Analysis, verb: str, text: str, state: State) -> Non
         if any(blank in quoted for blank in " \t"):
             strings.update(dict.fromkeys(quoted.split()))
     judge_texts(analysis, verb, list(strings), state)
+    judge_calls(analysis, verb, text, state)
 
 
 def judge_texts(analysis: Analysis, verb: str, texts: list[str], state: State) -> None:
