@@ -1,4 +1,4 @@
-"""Archivers that write their archive and, asked to, delete what they packed.
+"""Archivers: they write their archive, delete what they packed, extract over the tree.
 
 - ``tar`` creating or updating (``c``, ``r``, ``u``, ``A``) writes its archive
   (``-f``); ``--remove-files`` deletes the files it packed, folders and all.
@@ -8,15 +8,17 @@
 Extracting (``tar x``, ``unzip``, ``7z x``, ``cpio -i``) writes what the
 archive holds into its destination (``-C``, ``-d``, ``-o``, ``-D``; the
 working folder otherwise), over what is there. An archive that exists and is
-small enough (:data:`MAX_ARCHIVE`) is read: each member it holds is judged as
-a write. Any other — read from stdin, missing yet, too large, unreadable — is
-known only when it runs: the extraction is refused when its destination holds
-a frozen path. Listing (``tar t``, ``unzip -l``, ``7z l``, ``cpio -t``) and
-extracting to stdout (``tar -O``, ``unzip -p``) write nothing.
-(``rsync --delete``/``--remove-source-files`` are :mod:`._verbs`'.)
+small enough (:data:`MAX_ARCHIVE`, :data:`MAX_MEMBERS`, :data:`MAX_UNPACKED`)
+is read: each member it holds is judged as a write. Any other — read from
+stdin, missing yet, too large, unreadable — is known only when it runs: the
+extraction is refused when its destination holds a frozen path. Listing
+(``tar t``, ``unzip -l``, ``7z l``, ``cpio -t``) and extracting to stdout
+(``tar -O``, ``unzip -p``) write nothing. (``rsync --delete`` and
+``--remove-source-files`` are :mod:`._verbs`'.)
 
 This runs on every tool call of an agent that runs one of these: it imports
-only its sibling modules.
+only :mod:`os` and its sibling modules, and :mod:`tarfile` or :mod:`zipfile`
+for an extraction whose archive it reads.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ if TYPE_CHECKING:
 
 MAX_ARCHIVE = 4 << 20
 """The largest archive (bytes, compressed) whose members the guard reads before extracting."""
+MAX_MEMBERS = 4096
+"""The most members read from one archive; past it, what it holds is taken as unknown."""
+MAX_UNPACKED = 32 << 20
+"""The most bytes a compressed tar archive is unpacked to while reading its members."""
 
 # tar's short options that take a value (the next argument in a cluster such as -cf).
 _TAR_VALUED = "fCTXbHKLNVg"
@@ -134,11 +140,20 @@ def _tar_names(path: str) -> list[str] | None:
     """The members of a tar archive (any compression Python reads), or None."""
     import tarfile  # only for an extraction: costly to import
 
+    names: list[str] = []
+    unpacked = 0
     try:
         with tarfile.open(path) as archive:
-            return archive.getnames()
+            # Member by member, each size counted before reading past it: a small
+            # compressed archive can unpack to gigabytes, which the guard does not read.
+            while (member := archive.next()) is not None:
+                names.append(member.name.lstrip("/"))  # tar strips a leading /
+                unpacked += member.size
+                if len(names) > MAX_MEMBERS or unpacked > MAX_UNPACKED:
+                    return None
     except (OSError, tarfile.TarError, EOFError, ValueError):
         return None
+    return names
 
 
 def _zip_names(path: str) -> list[str] | None:
@@ -146,10 +161,11 @@ def _zip_names(path: str) -> list[str] | None:
     import zipfile  # only for an extraction: costly to import
 
     try:
-        with zipfile.ZipFile(path) as archive:
-            return archive.namelist()
+        with zipfile.ZipFile(path) as archive:  # its directory only: nothing is unpacked
+            names = archive.namelist()
     except (OSError, zipfile.BadZipFile, EOFError, ValueError):
         return None
+    return names if len(names) <= MAX_MEMBERS else None
 
 
 def _unzip(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:

@@ -29,15 +29,16 @@ This is a reading of the text, not of the language: a call under another name
 ``eval``), is not seen.
 
 This runs on every tool call of an agent that runs an interpreter: it imports
-only :mod:`re`, :mod:`shlex` (for a command given as a list) and its sibling
+only :mod:`os`, :mod:`re`, :mod:`shlex` (for a command given as a list) and its sibling
 modules.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
-from ._harm import ALL, FROZEN_ONLY, check_delete, check_unknown, check_write
+from ._harm import ALL, FROZEN_ONLY, PATH_WORK, check_delete, check_unknown, check_write
 from ._state import Arg
 
 TYPE_CHECKING = False
@@ -77,35 +78,35 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 def judge_calls(analysis: Analysis, verb: str, text: str, state: State) -> None:
     """Judge each call in ``text`` (a program ``verb`` runs) that can delete, change or run."""
+    judged: set[tuple[bool, str]] = set()  # unknown paths judged: once per folder and harm
     for match in _CALL.finditer(text):
         kind = match.lastgroup if match.lastgroup != "paren" else _kind(match)
-        arguments = _arguments(text, match.end(), bool(match.group("paren")))
-        if not analysis.spend(len(match.group()) + sum(map(len, arguments))):
+        arguments, end = _arguments(text, match.end(), bool(match.group("paren")))
+        if not analysis.spend(end - match.start()):
             return
         name = match.group(kind or "open")
         where = f"{verb} calls {name}()"
         if kind == "open":
             if _writes(arguments):
-                _path(analysis, where, arguments, 0, state, delete=False, recursive=False)
+                _path(analysis, where, arguments, 0, state, judged, delete=False, recursive=False)
         elif kind == "spawn":
             if arguments:  # platform.system() runs nothing
                 _spawn(analysis, where, arguments, state)
         elif kind == "move":
-            _path(analysis, where, arguments, 0, state, delete=True, recursive=True)
-            _path(analysis, where, arguments, 1, state, delete=False, recursive=True)
+            _path(analysis, where, arguments, 0, state, judged, delete=True, recursive=True)
+            _path(analysis, where, arguments, 1, state, judged, delete=False, recursive=True)
         elif kind == "copy":
-            _path(analysis, where, arguments, 1, state, delete=False, recursive=True)
-        elif not arguments and text[match.start() - 1 : match.start()] == ".":
-            if name == "truncate":
-                continue  # a file object's: the file was opened, and judged, before
-            # A method: Path("build").unlink(); its path is the receiver.
-            receiver = _RECEIVER.search(text, max(0, match.start() - _MAX_ARGUMENTS), match.start())
-            literal = [f'"{_group(receiver)}"'] if receiver else []
-            recursive = kind == "rdelete"
-            _path(analysis, where, literal, 0, state, delete=kind != "write", recursive=recursive)
+            _path(analysis, where, arguments, 1, state, judged, delete=False, recursive=True)
         else:
-            recursive = kind == "rdelete"
-            _path(analysis, where, arguments, 0, state, delete=kind != "write", recursive=recursive)
+            if not arguments and text[match.start() - 1 : match.start()] == ".":
+                if name == "truncate":
+                    continue  # a file object's: the file was opened, and judged, before
+                # A method: Path("build").unlink(); its path is the receiver.
+                start = max(0, match.start() - _MAX_ARGUMENTS)
+                receiver = _RECEIVER.search(text, start, match.start())
+                arguments = [f'"{_group(receiver)}"'] if receiver else []
+            delete, recursive = kind != "write", kind == "rdelete"
+            _path(analysis, where, arguments, 0, state, judged, delete=delete, recursive=recursive)
 
 
 def _kind(match: re.Match[str]) -> str | None:
@@ -116,8 +117,9 @@ def _group(match: re.Match[str]) -> str:
     return next((g for g in match.groups() if g is not None), "")
 
 
-def _arguments(text: str, start: int, parenthesised: bool) -> list[str]:
-    """A call's arguments as source texts, split at its top-level commas (within a bound).
+def _arguments(text: str, start: int, parenthesised: bool) -> tuple[list[str], int]:
+    """A call's arguments as source texts, split at its top-level commas (within a bound),
+    and where reading them stopped.
 
     Without parentheses (Perl's ``unlink "x";``) they run to the end of the statement.
     """
@@ -142,13 +144,13 @@ def _arguments(text: str, start: int, parenthesised: bool) -> list[str]:
         elif not stack and (char == "," or char in (")" if parenthesised else ";\n)}")):
             arguments.append(text[begin:index].strip())
             if char != ",":
-                return [a for a in arguments if a]
+                return [a for a in arguments if a], index
             begin = index + 1
         index += 1
     tail = text[begin:index].strip()
     if index < len(text):
         tail = "\0"  # past the bound: an argument not read
-    return [a for a in [*arguments, tail] if a]
+    return [a for a in [*arguments, tail] if a], index
 
 
 def _literal(argument: str) -> str | None:
@@ -175,6 +177,7 @@ def _path(
     arguments: list[str],
     position: int,
     state: State,
+    judged: set[tuple[bool, str]],
     *,
     delete: bool,
     recursive: bool,
@@ -188,7 +191,12 @@ def _path(
             check_write(analysis, where, Arg(literal), state, recursive=recursive)
         return
     modes, harm = (ALL, "delete") if delete else (FROZEN_ONLY, "change")
-    check_unknown(analysis, where, Arg(_prefix(argument), opaque=True), state, modes, harm)
+    prefix = _prefix(argument)
+    folder = prefix if prefix.endswith("/") else os.path.dirname(prefix)
+    if (delete, folder) in judged or not analysis.spend(PATH_WORK):
+        return
+    judged.add((delete, folder))  # what check_unknown judges is the folder
+    check_unknown(analysis, where, Arg(prefix, opaque=True), state, modes, harm)
 
 
 def _writes(arguments: list[str]) -> bool:
@@ -220,4 +228,5 @@ def _spawn(analysis: Analysis, where: str, arguments: list[str], state: State) -
 
             analyse_text(analysis, shlex.join(w for w in literals if w is not None), state.copy())
             return
-    check_unknown(analysis, where, Arg("", opaque=True), state, ALL, "delete or change")
+    if analysis.spend(PATH_WORK):
+        check_unknown(analysis, where, Arg("", opaque=True), state, ALL, "delete or change")
