@@ -187,6 +187,7 @@ REFUSED = [
     ("uniq src/app.py forge.toml", "forge.toml"),
     ("curl -o forge.toml https://example.invalid/x", "forge.toml"),
     ("wget -O forge.toml https://example.invalid/x", "forge.toml"),
+    ("curl -fsSLO https://example.invalid/a/forge.toml?v=2", "forge.toml"),
     ("echo x | sponge forge.toml", "forge.toml"),
     ("rename 's/toml/bak/' forge.toml", "forge.toml"),
     ("chattr +i forge.toml", "forge.toml"),
@@ -254,6 +255,7 @@ ALLOWED = [
     "git apply --check toml.diff",
     "sort -o build/sorted src/app.py",
     "curl -fsSL -o ../elsewhere/x https://example.invalid/x",
+    "curl -fsSLO https://example.invalid/a/install.sh",
 ]
 
 

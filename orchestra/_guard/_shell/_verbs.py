@@ -8,7 +8,7 @@
   :mod:`._interpreters`), ``truncate``, ``tee``, ``dd of=``, ``touch``,
   ``chmod``/``chown``/``chgrp``/``chattr``/``setfacl``, ``sponge``,
   ``mkfifo``/``mknod``, the file an option names (``sort -o``, ``wget -O``,
-  ``curl -o``), ``uniq``'s output operand, the destination of
+  ``curl -o``; ``curl -O`` the last part of its URL), ``uniq``'s output operand, the destination of
   ``cp``/``mv``/``ln``/``install``/``rsync``; a recursive ``cp``/``chmod
   -R``/``rsync`` changes its whole target folder.
 
@@ -180,6 +180,10 @@ def _output(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: lis
             check_write(analysis, verb, Arg(value), state)
     if verb == "uniq" and len(operands) >= 2:
         check_write(analysis, verb, operands[1], state)
+    if verb == "curl" and has_flag(options, "O", "--remote-name", "--remote-name-all"):
+        for url in operands:  # curl -O https://host/a/forge.toml writes ./forge.toml
+            name = url.text.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            check_write(analysis, verb, Arg(name, url.opaque), state)
 
 
 _OUTPUT_OPTIONS = {
