@@ -213,12 +213,10 @@ def _writes(arguments: list[str]) -> bool:
 
 def _spawn(analysis: Analysis, where: str, arguments: list[str], state: State) -> None:
     """A command the program runs: a literal one is analysed, any other is unknown."""
-    from ._evaluate import analyse_text
-
     first = arguments[0] if arguments else ""
     literal = _literal(first)
     if literal is not None:
-        analyse_text(analysis, literal, state.copy())
+        analysis.commands.append((literal, state.copy()))  # the evaluator analyses it
         return
     if first.startswith("[") and first.endswith("]"):
         words = [a.strip() for a in first[1:-1].split(",") if a.strip()]
@@ -226,7 +224,8 @@ def _spawn(analysis: Analysis, where: str, arguments: list[str], state: State) -
         if words and all(word is not None for word in literals):
             import shlex
 
-            analyse_text(analysis, shlex.join(w for w in literals if w is not None), state.copy())
+            command = shlex.join(w for w in literals if w is not None)
+            analysis.commands.append((command, state.copy()))
             return
     if analysis.spend(PATH_WORK):
         check_unknown(analysis, where, Arg("", opaque=True), state, ALL, "delete or change")

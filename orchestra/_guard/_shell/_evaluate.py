@@ -281,6 +281,10 @@ def _interpreter(
     from ._interpreters import INTERPRETERS
 
     INTERPRETERS[_unversioned(verb)](analysis, verb, argv, state, stdin)
+    # The command lines its program runs (os.system("…"), :mod:`._calls`), as commands.
+    commands, analysis.commands = analysis.commands, []
+    for text, inner in commands:
+        analyse_text(analysis, text, inner)
 
 
 def _archiver(
