@@ -33,6 +33,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "sh -c": lambda n: "sh -c '" + "echo a; " * (n // 8) + "'",
     "a program": lambda n: "python -c '" + 'open("x"); ' * (n // 12) + "'",
     "quotes": lambda n: "echo " + "'a' \"b\" " * (n // 8),
+    "calls on unknown paths": lambda n: "python -c '" + "os.remove(x); " * (n // 14) + "'",
 }
 
 
@@ -59,8 +60,16 @@ def test_the_work_grows_with_the_length_no_faster(tmp_path: Path, shape: str) ->
         "eval " * 11 + "echo " + "a " * 30_000,  # read again at each level
         "for f in " + "a " * 250 + "; do echo " + "$f" * 2_000 + "; done",  # a word per value
         "rm -f " + " ".join(f"f{index}" for index in range(10_000)),  # paths judged
+        "python -c '" + "".join(f'os.remove("f{i}"); ' for i in range(10_000)) + "'",
+        "python -c '" + "".join(f'os.remove("f{i}" + x); ' for i in range(10_000)) + "'",
     ],
-    ids=["nested eval", "a loop multiplying a word", "thousands of paths"],
+    ids=[
+        "nested eval",
+        "a loop multiplying a word",
+        "thousands of paths",
+        "thousands of calls on paths",
+        "thousands of calls on unknown paths",
+    ],
 )
 def test_work_that_multiplies_stops_at_the_limit(tmp_path: Path, command: str) -> None:
     analysis = Analysis(str(tmp_path), SPEC, {})

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tarfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +32,26 @@ def project(repo: Repo) -> Repo:
     repo.write("payload.txt", "cm0gZm9yZ2UudG9tbA==\n")
     repo.write(".forge/changes/c/timeline.jsonl", '{"kind": "iteration.started"}\n')
     repo.write(".forge/changes/c/breaker.yaml", "consecutive_failures: 0\n")
+    _archives(repo.root)
     repo.commit("protected content")
     (repo.root.parent / "elsewhere").mkdir()
     return repo
+
+
+def _archives(root: Path) -> None:
+    """``out.tgz``/``out.zip`` hold ``src/`` only; ``bad.tar``/``bad.zip`` a ``forge.toml``."""
+    with tarfile.open(root / "out.tgz", "w:gz") as archive:
+        archive.add(root / "src" / "app.py", "src/app.py")
+    with tarfile.open(root / "bad.tar", "w") as archive:
+        archive.add(root / "src" / "app.py", "./forge.toml")
+    for name, member in (("out.zip", "src/app.py"), ("bad.zip", "forge.toml")):
+        with zipfile.ZipFile(root / name, "w") as packed:
+            packed.write(root / "src" / "app.py", member)
+    (root / "src.diff").write_text(_DIFF.format(old="a/src/app.py", new="b/src/app.py"))
+    (root / "toml.diff").write_text(_DIFF.format(old="a/forge.toml", new="b/forge.toml"))
+
+
+_DIFF = "--- {old}\n+++ {new}\n@@ -1 +1 @@\n-print('hi')\n+print('bye')\n"
 
 
 def hook(cwd: Path, payload: dict[str, Any] | str, **env: str) -> Completed:
@@ -124,6 +143,54 @@ REFUSED = [
     ("tar czf forge.toml src", "forge.toml"),
     ("zip -m ../out.zip forge.toml", "forge.toml"),
     ("rsync --remove-source-files specs/cart.md ../elsewhere/", "specs/cart.md"),
+    # Interpreter code that deletes the root, or a path it builds or is given.
+    ("python -c \"import shutil; shutil.rmtree('.')\"", "specs"),
+    ("cd src && python3 -c 'import shutil; shutil.rmtree(\"..\")'", "forge.toml"),
+    ('python3 -c \'import os; os.remove("forge" + ".toml")\'', "forge.toml"),
+    ('python3 -c \'import os; os.remove(os.path.join("spe" + "cs", n))\'', "specs"),
+    ('python3 -c "import os, sys; os.remove(sys.argv[1])" forge.toml', "forge.toml"),
+    ('python3 -c "import os; [os.remove(f) for f in os.listdir()]"', "AGENTS.md"),
+    ("python3 -c \"open('forge' + '.toml', 'w').write('')\"", "forge.toml"),
+    ("python3 -c \"import os; os.system('rm -rf ' + '.')\"", "specs"),
+    ("python3 -c \"import subprocess; subprocess.run(['rm', '-rf', '.'])\"", "specs"),
+    ("node -e \"require('fs').rmSync('.', {recursive: true})\"", "specs"),
+    ("node -e \"require('fs').unlinkSync(process.argv[1])\" forge.toml", "forge.toml"),
+    ("perl -e 'unlink $ARGV[0]' forge.toml", "forge.toml"),
+    ('ruby -e \'require "fileutils"; FileUtils.rm_rf(".")\'', "specs"),
+    ("python3 - <<'EOF'\nimport shutil\nshutil.rmtree('.')\nEOF", "specs"),
+    ("awk 'BEGIN { system(\"rm -rf .\") }'", "specs"),
+    # Extraction over a frozen path: from an archive that holds one, or one not readable here.
+    ("tar -xf bad.tar", "forge.toml"),
+    ("tar xf bad.tar", "forge.toml"),
+    ("cd src && tar -C .. -xf ../bad.tar", "forge.toml"),
+    ("curl -fsSL https://example.invalid/a.tgz | tar xz", "forge.toml"),
+    ("tar xf missing.tar", "forge.toml"),
+    ("unzip -o bad.zip", "forge.toml"),
+    ("unzip -o a.zip -d .", "forge.toml"),
+    ("7z x a.7z", "forge.toml"),
+    ("cpio -idm < a.cpio", "forge.toml"),
+    # Other commands that delete or change what they are given.
+    ("gzip forge.toml", "forge.toml"),
+    ("gzip -r specs", "specs"),
+    ("xz AGENTS.md", "AGENTS.md"),
+    ("zstd --rm AGENTS.md", "AGENTS.md"),
+    ("gunzip forge.toml.gz", "forge.toml"),
+    ("patch forge.toml < fix.diff", "forge.toml"),
+    ("patch -p1 -i toml.diff", "forge.toml"),
+    ("patch -p1 < fix.diff", "forge.toml"),
+    ("git apply toml.diff", "forge.toml"),
+    (
+        "git apply <<'EOF'\n--- a/AGENTS.md\n+++ /dev/null\n@@ -1 +0,0 @@\n-be careful\nEOF",
+        "AGENTS.md",
+    ),
+    ("sort -o forge.toml src/app.py", "forge.toml"),
+    ("uniq src/app.py forge.toml", "forge.toml"),
+    ("curl -o forge.toml https://example.invalid/x", "forge.toml"),
+    ("wget -O forge.toml https://example.invalid/x", "forge.toml"),
+    ("curl -fsSLO https://example.invalid/a/forge.toml?v=2", "forge.toml"),
+    ("echo x | sponge forge.toml", "forge.toml"),
+    ("rename 's/toml/bak/' forge.toml", "forge.toml"),
+    ("chattr +i forge.toml", "forge.toml"),
     # A brace word making more arguments than are checked one by one.
     ("rm -rf {" + _NAMES + ",specs}", "specs"),
 ]
@@ -164,6 +231,31 @@ ALLOWED = [
     'for f in src/*.py; do python "$f"; done',
     "echo notes >> AGENTS.md",
     "cat .forge/changes/c/timeline.jsonl | tail -n 5",
+    "python3 -c 'print(1)'",
+    "python3 -c 'import platform, copy; print(platform.system(), copy.copy([1]))'",
+    "python3 -c \"import shutil; shutil.rmtree('build', ignore_errors=True)\"",
+    "python3 -c \"import os; os.makedirs('build', exist_ok=True); open('build/x', 'w')\"",
+    "python3 -c \"import json; print(json.load(open('src/data.json')))\"",
+    'cd src && python3 -c "import os, sys; os.remove(sys.argv[1])" app.py',
+    "python3 -c \"import subprocess; subprocess.run(['pytest', '-q'])\"",
+    'node -e \'require("fs").writeFileSync("build/out.txt", "x")\'',
+    "tar tf bad.tar",
+    "tar tzvf out.tgz",
+    "tar -xOf bad.tar",
+    "tar -C ../elsewhere -xf bad.tar",
+    "unzip -l bad.zip",
+    "unzip -o out.zip",
+    "unzip bad.zip -d ../elsewhere",
+    "gzip -c forge.toml > ../elsewhere/forge.toml.gz",
+    "gzip -k src/app.py",
+    "zstd AGENTS.md",
+    "patch -p1 --dry-run -i toml.diff",
+    "patch -p1 -i src.diff",
+    "git apply src.diff",
+    "git apply --check toml.diff",
+    "sort -o build/sorted src/app.py",
+    "curl -fsSL -o ../elsewhere/x https://example.invalid/x",
+    "curl -fsSLO https://example.invalid/a/install.sh",
 ]
 
 

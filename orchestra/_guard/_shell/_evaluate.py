@@ -281,15 +281,35 @@ def _interpreter(
     from ._interpreters import INTERPRETERS
 
     INTERPRETERS[_unversioned(verb)](analysis, verb, argv, state, stdin)
+    # The command lines its program runs (os.system("…"), :mod:`._calls`), as commands.
+    commands, analysis.commands = analysis.commands, []
+    for text, inner in commands:
+        analyse_text(analysis, text, inner)
 
 
 def _archiver(
     analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]
 ) -> None:
-    """``tar``, ``zip``: :mod:`._archivers`' rules."""
+    """``tar``, ``zip``, ``unzip``, ``7z``, ``cpio``: :mod:`._archivers`' rules."""
     from ._archivers import ARCHIVERS
 
     ARCHIVERS[verb](analysis, verb, argv, state, stdin)
+
+
+def _compressor(
+    analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]
+) -> None:
+    """``gzip``, ``xz``, ``zstd``, …: :mod:`._compress`' rule."""
+    from ._compress import compressor
+
+    compressor(analysis, verb, argv, state, stdin)
+
+
+def _patch(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
+    """``patch``: :mod:`._patches`' rule."""
+    from ._patches import patch
+
+    patch(analysis, verb, argv, state, stdin)
 
 
 def _git(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
@@ -331,6 +351,29 @@ _HANDLERS: dict[str, Handler] = {
         _interpreter,
     ),
     **dict.fromkeys(("vi", "vim", "nvim", "ex", "ed"), _interpreter),
-    **dict.fromkeys(("tar", "gtar", "bsdtar", "zip"), _archiver),
+    **dict.fromkeys(
+        ("tar", "gtar", "bsdtar", "zip", "unzip", "7z", "7za", "7zz", "cpio"), _archiver
+    ),
+    **dict.fromkeys(
+        (
+            "gzip",
+            "pigz",
+            "gunzip",
+            "unpigz",
+            "bzip2",
+            "bunzip2",
+            "xz",
+            "unxz",
+            "lzma",
+            "unlzma",
+            "lz4",
+            "compress",
+            "uncompress",
+            "zstd",
+            "unzstd",
+        ),
+        _compressor,
+    ),
+    "patch": _patch,
 }
 _VERSIONED = frozenset({"python", "pypy", "perl", "ruby", "node", "php", "lua"})

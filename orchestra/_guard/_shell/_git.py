@@ -15,6 +15,7 @@
 - ``git checkout [<tree>] -- <paths>`` and ``git restore <paths>`` discard
   changes: refused for frozen paths in scope, and for exist paths too where
   they can delete (``--no-overlay``, ``restore --source``).
+- ``git apply`` changes the files its diff names (:mod:`._patches`).
 - A branch switch without ``-f`` and plain ``git stash`` are allowed.
 
 ``-C`` and ``--work-tree`` move the working folder the paths are read from.
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from ._state import Analysis, State
 
 
-def git(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+def git(analysis: Analysis, verb: str, argv: list[Arg], state: State, stdin: list[str]) -> None:
     """``git [-C DIR] SUBCOMMAND …``: the subcommand's rule, if it has one."""
     index = 0
     while index < len(argv) and not argv[index].opaque:
@@ -63,7 +64,11 @@ def git(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[st
         return
     subcommand = argv[index].text
     handler = _GIT.get(subcommand)
-    if handler is not None:
+    if subcommand == "apply":
+        from ._patches import git_apply
+
+        git_apply(analysis, "git apply", argv[index + 1 :], state, stdin)
+    elif handler is not None:
         handler(analysis, "git " + subcommand, argv[index + 1 :], state)
     if subcommand not in _CANNOT_UNTRACK:
         analysis.gits += 1

@@ -3,7 +3,8 @@
 - ``python -c``, ``perl -e``/``-E``, ``ruby -e``, ``node -e``/``-p``,
   ``php -r``, ``lua -e``, and the same interpreters (``sh`` and its kin too,
   in :mod:`._evaluate`) reading their program from stdin: the program's text
-  is judged by the paths it names (:mod:`._mentions`). A program from a
+  is judged by the paths it names (:mod:`._mentions`) and by its calls that
+  delete, change or run (:mod:`._calls`). A program from a
   here-document or here-string, or piped from an ``echo``/``printf`` of known
   text, is read; one piped from anything else (``curl … | sh``, ``base64 -d |
   python3``) is known only when it runs, and is refused whatever it holds.

@@ -8,7 +8,9 @@ paths the program names: every quoted string in it (``'…'``, ``"…"``,
 specs")``), is read as a path from the working folder. One that names a
 protected path — a frozen one, or an existing one that must exist, or a
 folder holding either — refuses the command. The root itself (``"."``) is not
-a mention: ``sys.path.insert(0, ".")`` is everyday code.
+a mention: ``sys.path.insert(0, ".")`` is everyday code. (The calls that
+delete or change a path, the root or one the program builds, are
+:mod:`._calls`'.)
 
 A command whose name is known only when it runs (``$(echo rm) -f x``, an
 unset ``$TOOL``) is judged the same way by its arguments: it could be any
@@ -24,6 +26,7 @@ import os
 import re
 
 from ..._protect import FROZEN
+from ._calls import judge_calls
 from ._harm import (
     ALL,
     PATH_WORK,
@@ -53,6 +56,7 @@ def judge_program(analysis: Analysis, verb: str, text: str, state: State) -> Non
         if any(blank in quoted for blank in " \t"):
             strings.update(dict.fromkeys(quoted.split()))
     judge_texts(analysis, verb, list(strings), state)
+    judge_calls(analysis, verb, text, state)
 
 
 def judge_texts(analysis: Analysis, verb: str, texts: list[str], state: State) -> None:

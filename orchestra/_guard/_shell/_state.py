@@ -108,6 +108,7 @@ class Analysis:
     __slots__ = (
         "aliasing",
         "budget",
+        "commands",
         "depth",
         "env",
         "exhausted",
@@ -140,6 +141,8 @@ class Analysis:
         self.mark = 0  # refusals before a retry (see _harm._first_at_root)
         self.gits = 0  # git commands judged so far (see _git._git_clean)
         self.aliasing: frozenset[str] = frozenset()  # aliases being expanded (never again inside)
+        # Command lines a program runs (os.system("…")), for the evaluator to analyse next.
+        self.commands: list[tuple[str, State]] = []
         # Characters read or expanded so far, all nesting included: the analysis's cost,
         # bounded by WORK_LIMIT (past it the command is refused, see _evaluate).
         self.work = 0

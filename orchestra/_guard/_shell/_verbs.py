@@ -2,11 +2,13 @@
 
 - **Deleting**: ``rm``, ``rmdir``, ``unlink``, ``shred``, ``trash`` (and
   ``trash-put``, ``rmtrash``, ``gvfs-trash``, ``gio trash``: recursive), the
-  source of ``mv``; ``rsync --delete`` deletes in its destination and
+  source of ``mv``, the files ``rename`` renames; ``rsync --delete`` deletes in its destination and
   ``--remove-source-files`` its sources.
 - **Changing**: ``sed -i`` (and ``perl -i``, ``ruby -i`` for
   :mod:`._interpreters`), ``truncate``, ``tee``, ``dd of=``, ``touch``,
-  ``chmod``/``chown``/``chgrp``, the destination of
+  ``chmod``/``chown``/``chgrp``/``chattr``/``setfacl``, ``sponge``,
+  ``mkfifo``/``mknod``, the file an option names (``sort -o``, ``wget -O``,
+  ``curl -o``; ``curl -O`` the last part of its URL), ``uniq``'s output operand, the destination of
   ``cp``/``mv``/``ln``/``install``/``rsync``; a recursive ``cp``/``chmod
   -R``/``rsync`` changes its whole target folder.
 
@@ -104,6 +106,16 @@ def move(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[s
         check_write(analysis, verb, landing, state, follow=follow, recursive=recursive)
 
 
+def _rename(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """``rename EXPR FILE…`` (and ``rename FROM TO FILE…``): each file is moved away."""
+    options, operands = parse_options(argv, frozenset({"-e"}))
+    if has_flag(options, "n", "--no-act", "--dry-run"):
+        return
+    files = operands if option_value(options, "-e") is not None else operands[1:]
+    for name in files:
+        check_delete(analysis, verb, name, state, recursive=True)
+
+
 def _rsync(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
     """The destination changes (and with ``--delete*`` loses what the sources lack)."""
     options, operands = parse_options(argv, _RSYNC_VALUES)
@@ -147,6 +159,10 @@ def _change(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: lis
         mode_option = verb == "chmod" and any(re.fullmatch(r"-[rwxXst]+", n) for n, _ in options)
         if option_value(options, "--reference") is None and not mode_option:
             operands = operands[1:]
+    if verb in ("mknod",):
+        operands = operands[:1]  # mknod NAME TYPE [MAJOR MINOR]
+    if verb == "chattr":
+        operands = [a for a in operands if a.opaque or a.text[:1] not in "+="]
     if verb == "dd":
         operands = [Arg(a.text[3:]) for a in argv if a.text.startswith("of=") and not a.opaque]
     recursive = verb in ("chmod", "chown", "chgrp") and has_flag(options, "R", "--recursive")
@@ -154,10 +170,43 @@ def _change(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: lis
         check_write(analysis, verb, operand, state, recursive=recursive)
 
 
+def _output(analysis: Analysis, verb: str, argv: list[Arg], state: State, _: list[str]) -> None:
+    """Commands told by an option where to write: ``sort -o``, ``wget -O``, ``curl -o``."""
+    names = _OUTPUT_OPTIONS[verb]
+    values = frozenset(n for n in names if not n.startswith("--")) | _OUTPUT_VALUES.get(verb, set())
+    options, operands = parse_options(argv, values)
+    for name, value in options:
+        if name in names and value not in ("", "-"):
+            check_write(analysis, verb, Arg(value), state)
+    if verb == "uniq" and len(operands) >= 2:
+        check_write(analysis, verb, operands[1], state)
+    if verb == "curl" and has_flag(options, "O", "--remote-name", "--remote-name-all"):
+        for url in operands:  # curl -O https://host/a/forge.toml writes ./forge.toml
+            name = url.text.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+            check_write(analysis, verb, Arg(name, url.opaque), state)
+
+
+_OUTPUT_OPTIONS = {
+    "sort": frozenset({"-o", "--output"}),
+    "wget": frozenset({"-O", "--output-document", "-o", "--output-file", "-a", "--append-output"}),
+    "curl": frozenset({"-o", "--output", "-c", "--cookie-jar", "-D", "--dump-header"}),
+    "uniq": frozenset(),
+}
+_OUTPUT_VALUES = {
+    "sort": {"-k", "-t", "-S", "-T", "--key", "--field-separator"},
+    "wget": {"-P", "-e", "-U", "-t", "-T", "-w"},
+    "curl": {"-d", "-H", "-X", "-u", "-A", "-e", "-F", "-T", "-b", "-x", "-m", "-w", "-K"},
+    "uniq": {"-f", "-s", "-w"},
+}
+
+
 _CHANGE_VALUES = {
     "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
     "touch": frozenset({"-r", "--reference", "-d", "--date", "-t"}),
     "tee": frozenset({"--output-error"}),
+    "mknod": frozenset({"-m", "--mode"}),
+    "mkfifo": frozenset({"-m", "--mode"}),
+    "setfacl": frozenset({"-m", "--modify", "-x", "--remove", "-M", "-X", "--set", "--set-file"}),
 }
 
 
@@ -236,4 +285,11 @@ VERBS: dict[str, Handler] = {
     "chown": _change,
     "chgrp": _change,
     "sed": in_place,
+    "rename": _rename,
+    "sponge": _change,
+    "mkfifo": _change,
+    "mknod": _change,
+    "chattr": _change,
+    "setfacl": _change,
+    **dict.fromkeys(_OUTPUT_OPTIONS, _output),
 }
