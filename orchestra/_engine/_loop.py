@@ -44,6 +44,7 @@ from .._sandbox import (
     apply_requests,
     choose_sandbox,
     empty_inbox,
+    inbox_of,
 )
 from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
@@ -599,13 +600,16 @@ class _Loop:
             self.plan.integrity.arm()
         sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
         if sandbox is None:
+            # Unsandboxed, the agent's requests go to the inbox as well: none left
+            # from before this iteration is run after it.
+            empty_inbox(inbox_of(self.plan.paths.folder), create=False)
             return attempts, ()
         empty_inbox(sandbox.inbox)
         _, wrapper = sandbox.wrapper()
         return attempts, wrapper
 
     def _apply_inbox(self, inbox: Path, number: int) -> None:
-        """Run what the agent asked of Forge's state from the sandbox, then empty the inbox.
+        """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
 
         After the check: a request writes Forge's state, which is no harm. What
         each request did goes to the iteration's log.
@@ -614,7 +618,8 @@ class _Loop:
         lines = apply_requests(
             inbox, change=self.plan.paths.name, workdir=self.plan.workdir, env=env
         )
-        empty_inbox(inbox)  # its report is read: nothing left there outlives the iteration
+        # Its report is read: nothing left there outlives the iteration.
+        empty_inbox(inbox, create=False)
         if lines:
             log = self.plan.context(number).log_path
             with open(log, "a", encoding="utf-8") as handle:
@@ -668,9 +673,7 @@ class _Loop:
         """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
-        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
-        if sandbox is not None:
-            self._apply_inbox(sandbox.inbox, number)
+        self._apply_inbox(inbox_of(self.plan.paths.folder), number)
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
         after = None
