@@ -239,3 +239,43 @@ def test_every_command_is_known_as_a_control_a_channel_or_a_reading() -> None:
 )
 def test_which_command_lines_are_controls(argv: list[str], control: str | None) -> None:
     assert control_of(parse_args(argv)) == control
+
+
+def test_a_ship_ready_checkpoint_is_judged_on_the_loops_verify_of_the_iteration(
+    project: Repo,
+) -> None:
+    """The agent's verify records nothing; its ship-ready stands on the loop's verify after."""
+    cmd = _agent(
+        project,
+        [
+            "verify --change c",
+            "checkpoint --change c --stage ship-ready --rubric 'R1=pass:\"tests pass\"' "
+            "--next-action ship",
+        ],
+    )
+    project.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n[sandbox]\nmode = "off"\n'
+        '[rate_limit]\nbackend = "memory"\n'
+        f'[[loop]]\nchange = "c"\ncmd = {json.dumps(cmd)}\nmax_iterations = 1\n',
+    )
+    project.commit("a supervised loop")
+    for stage, current in (
+        ("discovery-complete", "plan"),
+        ("plan-complete", "execute"),
+        ("iteration-1", "verify"),
+    ):
+        walked = project.forge(
+            "checkpoint", "--change", "c", "--stage", stage, "--current-stage", current
+        )
+        assert walked.code == 0, walked
+    done = project.forge("supervise")
+    assert done.code == 0, done
+    assert _said(project, 1)[0] == 0
+    [log] = project.change_dir("c").glob("runs/*/iteration-1.log")
+    assert "forge checkpoint --change c --stage ship-ready" in log.read_text()
+    assert "exit 0" in log.read_text()
+    [shipped] = _events(project, "c", "forge.ship.ready")
+    assert shipped["change"] == "c"
+    [verify] = _events(project, "c", "verify")
+    assert verify["verdict"] == "PASS"

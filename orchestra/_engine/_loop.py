@@ -611,8 +611,8 @@ class _Loop:
     def _apply_inbox(self, inbox: Path, number: int) -> None:
         """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
 
-        After the check: a request writes Forge's state, which is no harm. What
-        each request did goes to the iteration's log.
+        After the check and the iteration's commit: a request writes Forge's
+        state, which is no harm. What each request did goes to the iteration's log.
         """
         env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
         lines = apply_requests(
@@ -673,7 +673,6 @@ class _Loop:
         """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
-        self._apply_inbox(inbox_of(self.plan.paths.folder), number)
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
         after = None
@@ -720,6 +719,10 @@ class _Loop:
         record = attrs.evolve(record, secscan=secscan)
         now_iso = utc_iso(now)
         decision = self._commit(record, now, now_iso)
+        # After the check and the loop's own verify: a checkpoint the agent
+        # asked for (ship-ready, verify-failed) is judged on the verdict of the
+        # tree its iteration ended with.
+        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)
