@@ -52,6 +52,7 @@ import argparse
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import attrs
 
@@ -186,7 +187,7 @@ def _refuse(
     root: Path | None,
     why: str,
     hint: str = "run it from your own terminal, outside any forge loop",
-) -> None:
+) -> NoReturn:
     recorded = _record(root, command, inside) if root is not None else None
     context = [f"recorded on {recorded}"] if recorded else []
     raise UsageError(f"{command} {why} {inside.describe()}", context=context, hint=hint)
