@@ -1,11 +1,21 @@
-"""Whether a ``forge`` command runs inside an agent's iteration, and refusing it there.
+"""Whether a ``forge`` command runs inside an agent's iteration, and what it may do there.
 
-Forge's controls (a secret-scan waiver, a circuit or breaker reset) are a
-person's decisions. An agent that could run them from its own shell would
-waive the secret it just leaked, or reset the circuit that stopped it. So
-each state-changing control command asks :func:`inside_an_executor` first
-and, inside one, refuses (exit 2) and records the refusal on the change's
-timeline.
+Forge's controls (a secret-scan waiver, a circuit or breaker reset, starting
+a loop, writing the policy) are a person's decisions. An agent that could
+run them from its own shell would waive the secret it just leaked, reset the
+circuit that stopped it, or start loops of its own. So the command line asks
+:func:`check_command` once, before the command runs (``_cli._main``): inside
+an executor a control refuses (exit 2) and the refusal is recorded on the
+change's timeline. This module is the one list of which commands are
+controls (:data:`CONTROLS`, :data:`CONTROL_FLAGS`): a command added to Forge
+is allowed inside an iteration only if it reads.
+
+Three commands are the agent's channel to Forge (:data:`CHANNELS`): ``forge
+checkpoint``, ``forge event`` and ``forge verify --change``. Inside an
+executor they run for the loop's own change only (another change: refused),
+and write no state themselves: the first two leave their command line in the
+change's inbox for the loop to run after the iteration, the verify verifies
+without recording.
 
 The rule, in order:
 
@@ -15,14 +25,19 @@ The rule, in order:
    starts, however it detaches (``setsid``, a double fork), has that loop
    process among its ancestors: a detached orphan is re-parented to the
    loop itself. A command whose ancestor chain (not counting itself)
-   holds a loop process is inside that loop's executor. An agent cannot
-   rewrite another process's command line, nor choose its ancestors.
+   holds a loop process is inside that loop's executor, unless it is in the
+   loop's own session: only the loop's own helpers are (the requests it runs
+   from the inbox), since a process can leave its session only for a new
+   one, never join another. An agent cannot rewrite another process's
+   command line, nor choose its ancestors or its session.
 2. **The environment**, a seatbelt only: every executor runs with
    ``FORGE_ITERATION`` set, which an agent can unset.
 
-Another line of defence goes here, beside these two: a marker the sandbox
-an executor runs in sets (a file only the sandbox shows, say), checked in
-:func:`inside_an_executor` like the rest.
+The sandbox adds no marker of its own: what bubblewrap can set for the
+processes inside it is their environment (``--setenv``), which they can
+change, and the trace it cannot help leaving (``.forge/`` mounted read-only)
+is seen only by processes the ancestry already finds, as bubblewrap shares
+the loop's process table.
 
 The change named is the one the executor runs for: ``FORGE_CHANGE`` as the
 process below the loop (the executor, or an orphan the loop adopted) was
@@ -33,9 +48,11 @@ environment do not alter), else this process's own, else the loop's
 
 from __future__ import annotations
 
+import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import attrs
 
@@ -46,6 +63,39 @@ _LOOPS = (("run",), ("supervise",), ("fleet", "work"))
 _PROC = "/proc"
 # An ancestor chain longer than this is a loop in /proc's answers (pid reuse mid-walk).
 _MAX_DEPTH = 256
+
+# The controls, by the handler that runs them: each starts agents, or writes
+# Forge's state or policy. Every other command reads (status, timeline,
+# resume, policy show/check/diff/simulate, fleet status, guard, the hooks) or
+# writes only where its caller names (policy dump/schema -o, which a shell
+# redirect does as well; the protected paths are guarded whoever writes).
+CONTROLS: dict[str, str] = {
+    "_run_cmd:run": "forge run",
+    "_supervise_cmd:run": "forge supervise",
+    "_fleet_cmd:submit_cmd": "forge fleet submit",
+    "_fleet_cmd:work_cmd": "forge fleet work",
+    "_fleet_cmd:export_cmd": "forge fleet export",
+    "_executors_cmd:run": "forge executors check",
+    "_init_cmd:run": "forge init",
+    "_contract_cmd:loop_start": "forge loop start",
+    "_report_cmd:run": "forge report",
+    "_secscan_cmd:waive": "forge secscan waive",
+}
+# Commands that read unless a flag makes them a control: (handler, flag) -> name.
+CONTROL_FLAGS: dict[tuple[str, str], str] = {
+    ("_circuit_cmd:run", "reset"): "forge circuit --reset",
+    ("_verify_cmd:run", "reset_breaker"): "forge verify --reset-breaker",
+    ("_spend_cmd:run", "reset"): "forge spend --reset",
+}
+# Controls a flag turns back into a reading: forge init --dry-run only prints.
+_READING_FLAGS = {("_init_cmd:run", "dry_run")}
+# The agent's channel: allowed for the loop's own change (``--change``), and
+# then answered without writing state. verify is one only with --change.
+CHANNELS: dict[str, str] = {
+    "_contract_cmd:checkpoint": "forge checkpoint",
+    "_contract_cmd:event": "forge event",
+    "_verify_cmd:run": "forge verify",
+}
 
 
 @attrs.frozen
@@ -72,22 +122,75 @@ def inside_an_executor(proc: str = _PROC) -> Inside | None:
     return None
 
 
-def refuse_inside_an_executor(command: str, root: Path | None = None) -> None:
-    """Refuse ``command`` when it runs inside an executor, recording it on the change's timeline.
+def control_of(args: argparse.Namespace) -> str | None:
+    """The control a parsed command line is (``forge circuit --reset``), or None."""
+    handler = str(getattr(args, "handler", ""))
+    if any(getattr(args, flag, False) for known, flag in _READING_FLAGS if known == handler):
+        return None
+    for (known, flag), name in CONTROL_FLAGS.items():
+        if known == handler and getattr(args, flag, False):
+            return name
+    return CONTROLS.get(handler)
+
+
+def channel_of(args: argparse.Namespace) -> str | None:
+    """The channel command a parsed command line is (``forge checkpoint``), or None."""
+    name = CHANNELS.get(str(getattr(args, "handler", "")))
+    return name if name is not None and getattr(args, "change", None) else None
+
+
+def check_command(args: argparse.Namespace, find_root: Callable[[], Path | None]) -> Inside | None:
+    """Refuse a control inside an executor; for a channel command there, the executor.
+
+    Args:
+        args: The parsed command line.
+        find_root: The project's root, asked only to record a refusal (None: not recorded).
+
+    Returns:
+        The executor a channel command (``forge checkpoint``, ``forge event``,
+        ``forge verify --change``) runs inside, for its own change; None for any
+        command outside an executor, and for every command that only reads.
 
     Raises:
-        UsageError: inside an executor (exit 2).
+        UsageError: a control inside an executor, or a channel command there
+            that names another change than the loop's (exit 2).
     """
+    control = control_of(args)
+    channel = channel_of(args) if control is None else None
+    if control is None and channel is None:
+        return None
     inside = inside_an_executor()
     if inside is None:
-        return
+        return None
+    if control is not None:
+        _refuse(control, inside, find_root(), "is a person's control and cannot run")
+    change = str(args.change)
+    if inside.change != change:
+        # Unnamed, the loop's change cannot be told from another: refused too.
+        command = f"{channel} --change {change}"
+        _refuse(
+            command,
+            inside,
+            find_root(),
+            "names another change than its loop's and cannot run",
+            hint=(
+                "inside a loop, forge checkpoint, forge event and forge verify --change "
+                "name the loop's own change"
+            ),
+        )
+    return inside
+
+
+def _refuse(
+    command: str,
+    inside: Inside,
+    root: Path | None,
+    why: str,
+    hint: str = "run it from your own terminal, outside any forge loop",
+) -> NoReturn:
     recorded = _record(root, command, inside) if root is not None else None
     context = [f"recorded on {recorded}"] if recorded else []
-    raise UsageError(
-        f"{command} is a person's control and cannot run {inside.describe()}",
-        context=context,
-        hint="run it from your own terminal, outside any forge loop",
-    )
+    raise UsageError(f"{command} {why} {inside.describe()}", context=context, hint=hint)
 
 
 def is_loop_command(argv: Sequence[str]) -> bool:
@@ -113,6 +216,8 @@ def _by_ancestry(proc: str) -> Inside | None:
             return None
         argv = _cmdline(proc, pid)
         if argv is not None and is_loop_command(argv):
+            if _same_session(pid):
+                return None  # the loop's own helper: no executor's process is in its session
             change = (
                 _environ(proc, child).get("FORGE_CHANGE")
                 or os.environ.get("FORGE_CHANGE")
@@ -121,6 +226,13 @@ def _by_ancestry(proc: str) -> Inside | None:
             return Inside(pid, change or None, "process ancestry")
         child, pid = pid, _parent(proc, pid)
     return None
+
+
+def _same_session(pid: int) -> bool:
+    try:
+        return os.getsid(0) == os.getsid(pid)
+    except OSError:
+        return False
 
 
 def _parent(proc: str, pid: int) -> int | None:

@@ -293,8 +293,11 @@ def test_checkpoint_and_event_inside_the_sandbox_are_queued_and_recorded_after(
     assert done.code in (0, 1), done
     text = said.read_text()
     assert "Traceback" not in text
-    assert text.count("queued for change") == 3, text
+    assert text.count("queued for change") == 2, text
     assert "the loop records it when the iteration ends" in text
+    # Another change's is refused at once, from inside the iteration.
+    assert "forge event --change other names another change than its loop's" in text
+    assert text.rstrip().endswith("exit 2")
     # Recorded after the iteration, outside the sandbox; another change's never.
     [checkpoint] = events(project, "c", "forge.checkpoint")
     assert checkpoint["stage"] == "iteration-1"
@@ -303,6 +306,5 @@ def test_checkpoint_and_event_inside_the_sandbox_are_queued_and_recorded_after(
     assert not project.change_dir("other").exists()
     log = iteration_log(project, "c")
     assert "forge: from the inbox: forge checkpoint --change c" in log
-    assert "forge event --change other forge.blocked --detail theirs: refused" in log
     assert events(project, "c", "protect.violation") == []
     assert list((project.change_dir("c") / "inbox").iterdir()) == []

@@ -177,10 +177,11 @@ def test_a_forge_run_history_replays_with_its_hook_verdicts(repo: Repo) -> None:
         "forge.toml",
         '[verify]\ncommand = "exit 1"\nspecs = []\nmax_failures = 2\n'
         '[rate_limit]\nbackend = "memory"\n'
-        # The agent's own forge verify records only outside the sandbox.
+        # The agent's Stop hook records only outside the sandbox.
         '[sandbox]\nmode = "off"\n',
     )
-    hook = {**write(1, "w"), "shell": f"{FORGE} verify --change c > /dev/null"}
+    stop = f"echo '{{}}' | {FORGE} hook stop --change c > /dev/null 2>&1"
+    hook = {**write(1, "w"), "shell": stop}
     done = repo.forge("run", "--yes", "--change", "c", "--cmd", cmd(repo, "hooked", [hook]))
     assert "run: STOPPED after 2 iteration(s) — gate-open" in done.lines, done
     same = by_change(simulate(repo, "--all"))["c"]

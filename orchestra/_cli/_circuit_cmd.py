@@ -10,7 +10,6 @@ import attrs
 from .._circuit import CircuitState, cooldown_remaining, load_circuit, reset_circuit
 from .._durations import format_duration
 from .._errors import EXIT_ESCALATE, EXIT_OK, ForgeError, UsageError
-from .._inside import refuse_inside_an_executor
 from .._state import ChangePaths, require_change
 from .._workspace import Project
 from ._common import change_budget, project_from
@@ -26,7 +25,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
             "--reason goes with --reset", hint="forge circuit C --reset --reason '...'"
         )
     if args.reset:
-        refuse_inside_an_executor(command, project.root)
         reason = (args.reason or "").strip()
         if not reason:
             # Overriding an open circuit bypasses the loop's safety: say why, for the record.

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,33 +130,45 @@ def _state_writes(command: str) -> Iterator[None]:
         ) from exc
 
 
-def _queued(command: str, change: str, out: Output) -> bool:
-    """Inside Forge's sandbox, leave the command in the change's inbox for the loop to run.
+def _queued(command: str, args: argparse.Namespace, out: Output) -> bool:
+    """Inside its loop's executor, leave the command in the change's inbox for the loop to run.
 
-    True when it was queued; False outside a sandbox, or when the command
-    line is not this command's (run in-process by a caller of ``main``).
+    The agent writes none of Forge's state, sandboxed or not: the loop runs
+    the request once the iteration has ended and its check is done. True
+    when it was queued; False outside any executor (``args.inside`` is set by
+    the command line's check, see :mod:`orchestra._inside`).
     """
-    inbox = os.environ.get(_INBOX_ENV)
-    words = sys.argv[1:]
-    if not os.environ.get(_SANDBOX_ENV) or not inbox or words[:1] != [command]:
+    words = list(getattr(args, "command_line", ()))
+    if getattr(args, "inside", None) is None or words[:1] != [command]:
         return False
-    from .._sandbox import queue_request
+    from .._sandbox import inbox_of, queue_request
 
+    inbox = Path(os.environ[_INBOX_ENV]) if os.environ.get(_INBOX_ENV) else None
+    if inbox is None:
+        inbox = inbox_of(_state_folder(project_from(args).root, args.change))
     try:
-        queue_request(Path(inbox), words)
+        queue_request(inbox, words)
     except OSError as exc:
         raise StateError(
             f"forge {command} cannot leave its request in {inbox}: {exc.strerror or exc}"
         ) from exc
     out.line(
-        f'{command.capitalize()}: queued for change "{change}" — inside Forge\'s sandbox the '
-        "change's state is read-only; the loop records it when the iteration ends"
+        f'{command.capitalize()}: queued for change "{args.change}" — inside its loop the '
+        "agent writes none of Forge's state; the loop records it when the iteration ends"
     )
     return True
 
 
+def _state_folder(root: Path, change: str) -> Path:
+    """The change's state folder: the loop's own (``FORGE_STATE_DIR``) in a worktree."""
+    state_dir = os.environ.get("FORGE_STATE_DIR")
+    if state_dir and os.environ.get("FORGE_CHANGE") == change:
+        return Path(state_dir)
+    return ChangePaths(root, change).folder
+
+
 def checkpoint(args: argparse.Namespace, out: Output) -> int:
-    if _queued("checkpoint", args.change, out):
+    if _queued("checkpoint", args, out):
         return EXIT_OK
     with _state_writes("forge checkpoint"):
         return _checkpoint(args, out)
@@ -282,7 +293,7 @@ def _summary(before: Checkpoint, after: Checkpoint, update: Update) -> str:
 def event(args: argparse.Namespace, out: Output) -> int:
     if args.name not in EVENTS:
         raise UsageError(f"unknown event {args.name!r}", hint=f"events: {', '.join(EVENTS)}")
-    if _queued("event", args.change, out):
+    if _queued("event", args, out):
         return EXIT_OK
     with _state_writes("forge event"):
         return _event(args, out)

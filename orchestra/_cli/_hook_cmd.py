@@ -17,6 +17,7 @@ from .._errors import EXIT_OK, ForgeError, UsageError
 from .._hook_passing import LOOP_VERIFY, stands_aside
 from ._hooks import EXIT_REFUSE, command_line, event_cwd, refusal_lines, refusals_for
 from ._hooks import pre_tool_use as _pre_tool_use
+from ._unrecorded import NOT_RECORDED
 
 # The Stop hook imports its machinery (the verify, trio, the policy, the
 # secret scan's rules) as it needs each: ``forge guard --json`` needs none of
@@ -35,7 +36,7 @@ _SANDBOX_ENV = "FORGE_SANDBOX"
 _INBOX_ENV = "FORGE_INBOX"
 # In the inbox: how many verifies the Stop hook saw fail in this iteration.
 _STOP_FAILURES = "stop-failures"
-SANDBOXED = "in Forge's sandbox: not recorded; the loop verifies the iteration after it ends"
+SANDBOXED = f"in Forge's sandbox: {NOT_RECORDED}"
 # Claude Code shows a hook's stderr to the user, without blocking, on this code.
 EXIT_HOOK_ERROR = 1
 _FAILURE_LINES = 5
@@ -148,16 +149,11 @@ def _sandboxed_stop(args: argparse.Namespace, out: Output, project: Project, inb
     ``[verify] max_failures`` failed verifies in one iteration, counted in the
     inbox: past it, the agent may stop and the loop's verify decides.
     """
-    from .._secscan import output_redactor
-    from .._verify import run_verify
     from ._common import policy_from
-    from ._trio_run import run_interruptible
+    from ._unrecorded import verify_unrecorded
 
     policy = policy_from(project, _loop_verify(args), args).policy
-    redact = output_redactor(policy.secscan, root=project.root)
-    report = run_interruptible(
-        run_verify, project.root, policy.verify, policy.run.grace.seconds, redact
-    )
+    report = verify_unrecorded(project, policy)
     if report.passed:
         return _answer(out, None, note=f"forge: Verdict: PASS ({SANDBOXED})")
     failures = _count_failure(inbox)

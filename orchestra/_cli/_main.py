@@ -10,10 +10,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED
+from .._inside import check_command
 from .._names import check_change_name
 
 if TYPE_CHECKING:
@@ -641,7 +643,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     action = (
         words[1] if command == "policy" and words[1:2] and words[1] in _POLICY_ACTIONS else None
     )
-    return build_parser(command, action).parse_args(words)
+    args = build_parser(command, action).parse_args(words)
+    # The words as given: a request left in the inbox is this command line again.
+    args.command_line = tuple(words)
+    return args
 
 
 def is_brief(args: argparse.Namespace) -> bool:
@@ -656,6 +661,9 @@ def run(args: argparse.Namespace) -> int:
 
     out = Output(plain=args.plain, json_mode=args.json)
     try:
+        # One check for every command, before it runs: inside an agent's
+        # iteration a control refuses, and a channel command learns its loop.
+        args.inside = check_command(args, lambda: _root_or_none(args))
         module = importlib.import_module(f"orchestra._cli.{module_name}")
         code: int = getattr(module, function_name)(args, out)
     except ForgeError as exc:
@@ -668,6 +676,16 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         return EXIT_USAGE
     return code
+
+
+def _root_or_none(args: argparse.Namespace) -> Path | None:
+    """The project's root, to record a refusal in; None where there is no project."""
+    from ._common import project_from
+
+    try:
+        return project_from(args).root
+    except (ForgeError, OSError):
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
 from .._git import git_output
-from .._inside import refuse_inside_an_executor
 from .._secscan import (
     Finding,
     ProjectScanner,
@@ -131,7 +130,6 @@ def history(args: argparse.Namespace, out: Output) -> int:
 
 def waive(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    refuse_inside_an_executor("forge secscan waive", project.root)
     policy = policy_from(project, args=args).policy.secscan
     if not args.reason or not args.reason.strip():
         raise UsageError("a waiver needs a reason", hint="--reason 'a test fixture, not a key'")

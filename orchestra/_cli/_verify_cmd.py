@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._durations import human_seconds
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
-from .._inside import refuse_inside_an_executor
 from .._secscan import output_redactor
 from .._state import STATE_CONVERTER, ChangePaths, require_change
 from .._verify import (
@@ -19,16 +18,19 @@ from .._verify import (
     reset_line,
     run_verify,
 )
-from .._workspace import tree_state
+from .._workspace import Project, tree_state
 from ._common import flag_layer, policy_from, project_from
 from ._console import Output
 from ._trio_run import run_interruptible
+from ._unrecorded import NOT_RECORDED, verify_unrecorded
+
+if TYPE_CHECKING:
+    from .._policy import Policy
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     if args.reset_breaker:
-        refuse_inside_an_executor("forge verify --reset-breaker", project.root)
         if not args.change:
             raise UsageError("--reset-breaker needs --change <c>: it clears one change's breaker")
         known = require_change(
@@ -52,6 +54,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.document({**report.as_json(), "change": None, "breaker": None})
         return EXIT_OK
 
+    inside = getattr(args, "inside", None)
+    if inside is not None:
+        return _unrecorded(project, policy, paths.name, out)
     tree = tree_state(project.root)
     report = run_interruptible(run_verify, project.root, verify, grace, redact)
     # Record before printing anything: a reader that stops early (`| head -1`)
@@ -72,6 +77,17 @@ def run(args: argparse.Namespace, out: Output) -> int:
             }
         )
     return exit_code
+
+
+def _unrecorded(project: Project, policy: Policy, change: str, out: Output) -> int:
+    """``forge verify --change`` by the agent inside its own loop: the report, no attempt."""
+    report = verify_unrecorded(project, policy)
+    _print_report(report, out)
+    line = f'Breaker: change "{change}" — run inside its loop: {NOT_RECORDED}'
+    out.line(line)
+    if out.json_mode:
+        out.document({**report.as_json(), "change": change, "breaker": None, "recorded": False})
+    return EXIT_OK
 
 
 def _reset(paths: ChangePaths, out: Output) -> int:

@@ -51,6 +51,7 @@ from .._sandbox import (
     apply_requests,
     choose_sandbox,
     empty_inbox,
+    inbox_of,
 )
 from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
@@ -616,16 +617,19 @@ class _Loop:
             self.plan.integrity.arm()
         sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
         if sandbox is None:
+            # Unsandboxed, the agent's requests go to the inbox as well: none left
+            # from before this iteration is run after it.
+            empty_inbox(inbox_of(self.plan.paths.folder), create=False)
             return attempts, ()
         empty_inbox(sandbox.inbox)
         _, wrapper = sandbox.wrapper()
         return attempts, wrapper
 
     def _apply_inbox(self, inbox: Path, number: int) -> None:
-        """Run what the agent asked of Forge's state from the sandbox, then empty the inbox.
+        """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
 
-        After the check: a request writes Forge's state, which is no harm. What
-        each request did goes to the iteration's log.
+        After the check and the iteration's commit: a request writes Forge's
+        state, which is no harm. What each request did goes to the iteration's log.
         """
         env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
         lines = apply_requests(
@@ -635,7 +639,8 @@ class _Loop:
             env=env,
             redact=self.plan.redact,
         )
-        empty_inbox(inbox)  # its report is read: nothing left there outlives the iteration
+        # Its report is read: nothing left there outlives the iteration.
+        empty_inbox(inbox, create=False)
         if lines:
             log = self.plan.context(number).log_path
             with open(log, "a", encoding="utf-8") as handle:
@@ -689,9 +694,6 @@ class _Loop:
         """Restore and record any harm, read the tree once, and the Stop hook's verdict on it."""
         check = self.plan.integrity
         report = _inspect(self.plan, self.store, number, check, label) if check else None
-        sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
-        if sandbox is not None:
-            self._apply_inbox(sandbox.inbox, number)
         ticked = tasks_all_ticked(self.plan.workdir, self.policy.stagnation.tasks_files)
         tree = attrs.evolve(tree, tasks_done=ticked)
         after = None
@@ -738,6 +740,10 @@ class _Loop:
         record = attrs.evolve(record, secscan=secscan)
         now_iso = utc_iso(now)
         decision = self._commit(record, now, now_iso)
+        # After the check and the loop's own verify: a checkpoint the agent
+        # asked for (ship-ready, verify-failed) is judged on the verdict of the
+        # tree its iteration ended with.
+        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)

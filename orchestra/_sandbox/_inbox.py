@@ -1,7 +1,8 @@
 """The inbox: the one folder of Forge's state an agent in the sandbox may write.
 
 ``.forge/changes/<change>/inbox/`` stays writable inside the sandbox. What the
-agent legitimately hands Forge (its ``$FORGE_REPORT``) goes there; Forge
+agent legitimately hands Forge (its ``$FORGE_REPORT``, and the requests of
+``forge checkpoint`` and ``forge event``, sandboxed or not) goes there; Forge
 reads it after the iteration and empties the folder, so nothing an agent left
 there outlives its iteration.
 """
@@ -21,9 +22,12 @@ def inbox_of(state_folder: Path) -> Path:
     return state_folder / INBOX
 
 
-def empty_inbox(inbox: Path) -> None:
-    """Create ``inbox`` if missing and remove whatever is in it (links, not their targets)."""
-    inbox.mkdir(parents=True, exist_ok=True)
+def empty_inbox(inbox: Path, *, create: bool = True) -> None:
+    """Remove what is in ``inbox`` (links, not their targets); create it if missing and asked."""
+    if create:
+        inbox.mkdir(parents=True, exist_ok=True)
+    elif not inbox.is_dir():
+        return
     with os.scandir(inbox) as entries:
         for entry in entries:
             path = Path(entry.path)

@@ -1,11 +1,12 @@
-"""Requests through the inbox: ``forge checkpoint`` and ``forge event`` from inside the sandbox.
+"""Requests through the inbox: ``forge checkpoint`` and ``forge event`` from inside an iteration.
 
-Inside the sandbox the change's state is read-only, so these two commands do
-not write it: they leave their command line in the inbox's ``requests/``
-folder, and the loop runs each one, outside the sandbox, once the iteration
-has ended and its check is done. Only those two commands, only for the loop's
-own change, and never with another policy file (``--config``): a request can
-do no more than the agent could do with the command outside a sandbox.
+Inside its loop's executor (sandboxed or not) the agent writes none of
+Forge's state: these two commands leave their command line in the inbox's
+``requests/`` folder, and the loop runs each one, in its own session, once
+the iteration has ended and its check is done. Only those two commands, only
+for the loop's own change, and never with another policy file
+(``--config``): a request can do no more than a person's ``forge checkpoint``
+or ``forge event`` for that change.
 """
 
 from __future__ import annotations
