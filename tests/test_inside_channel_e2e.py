@@ -165,13 +165,17 @@ def test_verify_for_its_own_change_records_nothing_and_another_is_refused(
     code, text = _said(project, 0)
     assert code == 0, text
     assert "Verdict: FAIL" in text
-    assert 'Breaker: change "c" — run inside its loop: not recorded' in text
+    assert 'Breaker: change "c" — run inside its loop: not recorded now; queued' in text
     code, text = _said(project, 1)
     assert code == 2, text
     assert "forge verify --change other names another change than its loop's" in text
-    # The breaker saw no attempt of the agent's.
-    assert _events(project, "c", "verify") == []
-    assert not (project.change_dir("c") / "verify-attempts.yaml").exists()
+    # The breaker saw no attempt of the agent's process: one the loop made
+    # after the iteration for it, and none for the other change.
+    [verify] = _events(project, "c", "verify")
+    assert verify["verdict"] == "FAIL"
+    [log] = project.change_dir("c").glob("runs/*/iteration-1.log")
+    assert "forge: from the inbox: forge verify --change c: exit 0" in log.read_text()
+    assert not project.change_dir("other").exists()
     [refused] = _events(project, "c", "control.refused")
     assert refused["command"] == "forge verify --change other"
 
@@ -185,9 +189,39 @@ def test_verify_inside_the_sandbox_runs_for_its_own_change(repo: Repo) -> None:
     code, text = _said(repo, 0)
     assert code == 0, text
     assert "Verdict: PASS" in text
-    assert "not recorded; the loop verifies the iteration after it ends" in text
-    assert _events(repo, "c", "verify") == []
-    assert not (repo.change_dir("c") / "verify-attempts.yaml").exists()
+    assert "not recorded now; queued, the loop runs it when the iteration ends" in text
+    # Recorded once, by the loop, from outside the sandbox.
+    [verify] = _events(repo, "c", "verify")
+    assert verify["verdict"] == "PASS"
+
+
+def test_a_ship_ready_checkpoint_under_forge_run_stands_on_the_agents_queued_verify(
+    project: Repo,
+) -> None:
+    """forge run's own verify is read-only: the verify the agent asked for is what counts."""
+    project.write("forge.toml", '[verify]\ncommand = "true"\nspecs = []\n[sandbox]\nmode = "off"\n')
+    project.commit("policy")
+    for stage, current in (
+        ("discovery-complete", "plan"),
+        ("plan-complete", "execute"),
+        ("iteration-1", "verify"),
+    ):
+        walked = project.forge(
+            "checkpoint", "--change", "c", "--stage", stage, "--current-stage", current
+        )
+        assert walked.code == 0, walked
+    _run(
+        project,
+        [
+            "verify --change c",
+            "checkpoint --change c --stage ship-ready --rubric 'R1=pass:\"tests pass\"' "
+            "--next-action ship",
+        ],
+    )
+    [log] = project.change_dir("c").glob("runs/*/iteration-1.log")
+    assert "from the inbox: forge checkpoint --change c --stage ship-ready" in log.read_text()
+    [shipped] = _events(project, "c", "forge.ship.ready")
+    assert shipped["change"] == "c"
 
 
 def _handlers(parser: argparse.ArgumentParser) -> set[str]:
@@ -277,5 +311,7 @@ def test_a_ship_ready_checkpoint_is_judged_on_the_loops_verify_of_the_iteration(
     assert "exit 0" in log.read_text()
     [shipped] = _events(project, "c", "forge.ship.ready")
     assert shipped["change"] == "c"
+    # One attempt for one tree: the loop's own; the agent's is not run again.
     [verify] = _events(project, "c", "verify")
     assert verify["verdict"] == "PASS"
+    assert "forge verify --change c: not run: the loop recorded its own verify" in log.read_text()

@@ -109,7 +109,6 @@ def loop_start(args: argparse.Namespace, out: Output) -> int:
 
 # Set by Forge in a sandboxed executor's environment (see orchestra._sandbox).
 _SANDBOX_ENV = "FORGE_SANDBOX"
-_INBOX_ENV = "FORGE_INBOX"
 
 
 @contextlib.contextmanager
@@ -141,30 +140,14 @@ def _queued(command: str, args: argparse.Namespace, out: Output) -> bool:
     words = list(getattr(args, "command_line", ()))
     if getattr(args, "inside", None) is None or words[:1] != [command]:
         return False
-    from .._sandbox import inbox_of, queue_request
+    from ._unrecorded import leave_in_inbox
 
-    inbox = Path(os.environ[_INBOX_ENV]) if os.environ.get(_INBOX_ENV) else None
-    if inbox is None:
-        inbox = inbox_of(_state_folder(project_from(args).root, args.change))
-    try:
-        queue_request(inbox, words)
-    except OSError as exc:
-        raise StateError(
-            f"forge {command} cannot leave its request in {inbox}: {exc.strerror or exc}"
-        ) from exc
+    leave_in_inbox(project_from(args).root, args.change, words)
     out.line(
         f'{command.capitalize()}: queued for change "{args.change}" — inside its loop the '
         "agent writes none of Forge's state; the loop records it when the iteration ends"
     )
     return True
-
-
-def _state_folder(root: Path, change: str) -> Path:
-    """The change's state folder: the loop's own (``FORGE_STATE_DIR``) in a worktree."""
-    state_dir = os.environ.get("FORGE_STATE_DIR")
-    if state_dir and os.environ.get("FORGE_CHANGE") == change:
-        return Path(state_dir)
-    return ChangePaths(root, change).folder
 
 
 def checkpoint(args: argparse.Namespace, out: Output) -> int:

@@ -22,7 +22,7 @@ from .._workspace import Project, tree_state
 from ._common import flag_layer, policy_from, project_from
 from ._console import Output
 from ._trio_run import run_interruptible
-from ._unrecorded import NOT_RECORDED, verify_unrecorded
+from ._unrecorded import QUEUED_VERIFY, leave_in_inbox, verify_unrecorded
 
 if TYPE_CHECKING:
     from .._policy import Policy
@@ -80,10 +80,16 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 
 def _unrecorded(project: Project, policy: Policy, change: str, out: Output) -> int:
-    """``forge verify --change`` by the agent inside its own loop: the report, no attempt."""
+    """``forge verify --change`` by the agent inside its own loop: the report, no attempt.
+
+    The recorded verify it stands for is left in the inbox: the loop runs it
+    on the tree the iteration ended with, before the requests queued after
+    it (a ship-ready checkpoint needs that verify's PASS).
+    """
     report = verify_unrecorded(project, policy)
+    leave_in_inbox(project.root, change, ["verify", "--change", change])
     _print_report(report, out)
-    line = f'Breaker: change "{change}" — run inside its loop: {NOT_RECORDED}'
+    line = f'Breaker: change "{change}" — run inside its loop: {QUEUED_VERIFY}'
     out.line(line)
     if out.json_mode:
         out.document({**report.as_json(), "change": change, "breaker": None, "recorded": False})

@@ -625,11 +625,13 @@ class _Loop:
         _, wrapper = sandbox.wrapper()
         return attempts, wrapper
 
-    def _apply_inbox(self, inbox: Path, number: int) -> None:
+    def _apply_inbox(self, inbox: Path, number: int, verified: bool) -> None:
         """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
 
         After the check and the iteration's commit: a request writes Forge's
-        state, which is no harm. What each request did goes to the iteration's log.
+        state, which is no harm. What each request did goes to the iteration's
+        log. ``verified``: the loop recorded a verify of the tree itself, so
+        the agent's queued verify is not run again (the breaker counts one).
         """
         env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
         lines = apply_requests(
@@ -638,6 +640,8 @@ class _Loop:
             workdir=self.plan.workdir,
             env=env,
             redact=self.plan.redact,
+            verified=verified,
+            verify_seconds=self.policy.verify.timeout.seconds,
         )
         # Its report is read: nothing left there outlives the iteration.
         empty_inbox(inbox, create=False)
@@ -743,7 +747,9 @@ class _Loop:
         # After the check and the loop's own verify: a checkpoint the agent
         # asked for (ship-ready, verify-failed) is judged on the verdict of the
         # tree its iteration ended with.
-        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number)
+        # The loop's own recorded verify of this tree stands for the agent's.
+        counted = record.verify is not None and not record.verify_read_only
+        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number, counted)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)

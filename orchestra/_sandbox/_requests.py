@@ -1,12 +1,14 @@
-"""Requests through the inbox: ``forge checkpoint`` and ``forge event`` from inside an iteration.
+"""Requests through the inbox: ``forge checkpoint``, ``forge event`` and ``forge verify``.
 
 Inside its loop's executor (sandboxed or not) the agent writes none of
-Forge's state: these two commands leave their command line in the inbox's
+Forge's state: these commands leave their command line in the inbox's
 ``requests/`` folder, and the loop runs each one, in its own session, once
-the iteration has ended and its check is done. Only those two commands, only
-for the loop's own change, and never with another policy file
-(``--config``): a request can do no more than a person's ``forge checkpoint``
-or ``forge event`` for that change.
+the iteration has ended and its check is done, in the order they were left.
+Only those three, only for the loop's own change, never with another policy
+file (``--config``), and a verify with nothing but ``--change``: a request
+can do no more than a person's command for that change. (An agent's
+``forge verify --change`` runs the checks at once, for the agent to read,
+and leaves the recorded verify it stands for here.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 import attrs
 
 REQUESTS = "requests"
-REQUEST_COMMANDS = ("checkpoint", "event")
+REQUEST_COMMANDS = ("checkpoint", "event", "verify")
 _MAX_REQUESTS = 100
 _MAX_REQUEST_BYTES = 64 * 1024
 _APPLY_SECONDS = 120.0
@@ -59,7 +61,10 @@ def _change_of(argv: Sequence[str]) -> str | None:
 def refusal(argv: Sequence[str], change: str) -> str | None:
     """Why the loop will not run this request, or None when it will."""
     if not argv or argv[0] not in REQUEST_COMMANDS:
-        return "only forge checkpoint and forge event are run from the inbox"
+        return "only forge checkpoint, forge event and forge verify are run from the inbox"
+    if argv[0] == "verify" and list(argv) != ["verify", "--change", change]:
+        # The recorded verify the agent's own stands for: nothing but the change.
+        return f"a verify request is exactly: verify --change {change}"
     if any(word == "--config" or word.startswith("--config=") for word in argv):
         return "a request may not name another policy file (--config)"
     if _change_of(argv) != change:
@@ -103,12 +108,17 @@ def apply_requests(
     workdir: Path,
     env: Mapping[str, str],
     redact: Callable[[str], str] | None = None,
+    verified: bool = False,
+    verify_seconds: float = 0.0,
 ) -> list[str]:
     """Run every request in the inbox, outside the sandbox; one line per request on how it went.
 
     With ``redact``, each word of a request is redacted before it is run: the
     agent wrote them, and what they say goes to the timeline, the checkpoint
-    and the iteration's log.
+    and the iteration's log. ``verified``: the loop already recorded its own
+    verify of the tree, so a verify request is not run (one attempt for one
+    tree); otherwise it has ``verify_seconds`` (the policy's verify timeout)
+    on top of a request's own time.
     """
     requests, lines = read_requests(inbox)
     for request in requests:
@@ -119,6 +129,10 @@ def apply_requests(
         if why is not None:
             lines.append(f"{shown}: refused: {why}")
             continue
+        verify = request.argv[0] == "verify"
+        if verify and verified:
+            lines.append(f"{shown}: not run: the loop recorded its own verify of this tree")
+            continue
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "orchestra", *request.argv],
@@ -126,7 +140,7 @@ def apply_requests(
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
-                timeout=_APPLY_SECONDS,
+                timeout=_APPLY_SECONDS + (verify_seconds if verify else 0.0),
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
