@@ -42,10 +42,10 @@ def test_torn_last_line_is_reported_and_tolerated(repo: Repo) -> None:
     assert data["bad_lines"] == [2]
 
 
-def test_empty_timeline(repo: Repo) -> None:
+def test_a_change_with_no_state_is_a_usage_error(repo: Repo) -> None:
     done = repo.forge("timeline", "nothing-yet")
-    assert done.code == 0
-    assert "no events yet" in done.out
+    assert done.code == 2
+    assert 'no change "nothing-yet"' in done.err
 
 
 def test_follow_prints_new_events(repo: Repo) -> None:

@@ -13,10 +13,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import EXIT_INTERRUPTED, EXIT_USAGE, ForgeError
+from .._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ForgeError
 from .._hook_passing import FROM_EXECUTOR, HOOKS_PASSED
 from .._inside import check_command
 from .._names import check_change_name
+from ._usage import VERSION_FLAGS, first_unknown_flag, unknown_word, version_text
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -637,16 +638,48 @@ _BRIEF = frozenset(
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The parsed command line (default: ``sys.argv[1:]``); exits 2 on a usage error."""
     words = sys.argv[1:] if argv is None else list(argv)
+    if words[:1] and words[0] in VERSION_FLAGS:
+        print("\n".join(version_text()))
+        sys.exit(EXIT_OK)
+    if not words:
+        # A bare forge is a question: what can it do? Help, not an error.
+        build_parser().print_help()
+        sys.exit(EXIT_OK)
     # Help, a mistyped command or none: the whole parser, which lists them all.
-    command = words[0] if words and words[0] in _COMMANDS else None
+    command = words[0] if words[0] in _COMMANDS else None
+    if command is None and not words[0].startswith("-"):
+        build_parser().error(unknown_word("command", words[0], _COMMANDS))
     # Likewise a policy action: a mistyped one gets every action's parser.
     action = (
         words[1] if command == "policy" and words[1:2] and words[1] in _POLICY_ACTIONS else None
     )
-    args = build_parser(command, action).parse_args(words)
+    if command == "policy" and action is None and words[1:2] and not words[1].startswith("-"):
+        _subparser(build_parser("policy"), "policy").error(
+            unknown_word("policy action", words[1], _POLICY_ACTIONS)
+        )
+    parser = build_parser(command, action)
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        # The command's own usage, not forge's: the mistake is in its options.
+        own = _subparser(parser, *(word for word in (command, action) if word))
+        flag = first_unknown_flag(extras)
+        if flag is not None:
+            known = [name for item in own._actions for name in item.option_strings]
+            own.error(unknown_word("option", flag, known))
+        own.error("unrecognized arguments: " + " ".join(extras))
     # The words as given: a request left in the inbox is this command line again.
     args.command_line = tuple(words)
     return args
+
+
+def _subparser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
+    """The parser of ``forge NAME [ACTION]`` inside ``parser`` (``parser`` itself for none)."""
+    for name in names:
+        for item in parser._actions:
+            if isinstance(item, argparse._SubParsersAction) and name in item.choices:
+                parser = item.choices[name]
+                break
+    return parser
 
 
 def is_brief(args: argparse.Namespace) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import EXIT_OK, StateError
-from .._state import ChangePaths, decode_event, event_record, parse_timeline
+from .._state import ChangePaths, decode_event, event_record, parse_timeline, require_change
 from ._common import project_from
 from ._console import Output
 
@@ -27,6 +27,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if shown is not None:
             return shown
     paths = ChangePaths(project.root, args.change)
+    if not args.follow:
+        # As forge spend and forge status say: a change with no state is a typo
+        # (exit 2, the changes there are); --follow may wait for one to start.
+        require_change(paths, "forge timeline")
     data = _read_bytes(paths.timeline)
     read = parse_timeline(data)
     for problem in read.problems(paths.timeline):

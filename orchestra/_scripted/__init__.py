@@ -16,6 +16,7 @@ from ._check import SKIPPED as SKIPPED
 from ._check import Check as Check
 from ._check import ExecutorCheck as ExecutorCheck
 from ._check import check_executor as check_executor
+from ._check import installed_version as installed_version
 from ._profile import CliProfile as CliProfile
 from ._profile import profile_for as profile_for
 from ._profile import profiled_executors as profiled_executors
