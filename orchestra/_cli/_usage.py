@@ -59,13 +59,17 @@ def version_text(project_root: Path | None = None) -> list[str]:
 
 def _agent_clis(project_root: Path | None) -> list[tuple[str, str, str]]:
     """(executor, the CLI's path, its release) for each shipped executor whose CLI is on PATH."""
+    from .._errors import ForgeError
     from .._executor import load_executor
     from .._scripted import installed_version
     from .._shipped import shipped_names
 
     found = []
     for name in shipped_names("executors"):
-        executor = load_executor(name, project_root or Path.cwd())
+        try:
+            executor = load_executor(name, project_root or Path.cwd())
+        except ForgeError:
+            continue  # a project's own definition that does not load: forge run says why
         cli = executor.spec.cli
         if cli is None:
             continue
