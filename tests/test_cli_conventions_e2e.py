@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 from pathlib import Path
 
 from orchestra import __version__
+from orchestra._cli._main import _EXAMPLES, build_parser, parse_args
 
 from .support import Repo
 
@@ -58,3 +61,25 @@ def test_an_unknown_change_is_exit_2_for_timeline_as_for_spend(repo: Repo) -> No
         done = repo.forge(command, "nosuch")
         assert done.code == 2, (command, done)
         assert 'no change "nosuch"' in done.err
+
+
+def test_every_command_says_what_it_does_and_its_examples_parse() -> None:
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, sub in commands.choices.items():
+        assert sub.description, name
+        for item in sub._actions:
+            if item.dest == "change" and not item.option_strings:
+                assert item.help, name
+    for name, lines in _EXAMPLES.items():
+        for line in lines:
+            words = shlex.split(line.partition("<")[0])
+            assert words[0] == "forge"
+            assert parse_args(words[1:]).command == name, line
+
+
+def test_a_commands_help_shows_its_description_and_examples(repo: Repo) -> None:
+    done = repo.forge("timeline", "--help")
+    assert done.code == 0
+    assert "A change's session timeline." in done.lines
+    assert "  forge timeline billing --follow" in done.lines

@@ -81,7 +81,52 @@ def build_parser(command: str | None = None, action: str | None = None) -> argpa
             _add_policy(commands, common, action)
         elif command is None or name == command:
             add(commands, common)
+    _describe(commands)
     return parser
+
+
+_CHANGE_HELP = "the change's name, as forge status lists it"
+# Shown under each command's --help: the line a person most often types.
+_EXAMPLES = {
+    "init": ["forge init --dry-run", "forge init --claude-hooks"],
+    "verify": ["forge verify --change billing", "forge verify --change billing --reset-breaker"],
+    "run": [
+        "forge run --change billing --executor claude --max-iterations 3",
+        'forge run --change billing --cmd "./agent.sh" --yes',
+    ],
+    "supervise": ["forge supervise --dry-run", "forge supervise"],
+    "status": ["forge status", "forge status --json"],
+    "circuit": [
+        "forge circuit billing",
+        'forge circuit billing --reset --reason "fixed the fixture"',
+    ],
+    "loop": ['forge loop start --change billing --goal "refunds" --rubric "R1: tests pass"'],
+    "checkpoint": ["forge checkpoint --change billing --stage iteration-2"],
+    "event": ['forge event --change billing forge.blocked --detail "needs the tax table"'],
+    "resume": ["forge resume --change billing"],
+    "policy": ["forge policy show", "forge policy check", "forge policy dump --defaults"],
+    "spend": ["forge spend billing", "forge spend billing --reset"],
+    "timeline": ["forge timeline billing", "forge timeline billing --follow"],
+    "hook": ["forge hook pre-tool-use < event.json"],
+}
+
+
+def _describe(commands: _Commands) -> None:
+    """Give each command's --help its one-line purpose as a description, and its examples."""
+    helps = {choice.dest: choice.help for choice in commands._choices_actions}
+    for name, sub in commands.choices.items():
+        said = helps.get(name)
+        if sub.description is None and said:
+            sub.description = said[:1].upper() + said[1:] + "."
+        examples = _EXAMPLES.get(name)
+        if not examples:
+            continue
+        shown = "examples:\n" + "\n".join(f"  {line}" for line in examples)
+        if sub.epilog is None:
+            sub.epilog = shown
+            sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        elif sub.formatter_class is argparse.RawDescriptionHelpFormatter:
+            sub.epilog = f"{shown}\n\n{sub.epilog}"
 
 
 def _add_verify(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -299,7 +344,7 @@ def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
     circuit = commands.add_parser(
         "circuit", parents=[common], help="a supervised loop's circuit, and resetting it"
     )
-    circuit.add_argument("change", type=_change_name)
+    circuit.add_argument("change", type=_change_name, help=_CHANGE_HELP)
     circuit.add_argument(
         "--reset",
         action="store_true",
@@ -514,7 +559,7 @@ def _add_spend(commands: _Commands, common: argparse.ArgumentParser) -> None:
     spend = commands.add_parser(
         "spend", parents=[common], help="what a change has spent against its budget"
     )
-    spend.add_argument("change", type=_change_name)
+    spend.add_argument("change", type=_change_name, help=_CHANGE_HELP)
     spend.add_argument(
         "--reset", action="store_true", help="start the totals again (a human granted more)"
     )
@@ -523,7 +568,7 @@ def _add_spend(commands: _Commands, common: argparse.ArgumentParser) -> None:
 
 def _add_timeline(commands: _Commands, common: argparse.ArgumentParser) -> None:
     timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
-    timeline.add_argument("change", type=_change_name)
+    timeline.add_argument("change", type=_change_name, help=_CHANGE_HELP)
     timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     timeline.add_argument(
         "--fleet",
