@@ -8,13 +8,13 @@ tested) without argparse.
 
 from __future__ import annotations
 
-import difflib
 import os
-import platform
-import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+# difflib, platform and shutil are imported where they are used: every forge
+# command imports this module, and only a mistake or --version needs them.
 
 VERSION_FLAGS = ("--version", "-V")
 # A near miss this alike (a swapped or dropped letter) is named alone.
@@ -23,6 +23,8 @@ _CLEAR_WINNER = 0.85
 
 def suggestion(word: str, known: Iterable[str]) -> str:
     """`` — did you mean 'status'?`` for a near miss of one of ``known``; "" for none."""
+    import difflib
+
     close = difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
     if not close:
         return ""
@@ -32,6 +34,8 @@ def suggestion(word: str, known: Iterable[str]) -> str:
 
 
 def _likeness(word: str, other: str) -> float:
+    import difflib
+
     return difflib.SequenceMatcher(None, word, other).ratio()
 
 
@@ -46,6 +50,8 @@ def unknown_word(what: str, word: str, known: Iterable[str]) -> str:
 
 def version_text(project_root: Path | None = None) -> list[str]:
     """Forge's release, the Python it runs on, and each shipped executor's CLI on PATH."""
+    import platform
+
     from .._version import __version__
 
     lines = [
@@ -59,6 +65,8 @@ def version_text(project_root: Path | None = None) -> list[str]:
 
 def _agent_clis(project_root: Path | None) -> list[tuple[str, str, str]]:
     """(executor, the CLI's path, its release) for each shipped executor whose CLI is on PATH."""
+    import shutil
+
     from .._errors import ForgeError
     from .._executor import load_executor
     from .._scripted import installed_version
