@@ -16,6 +16,7 @@ import pytest
 from orchestra._policy import Policy
 from orchestra._protect._check import IntegrityCheck, integrity_check
 from orchestra._state import atomic_write
+from orchestra._state._files import note_forge_lines
 from orchestra._state._timeline import append_lines
 
 BREAKER = b"state: open\nfailures: 3\n"
@@ -131,6 +132,26 @@ def test_a_whole_event_without_its_newline_is_harm_a_torn_write_is_not(root: Pat
         timeline.write(b'{"seq":3,"event":"breaker.closed"}')
     assert check.inspect("a-2").harmed
     assert (other / "timeline.jsonl").read_bytes() == EVENTS
+
+
+def test_a_line_in_flight_when_the_check_was_armed_is_judged_whole(root: Path) -> None:
+    other = root / ".forge" / "changes" / "b"
+    line = b'{"seq":3,"event":"iteration.started"}\n'
+    # Another loop's append, half written when this loop's check is armed.
+    note_forge_lines(other / "timeline.jsonl", line)
+    with open(other / "timeline.jsonl", "ab") as timeline:
+        timeline.write(line[:10])
+    check = _check(root)
+    check.arm()
+    with open(other / "timeline.jsonl", "ab") as timeline:
+        timeline.write(line[10:])
+    assert not check.inspect("a-1").harmed
+    # A torn line forge appended after is left as it was: no harm either.
+    with open(other / "timeline.jsonl", "ab") as timeline:
+        timeline.write(b'{"seq":4,"ev')
+    check.arm()
+    append_lines(other / "timeline.jsonl", b'{"seq":4,"event":"iteration.finished"}\n')
+    assert not check.inspect("a-2").harmed
 
 
 def test_a_symlinked_folder_in_another_change_is_not_followed(root: Path) -> None:

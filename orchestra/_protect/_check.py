@@ -417,17 +417,24 @@ def _appended(
         kept = head == held
     else:
         kept = len(head) == node.size and content_digest(head) == node.digest
-    return kept and only_forge_lines(tail, forge_lines)
+    return kept and only_forge_lines(tail, forge_lines, _unfinished(head))
 
 
-def only_forge_lines(tail: bytes, forge_lines: Callable[[], frozenset[str]]) -> bool:
+def only_forge_lines(
+    tail: bytes, forge_lines: Callable[[], frozenset[str]], begun: bytes = b""
+) -> bool:
     """Whether every line in what a timeline gained is one forge journalled (see note_forge_lines).
 
-    A last line without its newline is another loop's write still in flight,
-    unless it is already a whole event: appended after it, forge's next line
-    would make it one.
+    ``begun`` is the part of a line the recorded bytes ended in (a write in
+    flight when they were read): the tail's first line completes it, and it
+    is the whole line that must be journalled. A last line without its
+    newline is another loop's write still in flight, unless it is already a
+    whole event: appended after it, forge's next line would make it one.
     """
-    *lines, last = tail.split(b"\n")
+    if begun and tail.startswith(b"\n"):
+        # Left as it was, a torn line forge's next append began after: not new.
+        tail, begun = tail[1:], b""
+    *lines, last = (begun + tail).split(b"\n")
     if last and _whole_event(last):
         lines.append(last)
     lines = [line for line in lines if line]
@@ -435,6 +442,11 @@ def only_forge_lines(tail: bytes, forge_lines: Callable[[], frozenset[str]]) -> 
         return True
     known = forge_lines()
     return all(content_digest(line) in known for line in lines)
+
+
+def _unfinished(head: bytes) -> bytes:
+    """The bytes after the last newline of ``head``: a line it holds only the start of."""
+    return head[head.rfind(b"\n") + 1 :]
 
 
 def _whole_event(line: bytes) -> bool:
@@ -472,7 +484,7 @@ def _only_grew(
     except OSError:
         return False
     kept = len(head) == node.size and content_digest(head) == node.digest
-    return kept and only_forge_lines(tail, forge_lines)
+    return kept and only_forge_lines(tail, forge_lines, _unfinished(head))
 
 
 def _record_after_kill(change: ChangePaths, pending: Pending, report: IntegrityReport) -> None:
