@@ -16,7 +16,7 @@ import pytest
 from orchestra._policy import Policy
 from orchestra._protect._check import IntegrityCheck, integrity_check
 from orchestra._state import atomic_write
-from orchestra._state._files import note_forge_lines
+from orchestra._state._files import note_forge_lines, note_forge_write
 from orchestra._state._timeline import append_lines
 
 BREAKER = b"state: open\nfailures: 3\n"
@@ -152,6 +152,21 @@ def test_a_line_in_flight_when_the_check_was_armed_is_judged_whole(root: Path) -
     check.arm()
     append_lines(other / "timeline.jsonl", b'{"seq":4,"event":"iteration.finished"}\n')
     assert not check.inspect("a-2").harmed
+
+
+def test_another_loops_state_write_in_flight_stays_its_own_among_many_timeline_lines(
+    root: Path,
+) -> None:
+    other = root / ".forge" / "changes" / "b"
+    # Loop b notes its breaker write, appends a commit's worth of events, and
+    # renames the breaker into place only after this loop's check is armed.
+    note_forge_write(other / "breaker.yaml", b"state: closed\n")
+    for seq in range(3, 13):
+        append_lines(other / "timeline.jsonl", f'{{"seq":{seq},"event":"e"}}\n'.encode())
+    check = _check(root)
+    check.arm()
+    (other / "breaker.yaml").write_bytes(b"state: closed\n")
+    assert not check.inspect("a-1").harmed
 
 
 def test_a_symlinked_folder_in_another_change_is_not_followed(root: Path) -> None:

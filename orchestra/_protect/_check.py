@@ -26,7 +26,7 @@ import attrs
 
 from .._names import CHANGE_NAME
 from .._policy import Policy
-from .._state import FORGE_WRITES, ChangePaths
+from .._state import FORGE_LINES, FORGE_WRITES, ChangePaths
 from ._diff import ADDED, MODIFIED, Violation, violations
 from ._manifest import FILE, Manifest, Scope, Settled, Tracked, content_digest, take_manifest
 from ._others import OtherChanges
@@ -139,10 +139,15 @@ class IntegrityCheck:
         # came after it is found among the last few entries: they are counted
         # too. At most they let an agent put back what forge wrote last, which
         # is what the files held when the manifest was taken.
+        folders = {os.path.dirname(p) for p in manifest.nodes}
         self.journals = {
             folder: max(0, _size(os.path.join(folder, FORGE_WRITES)) - _IN_FLIGHT_BYTES)
-            for folder in {os.path.dirname(p) for p in manifest.nodes}
+            for folder in folders
         }
+        # The timelines' lines journal too, keyed by its own path.
+        for folder in folders:
+            lines = os.path.join(folder, FORGE_LINES)
+            self.journals[lines] = max(0, _size(lines) - _LINES_IN_FLIGHT_BYTES)
         self.store.keep(manifest, contents)
         self.before = manifest
         if self.change is not None:
@@ -270,10 +275,10 @@ class IntegrityCheck:
         """
 
         def read() -> frozenset[str]:
-            folder = os.path.dirname(path)
-            start = max(0, self.journals.get(folder, 0) - _LINES_IN_FLIGHT_BYTES)
+            lines = os.path.join(os.path.dirname(path), FORGE_LINES)
+            start = self.journals.get(lines, 0)
             try:
-                with open(os.path.join(folder, FORGE_WRITES), "rb") as journal:
+                with open(lines, "rb") as journal:
                     size = os.fstat(journal.fileno()).st_size
                     journal.seek(start if start <= size else 0)
                     return frozenset(journal.read().decode("ascii", "replace").split())

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._events import encode_event as encode_event
     from ._events import event_name as event_name
     from ._events import event_record as event_record
+    from ._files import FORGE_LINES as FORGE_LINES
     from ._files import FORGE_WRITES as FORGE_WRITES
     from ._files import atomic_write as atomic_write
     from ._files import exclusive_lock as exclusive_lock
@@ -127,6 +128,7 @@ if not TYPE_CHECKING:
                 "event_record",
             ),
             "._files": (
+                "FORGE_LINES",
                 "FORGE_WRITES",
                 "atomic_write",
                 "exclusive_lock",

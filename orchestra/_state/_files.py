@@ -153,6 +153,11 @@ def fsync_path(path: Path) -> None:
 # edit. Human resets (--reset-breaker, spend --reset, circuit --reset) are not
 # listed: run by an agent mid-iteration, they are undone like any edit.
 FORGE_WRITES = ".forge-writes"
+# Likewise each line forge appends to a timeline, by hash, in a journal of its
+# own: a loop appends many more lines than it writes state files, and in the
+# writes journal they would push a state write still in flight (noted, not
+# yet renamed) out of the few last entries the check counts as Forge's.
+FORGE_LINES = ".forge-lines"
 
 
 def run_by_a_person() -> bool:
@@ -184,20 +189,20 @@ def current_umask() -> int:
 
 def note_forge_write(path: Path, data: bytes) -> None:
     """Append the hash of what forge just wrote at ``path`` to its folder's journal."""
-    _note(path, [data])
+    _note(path.parent / FORGE_WRITES, [data])
 
 
 def note_forge_lines(path: Path, data: bytes) -> None:
     """Journal the hash of each line forge is about to append to ``path`` (a timeline).
 
-    The integrity check then takes only journalled lines as a timeline's
-    growth: an agent that appends an event of its own to any change's
+    The integrity check then takes only lines in ``.forge-lines`` as a
+    timeline's growth: an agent that appends an event of its own to any change's
     timeline is found, whichever loop appends beside it meanwhile.
     """
-    _note(path, [line for line in data.split(b"\n") if line])
+    _note(path.parent / FORGE_LINES, [line for line in data.split(b"\n") if line])
 
 
-def _note(path: Path, pieces: list[bytes]) -> None:
+def _note(journal: Path, pieces: list[bytes]) -> None:
     # Imported here: commands that only read state (forge status) do not need it.
     import hashlib
 
@@ -205,7 +210,7 @@ def _note(path: Path, pieces: list[bytes]) -> None:
         return
     digests = "".join(f"{hashlib.blake2b(piece, digest_size=20).hexdigest()}\n" for piece in pieces)
     try:
-        fd = os.open(path.parent / FORGE_WRITES, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError:
         return  # only a convenience: without it, forge's own update counts as a change
     try:

@@ -38,6 +38,7 @@ IGNORE_RULES = """\
 .lock
 *.lock
 .forge-writes
+.forge-lines
 /changes/*/commits.journal
 .*.tmp
 """
