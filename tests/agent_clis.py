@@ -84,3 +84,30 @@ def events(repo: Repo, change: str = "c", kind: str | None = None) -> list[dict[
 def finished(repo: Repo, change: str = "c") -> list[dict[str, Any]]:
     """The change's ``iteration.finished`` events."""
     return events(repo, change, "iteration.finished")
+
+
+def tool_results(server: ScriptedServer) -> list[str]:
+    """Everything the CLI's tools answered the model, in order."""
+    return [text for r in server.main_exchanges() for text in r.exchange.tool_results]  # type: ignore[union-attr]
+
+
+# A policy for the tests where the CLI itself is told what it must not write:
+# the sandbox off, so that the refusal seen is the CLI's (or the guard's).
+PROTECTING_POLICY = """\
+[rate_limit]
+backend = "memory"
+calls = 1000
+window = "1m"
+
+[run]
+max_iterations = 1
+
+[verify]
+command = "true"
+
+[sandbox]
+mode = "off"
+
+[protect]
+frozen = ["forge.toml", "policies/", "locks/*.lock"]
+"""

@@ -15,29 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._scripted import Reply, Script, ScriptedServer, ToolCall, WriteFile
+from orchestra._scripted import Reply, Script, ToolCall, WriteFile
 
-from .agent_clis import cli_environment, finished
+from .agent_clis import PROTECTING_POLICY as POLICY
+from .agent_clis import cli_environment, finished, tool_results
 from .support import Repo
-
-POLICY = """\
-[rate_limit]
-backend = "memory"
-calls = 1000
-window = "1m"
-
-[run]
-max_iterations = 1
-
-[verify]
-command = "true"
-
-[sandbox]
-mode = "off"
-
-[protect]
-frozen = ["forge.toml", "policies/", "locks/*.lock"]
-"""
 
 # Claude Code 2.1.197 refuses a denied path as it checks the call, before any
 # hook runs (so no permission prompt, and no entry in its permission_denials).
@@ -47,11 +29,6 @@ DENIED = "<tool_use_error>File is in a directory that is denied by your permissi
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def tool_results(server: ScriptedServer) -> list[str]:
-    """Everything the CLI's tools answered the model, in order."""
-    return [text for r in server.main_exchanges() for text in r.exchange.tool_results]  # type: ignore[union-attr]
 
 
 def project(repo: Repo) -> None:

@@ -32,7 +32,7 @@ from orchestra._scripted import (
     WriteFile,
 )
 
-from .agent_clis import cli_environment, events, finished, proven_version
+from .agent_clis import cli_environment, events, finished, proven_version, tool_results
 from .support import Completed, Repo
 
 FAST = '[rate_limit]\nbackend = "memory"\ncalls = 1000\nwindow = "1m"\n'
@@ -82,11 +82,6 @@ def test_edit_and_done_at_the_default_level(repo: Repo, home: Path) -> None:
     assert event["done"] is True
     assert event["tool_calls"] == 1
     assert server.problems == []
-
-
-def tool_results(server: ScriptedServer) -> list[str]:
-    """Everything the CLI's tools answered the model, in order."""
-    return [text for r in server.main_exchanges() for text in r.exchange.tool_results]  # type: ignore[union-attr]
 
 
 def test_the_guard_denies_a_protected_path_in_words_for_the_model(repo: Repo, home: Path) -> None:

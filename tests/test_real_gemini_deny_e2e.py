@@ -17,29 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from orchestra._scripted import Reply, Script, ScriptedServer, ToolCall, WriteFile
+from orchestra._scripted import Reply, Script, ToolCall, WriteFile
 
-from .agent_clis import cli_environment, events, finished
+from .agent_clis import PROTECTING_POLICY as POLICY
+from .agent_clis import cli_environment, events, finished, tool_results
 from .support import Repo
-
-POLICY = """\
-[rate_limit]
-backend = "memory"
-calls = 1000
-window = "1m"
-
-[run]
-max_iterations = 1
-
-[verify]
-command = "true"
-
-[sandbox]
-mode = "off"
-
-[protect]
-frozen = ["forge.toml", "policies/", "locks/*.lock"]
-"""
 
 FLASH = "gemini-3.8-flash"
 DENIED = "Tool execution denied by policy. Forge protects this path"
@@ -48,11 +30,6 @@ DENIED = "Tool execution denied by policy. Forge protects this path"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"
-
-
-def tool_results(server: ScriptedServer) -> list[str]:
-    """Everything the CLI's tools answered the model, in order."""
-    return [text for r in server.main_exchanges() for text in r.exchange.tool_results]  # type: ignore[union-attr]
 
 
 def test_the_cli_denies_its_file_tools_the_protected_paths(repo: Repo, home: Path) -> None:
