@@ -26,11 +26,11 @@ import argparse
 import base64
 import json
 import random
-import string
 import textwrap
 import time
 from collections.abc import Callable
 
+from _corpus import ident, source_line, token
 from _quick import parse_args, verdict
 
 from orchestra._redact import StreamRedactor
@@ -38,48 +38,17 @@ from orchestra._secscan import find_secrets, load_rules
 from orchestra._secscan._redactor import SecretRedactor
 from orchestra._secscan._rules import Ruleset
 
-ALNUM = string.ascii_letters + string.digits
 CHUNK = 64 * 1024  # what the pump reads at a time
 # A planted secret in one line of this many: a few per MB (an agent rarely prints one).
 PLANTED = 1 / 5000
 GOAL = 3.0  # stream-json's decoded cost within this many times plain text's as is
 
-_WORD_TEXT = (
-    "user order cart item total price config client server request response handler session "
-    "cache index value result error status path name data payload retry timeout limit queue "
-    "worker task job batch stream buffer"
-)
-WORDS = _WORD_TEXT.split()
-
-
-def _ident(rng: random.Random) -> str:
-    return "_".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
-
 
 def _line(rng: random.Random) -> str:
-    """A line of source or of a command's output, sometimes with a rule's keyword."""
+    """A line of source or of a command's output; a planted secret now and then."""
     if rng.random() < PLANTED:
-        return f"GITHUB_TOKEN=ghp_{''.join(rng.choices(ALNUM, k=36))}"
-    name = _ident(rng)
-    roll = rng.random()
-    if roll < 0.30:
-        return f"    {name} = {rng.choice(['self', 'ctx', 'cfg'])}.{_ident(rng)}({_ident(rng)})"
-    if roll < 0.45:
-        return f'    "{name}": "{_ident(rng)}-{rng.randint(0, 9999)}",'
-    if roll < 0.55:
-        return f"{name}: {rng.choice(WORDS)}  # {' '.join(rng.choices(WORDS, k=6))}"
-    if roll < 0.62:
-        key = rng.choice(["token", "password", "secret", "api_key", "access_token"])
-        return f"    {name}_{key} = os.environ.get('{name.upper()}_{key.upper()}')"
-    if roll < 0.67:
-        return f"# see https://docs.example.org/{name}/{rng.choice(WORDS)} for the task-{name}"
-    if roll < 0.70:
-        return f"tests/test_{name}.py::test_{_ident(rng)} PASSED  [{rng.randint(0, 100)}%]"
-    if roll < 0.72:
-        return f"    digest = '{rng.getrandbits(160):040x}'  # commit of {name}"
-    if roll < 0.73:
-        return f'    headers = {{"Authorization": f"Bearer {{{name}}}"}}'
-    return f"    {' '.join(rng.choices(WORDS, k=rng.randint(3, 10)))}"
+        return f"GITHUB_TOKEN=ghp_{token(rng, 36)}"
+    return source_line(rng)
 
 
 def _lines(rng: random.Random, size: int) -> list[str]:
@@ -123,7 +92,7 @@ def stream_json(rng: random.Random, size: int) -> bytes:
                             "type": "tool_use",
                             "id": f"t{turn}",
                             "name": "Write",
-                            "input": {"file_path": f"/repo/{_ident(rng)}.py", "content": body},
+                            "input": {"file_path": f"/repo/{ident(rng)}.py", "content": body},
                         }
                     ],
                 },

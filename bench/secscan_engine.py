@@ -15,54 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import string
 import tempfile
 import time
 from pathlib import Path
 
+from _corpus import source_line, token
 from _quick import parse_args
 
 from orchestra._secscan import find_secrets, load_rules, scan_tree
 from orchestra._secscan._rules import Ruleset
-
-ALNUM = string.ascii_letters + string.digits
-_WORD_TEXT = (
-    "user order cart item total price config client server request response handler session "
-    "cache index value result error status path name data payload retry timeout limit queue "
-    "worker task job batch stream buffer"
-)
-WORDS = _WORD_TEXT.split()
-
-
-def _ident(rng: random.Random) -> str:
-    return "_".join(rng.choice(WORDS) for _ in range(rng.randint(1, 3)))
-
-
-def _token(rng: random.Random, length: int) -> str:
-    return "".join(rng.choice(ALNUM) for _ in range(length))
-
-
-def _line(rng: random.Random) -> str:
-    name = _ident(rng)
-    roll = rng.random()
-    if roll < 0.30:
-        return f"    {name} = {rng.choice(['self', 'ctx', 'cfg'])}.{_ident(rng)}({_ident(rng)})"
-    if roll < 0.45:
-        return f'    "{name}": "{_ident(rng)}-{rng.randint(0, 9999)}",'
-    if roll < 0.55:
-        return f"{name}: {rng.choice(WORDS)}  # {' '.join(rng.choices(WORDS, k=6))}"
-    if roll < 0.62:
-        key = rng.choice(["token", "password", "secret", "api_key", "access_token"])
-        return f"    {name}_{key} = os.environ.get('{name.upper()}_{key.upper()}')"
-    if roll < 0.67:
-        return f"# see https://docs.example.org/{name}/{rng.choice(WORDS)} for the task-{name}"
-    if roll < 0.70:
-        return f"    {name}_tokens = tokenize({_ident(rng)}, max_tokens={rng.randint(1, 9999)})"
-    if roll < 0.72:
-        return f"    digest = '{rng.getrandbits(160):040x}'  # commit of {name}"
-    if roll < 0.73:
-        return f'    headers = {{"Authorization": f"Bearer {{{name}}}"}}'
-    return f"    {' '.join(rng.choices(WORDS, k=rng.randint(3, 10)))}"
 
 
 def generate(root: Path, files: int, kib: int, seed: int = 7) -> int:
@@ -76,13 +37,13 @@ def generate(root: Path, files: int, kib: int, seed: int = 7) -> int:
         lines: list[str] = []
         size = 0
         while size < kib * 1024:
-            line = _line(rng)
+            line = source_line(rng)
             lines.append(line)
             size += len(line) + 1
         if index % 97 == 0:  # a planted secret now and then
-            lines.insert(rng.randrange(len(lines)), f"GITHUB_TOKEN=ghp_{_token(rng, 36)}")
+            lines.insert(rng.randrange(len(lines)), f"GITHUB_TOKEN=ghp_{token(rng, 36)}")
         if index % 131 == 0:
-            lines.insert(rng.randrange(len(lines)), f'db_password = "{_token(rng, 18)}"')
+            lines.insert(rng.randrange(len(lines)), f'db_password = "{token(rng, 18)}"')
         data = ("\n".join(lines) + "\n").encode()
         (folder / f"file{index}{rng.choice(suffixes)}").write_bytes(data)
         total += len(data)
