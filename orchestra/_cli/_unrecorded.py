@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 NOT_RECORDED = "not recorded; the loop verifies the iteration after it ends"
 QUEUED_VERIFY = "not recorded now; queued, the loop runs it when the iteration ends"
-# Set by Forge in a sandboxed executor's environment (see orchestra._sandbox).
-_INBOX_ENV = "FORGE_INBOX"
 
 
 def verify_unrecorded(project: Project, policy: Policy) -> VerifyReport:
@@ -47,9 +45,9 @@ def leave_in_inbox(root: Path, change: str, words: Sequence[str]) -> None:
     Raises:
         StateError: when the request cannot be written.
     """
-    from .._sandbox import inbox_of, queue_request
+    from .._sandbox import INBOX_ENV, inbox_of, queue_request
 
-    inbox = Path(os.environ[_INBOX_ENV]) if os.environ.get(_INBOX_ENV) else None
+    inbox = Path(os.environ[INBOX_ENV]) if os.environ.get(INBOX_ENV) else None
     if inbox is None:
         inbox = inbox_of(_state_folder(root, change))
     try:
