@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._state import Event, RunStarted
+from .._state import FORGE_LINES, FORGE_WRITES, Event, RunStarted
 from ._fold import Fold, epoch, number
 from ._model import BatchReport, LoopReport, Spend, Trip
 
@@ -284,7 +284,7 @@ def _loop(
     )
 
 
-FORGE_FILES = (".forge-writes",)
+FORGE_FILES = (FORGE_WRITES, FORGE_LINES)
 
 
 def _ending(
