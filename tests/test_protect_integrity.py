@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,8 @@ from orchestra._protect._manifest import (
     take_manifest,
 )
 from orchestra._protect._spec import ProtectSpec
+from orchestra._ratelimit import SqliteBackend
+from orchestra._ratelimit._window import SlidingWindow
 
 
 def _tree(root: Path) -> None:
@@ -353,3 +357,31 @@ def test_the_filesystems_clock_is_never_ahead_of_the_wall_clock(project: Path) -
     settled = check._settled()
     assert settled is not None
     assert settled.before_ns <= time.time_ns()
+
+
+def test_the_check_never_opens_the_live_rate_limit_log(project: Path) -> None:
+    """Opening the log would drop this process's sqlite locks on it (they are POSIX
+    locks, per process and file): another process closing its last connection then
+    deletes the write-ahead log under the limiter's, whose next read fails with
+    SQLITE_IOERR_SHORT_READ ("disk I/O error"), as racing `forge run`s did."""
+    log = project / ".forge" / "ratelimit.sqlite3"
+    backend = SqliteBackend.open(log)  # holds an idle connection, as a running loop does
+    rule = SlidingWindow(calls=1000, window=60.0)
+    backend.try_acquire(rule, 1, "mine")
+    check = _check(project)
+    check.arm()
+    # Another Forge process takes a permit and closes its only connection.
+    other = (
+        "import sys; from orchestra._ratelimit import SqliteBackend; "
+        "from orchestra._ratelimit._window import SlidingWindow; "
+        "SqliteBackend.open(__import__('pathlib').Path(sys.argv[1]))"
+        ".try_acquire(SlidingWindow(calls=1000, window=60.0), 1, 'other')"
+    )
+    subprocess.run([sys.executable, "-c", other, str(log)], check=True)
+    assert log.with_name(log.name + "-wal").exists()  # still shared with this process
+    assert backend.try_acquire(rule, 1, "mine").granted
+    os.unlink(log)
+    report = check.inspect("i1")
+    [repair] = report.repairs
+    assert (repair.violation.name, repair.violation.harm) == (".forge/ratelimit.sqlite3", "deleted")
+    assert repair.action == "not restored: nothing to restore it from"

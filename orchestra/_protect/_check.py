@@ -28,7 +28,16 @@ from .._names import CHANGE_NAME
 from .._policy import Policy
 from .._state import FORGE_LINES, FORGE_WRITES, ChangePaths
 from ._diff import ADDED, MODIFIED, Violation, violations
-from ._manifest import FILE, Manifest, Scope, Settled, Tracked, content_digest, take_manifest
+from ._manifest import (
+    FILE,
+    LiveDatabase,
+    Manifest,
+    Scope,
+    Settled,
+    Tracked,
+    content_digest,
+    take_manifest,
+)
 from ._others import OtherChanges
 from ._pending import (
     KEPT,
@@ -176,7 +185,10 @@ class IntegrityCheck:
         self.journals = pending.journals
         # The paths recorded, looked at again whatever the policy now protects
         # (a path no longer listed is not thereby gone); additions as it says.
-        after = take_manifest([_Recorded(before), *self.scopes])
+        # The scopes go first: a path they still protect is taken as they say
+        # (a live database is never read, whatever an older Forge recorded).
+        recorded = (_Recorded(before, reads=True), _Recorded(before, reads=False))
+        after = take_manifest([*self.scopes, *recorded])
         found = [
             v
             for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
@@ -308,9 +320,6 @@ def integrity_check(
     that the check costs no more with every other loop and its history.
     """
     protect = policy.protect
-    # The shared rate-limit log must exist: deleting it would forget the calls
-    # every loop made in the window (it is rewritten all the time: not frozen).
-    exist = protect.exist + _rate_limit_log(policy)
     own = _own_change(root, state_folder)
     state = forge_state_entries(own or "*", policy.secscan.waivers)
     timelines = (f"{CHANGES}/{own}/{TIMELINE}",) if own else (TIMELINES,)
@@ -320,7 +329,7 @@ def integrity_check(
         Scope(
             workdir,
             ProtectSpec(
-                exist if same else protect.exist,
+                protect.exist,
                 protect.frozen + (state if same else ()),
                 grows=timelines if same else (),
                 fold=fold,
@@ -332,8 +341,9 @@ def integrity_check(
         # exist there, and forge's state, are guarded too. Its frozen files are
         # not: a human tuning the policy there while loops run is no harm.
         fold = case_insensitive(root)
-        root_spec = ProtectSpec(exist, state, grows=timelines, fold=fold)
+        root_spec = ProtectSpec(protect.exist, state, grows=timelines, fold=fold)
         scopes.append(Scope(root, root_spec))
+    scopes.extend(_rate_limit_log(policy, root))
     if own:
         scopes.append(OtherChanges(root, own, fold=fold))
         scopes.append(RunLogs(state_folder, f"{CHANGES}/{own}"))
@@ -347,13 +357,17 @@ def integrity_check(
     )
 
 
-def _rate_limit_log(policy: Policy) -> tuple[str, ...]:
-    """The sqlite rate-limit log as a protect entry, when it is one inside the project."""
+def _rate_limit_log(policy: Policy, root: Path) -> tuple[LiveDatabase, ...]:
+    """The sqlite rate-limit log, when it is one inside the project: it must exist.
+
+    Deleting it would forget the calls every loop made in the window; it is
+    rewritten all the time, so it is not frozen, and never opened.
+    """
     limit = policy.rate_limit
     if limit.backend != "sqlite" or os.path.isabs(limit.path):
         return ()
     entry = normalize(limit.path)
-    return (entry,) if entry else ()
+    return (LiveDatabase(root / entry, entry),) if entry else ()
 
 
 def _own_change(root: Path, state_folder: Path) -> str | None:
@@ -463,13 +477,21 @@ def _whole_event(line: bytes) -> bool:
 
 @attrs.frozen
 class _Recorded:
-    """The paths a recorded manifest holds, to be taken again as they are now."""
+    """The paths a recorded manifest holds, to be taken again as they are now.
+
+    ``reads``: the ones it recorded a hash of; without, the ones it recorded
+    from their stat alone (see :class:`LiveDatabase`), taken so again.
+    """
 
     manifest: Manifest
+    reads: bool
 
     def walk(self) -> Iterator[tuple[str, str, str]]:
+        nodes = self.manifest.nodes
         for path, mode in self.manifest.protection.items():
-            yield path, self.manifest.names[path], mode
+            node = nodes[path]
+            if (node.kind != FILE or node.digest is not None) == self.reads:
+                yield path, self.manifest.names[path], mode
 
 
 def _only_grew(

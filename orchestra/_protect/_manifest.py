@@ -12,18 +12,19 @@ snapshot of it costs no second read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import attrs
 
 from ._appendonly import Held, extend, read_held
-from ._spec import GROWS, ProtectSpec
+from ._spec import EXIST, GROWS, ProtectSpec
 from ._walk import CompiledSpec
 
 FILE = "file"
@@ -68,7 +69,16 @@ class Node:
 
 class Tracked(Protocol):
     """Something whose protected paths a manifest records: a :class:`Scope`, or
-    other changes' state (``_others.OtherChanges``)."""
+    other changes' state (``_others.OtherChanges``).
+
+    ``reads`` says whether its files are read for their hash; a tracked thing
+    that says no (:class:`LiveDatabase`) is recorded from its stat alone.
+    """
+
+    @property
+    def reads(self) -> bool:
+        """Whether the files it walks are read for their hash."""
+        ...
 
     def walk(self) -> Iterator[tuple[str, str, str]]:
         """(absolute path, display name, protection) of each path to record."""
@@ -78,6 +88,8 @@ class Tracked(Protocol):
 @attrs.frozen
 class Scope:
     """A tree whose protected paths are tracked: a base folder and its spec."""
+
+    reads: ClassVar[bool] = True
 
     base: Path
     spec: ProtectSpec
@@ -89,6 +101,29 @@ class Scope:
     def walk(self) -> Iterator[tuple[str, str, str]]:
         """Every protected path under the base (see :meth:`CompiledSpec.walk`)."""
         return self.compiled.walk(str(self.base))
+
+
+@attrs.frozen
+class LiveDatabase:
+    """A sqlite database other Forge processes use while the check runs: it must exist.
+
+    It is never opened. Sqlite's locks are POSIX locks, which belong to the
+    process and the file: closing *any* descriptor of the file drops every
+    lock this process holds on it, the idle connection that keeps the
+    write-ahead log alive included. Another process closing its last
+    connection then takes itself for the only user, checkpoints and deletes
+    the log under the open connections here, whose next read fails with
+    ``SQLITE_IOERR_SHORT_READ``. So its kind and stat are recorded (a
+    deletion or a swap still shows) and there is no snapshot to restore.
+    """
+
+    reads: ClassVar[bool] = False
+
+    path: Path
+    name: str  # as the user wrote it: relative to the project
+
+    def walk(self) -> Iterator[tuple[str, str, str]]:
+        yield str(self.path), self.name, EXIST
 
 
 @attrs.frozen
@@ -223,7 +258,9 @@ def take_manifest(
         for path, relative, mode in scope.walk():
             if path in nodes:
                 continue
-            if mode == GROWS:
+            if not scope.reads:
+                node = _stat_node(path)
+            elif mode == GROWS:
                 node = _grown_node(path, previous, contents, held, now, trusted=trusted)
             else:
                 node = _node(path, previous, contents, now)
@@ -280,6 +317,19 @@ def _node(
     if shared:
         _SHARED[path] = _Read(key, digest, content, *now)
     return _node_of(info, kind, digest=digest)
+
+
+def _stat_node(path: str) -> Node | None:
+    """A path as its stat shows it, never opened (see :class:`LiveDatabase`)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    kind = _kind(info.st_mode)
+    if kind == LINK:
+        with contextlib.suppress(OSError):
+            return _node_of(info, kind, target=os.readlink(path))
+    return _node_of(info, kind)
 
 
 def _grown_node(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
@@ -36,6 +37,8 @@ _FILES = (*((name, FROZEN) for name in FORGE_STATE_FILES), (TIMELINE, GROWS))
 @attrs.frozen
 class OtherChanges:
     """The state files of every change under ``base`` but ``own``."""
+
+    reads: ClassVar[bool] = True
 
     base: Path
     own: str

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
@@ -28,6 +29,8 @@ RUNS = "runs"
 @attrs.define
 class RunLogs:
     """The ``runs/`` folder of one change and its running run's earlier logs."""
+
+    reads: ClassVar[bool] = True
 
     folder: Path  # the change's state folder
     name: str  # its display name (``.forge/changes/<change>``)
