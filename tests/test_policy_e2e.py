@@ -276,3 +276,35 @@ def test_dump_to_a_missing_folder_is_a_usage_error(repo: Repo) -> None:
     done = repo.forge("policy", "dump", "-o", str(repo.root / "nowhere" / "p.toml"))
     assert done.code == 2
     assert not (repo.root / "nowhere").exists()
+
+
+def test_check_refuses_an_executor_setting_only_a_run_would_find(repo: Repo) -> None:
+    # A permission level is a key of the executor's own [permissions]: not in the
+    # policy's schema, so only loading the executor tells a typo.
+    repo.write(
+        "forge.toml",
+        '[run]\nexecutor = "claude"\npermission = "edit_and_run"\n\n'
+        '[[loop]]\nchange = "a"\nexecutor = "codex"\n[loop.run]\npermission = "nope"\n',
+    )
+    done = repo.forge("policy", "check")
+    assert done.code == 2, done.err
+    assert "[run] permission: executor 'claude' has no permission level 'edit_and_run'" in done.err
+    assert "its levels: edit, edit-and-run, full, read-only" in done.err
+    assert "forge.toml: loop[0] permission: executor 'codex' has no permission level 'nope'" in (
+        done.err
+    )
+    assert "Traceback" not in done.err
+    repo.write("forge.toml", '[run]\nexecutor = "claude"\npermission = "edit-and-run"\n')
+    assert repo.forge("policy", "check").code == 0
+
+
+def test_check_names_the_loop_of_a_bad_loop_table(repo: Repo) -> None:
+    repo.write(
+        "forge.toml",
+        '[[loop]]\nchange = "a"\nsesion = "continue"\n\n[[loop]]\ncmd = "true"\n',
+    )
+    done = repo.forge("policy", "check")
+    assert done.code == 2, done.err
+    assert "forge.toml: loop[0].sesion: unknown key in the [[loop]] of change 'a';" in done.err
+    assert "forge.toml: loop[1].change: required, and not set" in done.err
+    assert "top level" not in done.err

@@ -73,9 +73,9 @@ def check(args: argparse.Namespace, out: Output) -> int:
     try:
         loaded = load_policy(config, root=project.root, flags=settings)
         # The loops as forge supervise would start them: the same refusal, the same notes.
-        _, tree_notes = separate_trees(
-            resolve_loops(loaded, project.root), loaded.policy.supervise.worktrees
-        )
+        loops = resolve_loops(loaded, project.root)
+        _, tree_notes = separate_trees(loops, loaded.policy.supervise.worktrees)
+        _check_executors(loaded.policy, project.root, loops)
     except ConfigError as exc:
         if out.json_mode:
             out.document({"ok": False, "message": exc.message, "problems": list(exc.problems)})
@@ -103,6 +103,34 @@ def check(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"policy: OK — {config.name} ({len(files)} file(s): {', '.join(files)})")
     return EXIT_OK
+
+
+def _check_executors(policy: Policy, root: Path, loops: Sequence[LoopSetup]) -> None:
+    """Each executor a run or a loop names, loaded and set to its permission and session.
+
+    A permission level is a key of the executor's own ``[permissions]``, so the
+    policy's schema cannot hold it: without this, a typo there is found only
+    when the run starts. Whether the level may run as root is left to the run,
+    which knows who it runs as.
+
+    Raises:
+        ConfigError: every executor that does not load or take its settings.
+    """
+    from .._executor import load_executor
+
+    problems: list[str] = []
+    runs = [("[run]", policy.run)] + [(loop.source, loop.policy.run) for loop in loops]
+    for source, run in runs:
+        if run.cmd or not run.executor:
+            continue
+        try:
+            load_executor(run.executor, root).configured(run.permission, run.session, source)
+        except ConfigError as exc:
+            problem = f"{exc.message} ({exc.hint})" if exc.hint else exc.message
+            if problem not in problems:
+                problems.append(problem)
+    if problems:
+        raise ConfigError("the policy's executors cannot run", problems=problems)
 
 
 def _relaxed(policy: Policy, loops: Sequence[LoopSetup]) -> list[str]:

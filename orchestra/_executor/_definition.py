@@ -370,8 +370,19 @@ class Executor:
             ConfigError: an unknown permission level, or ``continue`` for an
                 executor that cannot continue a session.
         """
-        executor = self.with_permission(permission, f"{source} permission")
+        executor = self.configured(permission, session, source)
         executor.refuse_root(f"{source} permission")
+        return executor
+
+    def configured(self, permission: str, session: str, source: str = "[run]") -> Executor:
+        """:meth:`for_policy` but for the refusal to run as root, which depends on
+        where it runs (``forge policy check`` judges the policy alone).
+
+        Raises:
+            ConfigError: an unknown permission level, or ``continue`` for an
+                executor that cannot continue a session.
+        """
+        executor = self.with_permission(permission, f"{source} permission")
         if not session or session == executor.spec.session or not executor.templated:
             return executor
         if session == "continue" and not executor.spec.resume_argv:

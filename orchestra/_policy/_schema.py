@@ -35,12 +35,14 @@ def unknown_keys(
     prefix: str = "",
     top_level: frozenset[str] = frozenset(),
     hidden: frozenset[str] = frozenset(),
+    table: str = "the top level",
 ) -> Iterator[str]:
     """Keys that ``data`` names and ``cls`` does not have, each with a suggestion.
 
     Args:
         top_level: Extra keys allowed at the top (``extends`` in a policy).
         hidden: Fields of ``cls`` that a file may not set.
+        table: What ``data`` is, as an unknown top key's message names it.
     """
     fields = {field.name: field for field in attrs.fields(cls) if field.name not in hidden}
     allowed = set(fields) | (set(top_level) if not prefix else set())
@@ -50,7 +52,7 @@ def unknown_keys(
             import difflib  # only for a mistake: a valid policy loads without it
 
             suggestion = difflib.get_close_matches(key, sorted(allowed), n=1, cutoff=0.6)
-            where = f"[{prefix[:-1]}]" if prefix else "the top level"
+            where = f"[{prefix[:-1]}]" if prefix else table
             known = ", ".join(sorted(allowed))
             hint = f"did you mean {suggestion[0]!r}?" if suggestion else f"known keys: {known}"
             yield f"{source}: {dotted}: unknown key in {where}; {hint}"
@@ -77,10 +79,18 @@ def validation_problems(exc: BaseValidationError, source_of: Callable[[str], str
 
 
 def structure_file(
-    data: Mapping[str, Any], cls: type[_T], source: str, *, hidden: frozenset[str] = frozenset()
+    data: Mapping[str, Any],
+    cls: type[_T],
+    source: str,
+    *,
+    hidden: frozenset[str] = frozenset(),
+    table: str = "the top level",
 ) -> _T:
-    """Structure one file's data into ``cls``, or raise ConfigError listing every problem."""
-    problems = list(unknown_keys(data, cls, source, hidden=hidden))
+    """Structure one file's data into ``cls``, or raise ConfigError listing every problem.
+
+    ``table`` names what ``data`` is in an unknown key's message.
+    """
+    problems = list(unknown_keys(data, cls, source, hidden=hidden, table=table))
     known = {field.name for field in attrs.fields(cls) if field.name not in hidden}
     try:
         # Unknown keys are already reported; leave them out so values are checked too.
@@ -112,5 +122,8 @@ def _walk(exc: BaseException, path: tuple[str, ...]) -> Iterator[tuple[tuple[str
             yield (*path, key), _UNKNOWN
     elif isinstance(exc, FieldError):
         yield (*path, exc.field), exc.describe()
+    elif isinstance(exc, KeyError) and path:
+        # cattrs says a required key is missing with a bare KeyError('<key>').
+        yield path, "required, and not set"
     else:
         yield path, str(exc)

@@ -99,7 +99,11 @@ def resolve_loops(loaded: LoadedPolicy, supervisor_root: Path) -> list[LoopSetup
             problems.append(f"{where}: expected a [[loop]] table, got {table!r}")
             continue
         try:
-            spec = structure_file(table, LoopTable, where)
+            change = table.get("change")
+            named = f"the [[loop]] of change {change!r}" if isinstance(change, str) else None
+            spec = structure_file(
+                table, LoopTable, where, table=named or f"[[loop]] number {index + 1}"
+            )
         except ConfigError as exc:
             problems.extend(p.replace(f"{where}: ", f"{where}.", 1) for p in exc.problems)
             continue
