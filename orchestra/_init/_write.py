@@ -113,8 +113,8 @@ def _comment(text: str) -> list[str]:
 
 
 def toml_string(value: str) -> str:
-    """``value`` as a TOML string: literal (``'...'``) where it can be, so shell quotes read."""
-    if "'" not in value and value.isprintable():
+    """``value`` as a TOML string; literal (``'...'``) so a shell's double quotes read as typed."""
+    if '"' in value and "'" not in value and value.isprintable():
         return f"'{value}'"
     return json.dumps(value, ensure_ascii=False)  # JSON's escapes are all valid in TOML
 
