@@ -27,15 +27,18 @@ def test_init_detects_the_test_command_and_the_agents_and_writes_a_commented_pol
     env = path_with(repo, "codex", "claude")
     done = repo.forge("init", env=env)
     assert done.code == 0, done
-    assert done.lines[:3] == [
+    assert done.lines[:5] == [
         "test command: make test (the Makefile's test target)",
+        "lint command: make lint (the Makefile's lint target)",
+        "spec folders: none (scenario coverage off)",
         "agent CLIs on PATH: claude, codex",
         "forge.toml: written",
     ]
     text = (repo.root / "forge.toml").read_text()
-    assert text.startswith("# forge.toml, written by `forge init`.")
+    assert text.startswith("#:schema ./forge.schema.json\n# forge.toml, written by `forge init`.")
     policy = tomllib.loads(text)
     assert policy["verify"]["command"] == "make test"
+    assert policy["verify"]["lint"] == "make lint"
     assert policy["run"]["executor"] == "claude"
     assert "FORGE_DONE" in policy["run"]["prompt"]
     checked = repo.forge("policy", "check")
@@ -63,13 +66,44 @@ def test_init_finds_each_kind_of_project(repo: Repo) -> None:
         assert report["agents"] == []
 
 
+def test_init_finds_each_kind_of_linter(repo: Repo) -> None:
+    cases = [
+        ("ruff.toml", "line-length = 100\n", "ruff check ."),
+        (".ruff.toml", "line-length = 100\n", "ruff check ."),
+        ("pyproject.toml", "[tool.ruff]\nline-length = 100\n", "ruff check ."),
+        (
+            "pyproject.toml",
+            "[dependency-groups]\ndev = ['pytest>=8', 'ruff>=0.6']\n",
+            "ruff check .",
+        ),
+        ("pyproject.toml", "[project.optional-dependencies]\ntest = ['flake8']\n", "flake8"),
+        (".flake8", "[flake8]\nmax-line-length = 100\n", "flake8"),
+        ("setup.cfg", "[metadata]\nname = x\n\n[flake8]\nextend-ignore = E203\n", "flake8"),
+        ("package.json", json.dumps({"scripts": {"lint": "eslint src"}}), "npm run lint"),
+        ("eslint.config.mjs", "export default [];\n", "npx eslint ."),
+        (".golangci.yml", "linters:\n  enable: [govet]\n", "golangci-lint run"),
+        ("pyproject.toml", "[project]\nname = 'x'\n", None),
+    ]
+    for name, content, expected in cases:
+        for other, _, _ in cases:
+            (repo.root / other).unlink(missing_ok=True)
+        repo.write(name, content)
+        done = repo.forge("init", "--json", "--dry-run", env=path_with(repo))
+        assert json.loads(done.out)["lint_command"] == expected, (name, content)
+
+
 def test_init_dry_run_writes_nothing(repo: Repo) -> None:
     done = repo.forge("init", "--dry-run", "--claude-hooks", env=path_with(repo, "gemini"))
     assert done.code == 0, done
     assert "forge.toml: would be written:" in done.lines
     assert '  executor = "gemini"' in done.lines
     assert ".claude/settings.json: would be:" in done.lines
+    assert "forge.schema.json: would be written (the schema editors check forge.toml against)" in (
+        done.lines
+    )
     assert not (repo.root / "forge.toml").exists()
+    assert not (repo.root / "forge.schema.json").exists()
+    assert not (repo.root / ".forge").exists()
     assert not (repo.root / ".claude").exists()
 
 

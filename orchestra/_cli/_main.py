@@ -582,7 +582,7 @@ def _add_init(commands: _Commands, common: argparse.ArgumentParser) -> None:
     init = commands.add_parser(
         "init",
         parents=[common],
-        help="write a commented forge.toml for this repository (test command, agent CLIs)",
+        help="write a commented forge.toml for this repository (its tests, linter, venv, agents)",
     )
     init.add_argument(
         "--claude-hooks",
