@@ -285,11 +285,12 @@ def _verdict(
     best = [value for value in catching if rank(value) == top]
     chosen = best[0]
     caught = ", ".join(f"{change} @{at}" for change, at in chosen.caught.items())
-    what = (
-        f"the stuck loop {caught}"
-        if len(stuck) == 1
-        else f"{len(chosen.caught)} of the {len(stuck)} stuck loops ({caught})"
-    )
+    if len(stuck) == 1:
+        what = f"the stuck loop {caught}"
+    elif len(chosen.caught) == len(stuck):
+        what = f"the {len(stuck)} stuck loops ({caught})"
+    else:
+        what = f"{len(chosen.caught)} of the {len(stuck)} stuck loops ({caught})"
     said = (
         f"{_names([v.value for v in best])} "
         f"{'catches' if len(best) == 1 else 'catch'} {what} earliest, with no false trip"
