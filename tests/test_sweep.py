@@ -104,6 +104,9 @@ def test_with_nothing_stuck_the_verdict_says_so_and_names_the_false_trips() -> N
         ],
     )
     assert result.rows[0].cells[0].text == "false trip @2"
+    fewer = sweep("run.max_iterations", [("3", [whatif("a", ("done", 5), ("exhausted", 3))])])
+    assert fewer.rows[0].cells[0].text == "false stop @3 (exhausted)"
+    assert fewer.verdict.endswith("3 trips a, which finished")
     assert result.best == ()
     assert result.verdict == (
         "no loop was stuck in the record (each finished, or none ended): nothing to catch; "

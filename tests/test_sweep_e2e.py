@@ -115,6 +115,11 @@ def test_the_matrix_says_what_each_loop_did_under_each_value(repo: Repo, batch: 
         "3 catches the stuck loop spins @3 earliest, with no false trip; "
         "2 catches earlier but trips slow, which finished"
     )
+    # The file the batch ran with, as a candidate, sweeps the same.
+    assert (
+        sweep(repo, "stagnation.no_progress=2,3,4", "--policy", "forge.toml")["matrix"]
+        == (result["matrix"])
+    )
     human = repo.forge("policy", "simulate", "--sweep", "stagnation.no_progress=2,3,4")
     assert human.code == 0, human
     assert human.lines[0].startswith(f"sweep: stagnation.no_progress over run {batch}, 4 change(s)")

@@ -100,7 +100,6 @@ def value_layers(
             )
         except ConfigError as exc:
             raise ConfigError(exc.message, problems=exc.problems, hint=_likely(key)) from exc
-        return layers
     problems: list[str] = []
     bad = 0
     for layer in layers:

@@ -28,7 +28,8 @@ class SweepCell:
 
     Attributes:
         kind: ``done``; ``recovered`` (tripped, cooled down, then done);
-            ``false-trip`` (done in the record, stopped under the value);
+            ``false-trip`` (done in the record, stopped under the value: by a
+            trip, or another way, ``false stop @4 (exhausted)``);
             ``trip`` (its circuit opened, and it did not finish); ``stopped``
             (it ended another way, e.g. its iterations used up);
             ``past-record`` (it would run past the recorded iterations, where
@@ -58,6 +59,9 @@ class SweepCell:
             cost = "one cooldown" if self.cooldowns == 1 else f"{self.cooldowns} cooldowns"
             return f"recovered — cost {cost}"
         if self.kind == "false-trip":
+            # A finished loop stopped another way (its iterations used up) is no trip.
+            if not self.opens:
+                return f"false stop @{self.iteration} ({self.reason})"
             return f"false trip @{self.iteration}"
         if self.kind == "trip":
             return f"trip @{self.iteration}"
