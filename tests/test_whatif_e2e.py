@@ -139,25 +139,40 @@ def test_a_looser_policy_lets_the_spinner_run_past_the_record(
     assert rows["errors"]["moved"] is False
 
 
-def test_a_sweep_gives_a_row_per_value(repo: Repo, batch: dict[str, Any]) -> None:
+def test_a_sweep_gives_a_cell_per_change_and_value(repo: Repo, batch: dict[str, Any]) -> None:
     sweep = simulate(repo, "--sweep", "stagnation.no_progress=2,3,5")["sweep"]
     assert sweep["key"] == "stagnation.no_progress"
-    rows = {row["value"]: row for row in sweep["values"]}
-    assert [rows[v]["trips"] for v in ("2", "3", "5")] == [3, 2, 1]
-    assert rows["2"]["false_trips"] == ["slow"]
-    assert rows["3"]["false_trips"] == []
-    assert rows["2"]["iterations_saved"] == 4
-    assert rows["3"]["stopped"] == ["errors", "spins"]
+    cells = {row["change"]: [cell["text"] for cell in row["cells"]] for row in sweep["matrix"]}
+    assert cells == {
+        "spins": ["trip @2", "trip @3", "past the record"],
+        "errors": ["trip @3", "trip @3", "trip @3"],
+        "finishes": ["done", "done", "done"],
+        "slow": ["false trip @2", "done", "done"],  # the breaker escalates: no cooldown
+    }
+    values = {value["value"]: value for value in sweep["values"]}
+    assert values["2"]["false_trips"] == ["slow"]
+    assert values["3"]["false_trips"] == []
+    assert values["2"]["iterations_saved"] == 4
+    assert values["3"]["stopped"] == ["errors", "spins"]
+    assert values["5"]["caught"] == {"errors": 3}
+    assert sweep["best"] == ["3"]
+    assert sweep["verdict"] == (
+        "3 catches the 2 stuck loops (spins @3, errors @3) earliest, with no false trip; "
+        "2 catches earlier but trips slow, which finished"
+    )
     human = repo.forge("policy", "simulate", "--sweep", "stagnation.no_progress=2,3,5")
     assert human.code == 0
     assert human.lines[0].startswith("sweep: stagnation.no_progress over run ")
-    assert any(line.endswith("slow") and line.strip().startswith("2") for line in human.lines)
+    slow = next(line for line in human.lines if line.startswith("slow "))
+    assert slow.split() == ["slow", "done", "@5", "false", "trip", "@2", "done", "done"]
+    assert human.lines[-1] == f"verdict: {sweep['verdict']}"
 
 
 def test_batch_flags_are_checked(repo: Repo, batch: dict[str, Any]) -> None:
     assert repo.forge("policy", "simulate", "--run", "20990101T000000Z-0000").code == 2
     assert repo.forge("policy", "simulate", "--sweep", "no_progress").code == 2
     assert repo.forge("policy", "simulate", "--change", "spins", "--all").code == 2
+    assert repo.forge("policy", "simulate", "--change", "spins", "--run").code == 2
     everything = simulate(repo, "--all")
     assert everything["run_id"] is None
     assert {row["change"] for row in everything["changes"]} == {

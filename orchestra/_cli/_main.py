@@ -538,7 +538,8 @@ def _add_policy_simulate(policy_commands: _Commands, common: argparse.ArgumentPa
     simulate.add_argument(
         "--sweep",
         metavar="TABLE.KEY=V1,V2,...",
-        help="replay the batch once per value of one key and compare",
+        help="replay the batch (or --change C) once per value of one key: a matrix of what "
+        "each loop did, and the value that catches the stuck loops earliest without a false trip",
     )
     simulate.add_argument("--policy", metavar="FILE", help="replay under this policy file instead")
     simulate.set_defaults(handler="_simulate_cmd:run")

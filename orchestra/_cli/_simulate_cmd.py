@@ -51,12 +51,19 @@ class _Outcome:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.change is not None and (args.all or args.run is not None):
+        raise UsageError(
+            "--change replays one change's history; --run and --all a whole batch",
+            hint="--change C --sweep TABLE.KEY=V1,V2 sweeps one change",
+        )
+    if args.sweep:
+        from ._sweep_cmd import run as run_sweep  # a batch, or one change, once per value
+
+        return run_sweep(args, out)
     if args.change is None:
-        from ._whatif_cmd import run as run_batch  # a whole batch: --run, --all, --sweep
+        from ._whatif_cmd import run as run_batch  # a whole batch: --run, --all
 
         return run_batch(args, out)
-    if args.sweep or args.all or args.run is not None:
-        raise UsageError("--change replays one change; --run, --all and --sweep a whole batch")
     request = _request(args)
     timeline = read_timeline(request.paths.timeline)
     for problem in timeline.problems(request.paths.timeline):
@@ -74,6 +81,8 @@ def _request(args: argparse.Namespace) -> Simulation:
     paths = ChangePaths(project.root, args.change)
     settings = [set_layer(text) for text in args.set or []]
     loaded = policy_from(project)
+    if settings:
+        policy_from(project, args=args)  # --set checked as everywhere: a typo gets its suggestion
     loops = resolve_loops(loaded, project.root)
     loop = next((setup for setup in loops if setup.change == paths.name), None)
     if loop is not None:

@@ -1,10 +1,10 @@
-"""``forge policy simulate --run`` / ``--all`` / ``--sweep``: a candidate policy over a whole batch.
+"""``forge policy simulate --run`` / ``--all``: a candidate policy over a whole batch.
 
 Every change of a supervised run (or every change with history) is replayed
 under the candidate policy through the loop's own decision function, and
 compared with what was recorded: one row per change, the changes whose
-outcome moves first, then totals. A sweep does the same once per value of
-one key and compares the values.
+outcome moves first, then totals. A sweep (``_sweep_cmd``) replays the same
+batch once per value of one key.
 """
 
 from __future__ import annotations
@@ -58,11 +58,9 @@ class BatchSimulation:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    request = _request(args)
-    if args.sweep:
-        return _sweep(request, args.sweep, out)
+    request = batch_request(args)
     run_id, described = request.run_id, request.described
-    rows = _rows(request, (), out)
+    rows = replayed(request, (), out)
     ordered = sorted(rows, key=lambda row: not row.moved)
     totals = _totals(ordered)
     if out.json_mode:
@@ -102,9 +100,19 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
-def _request(args: argparse.Namespace) -> BatchSimulation:
+def batch_request(args: argparse.Namespace) -> BatchSimulation:
+    """The batch ``args`` name (``--run``, ``--all``, or one ``--change``), and its candidate.
+
+    Raises:
+        UsageError: No such run, or a malformed ``--set``.
+        ConfigError: The project's policy, or a ``--set`` value, is invalid.
+    """
     project = project_from(args)
     loaded = policy_from(project)
+    if args.set:
+        # Checked as every command checks --set, so a typo is named with its
+        # suggestion; the candidates below lay the same values over each loop.
+        policy_from(project, args=args)
     loops = resolve_loops(loaded, project.root)
     run_id, changes = _batch(project, loops, args)
     settings = [set_layer(text) for text in args.set or []]
@@ -125,6 +133,11 @@ def _batch(
     """The run to compare (None: every change's whole history) and its changes."""
     by_key = {(setup.root, setup.change): setup for setup in loops}
     roots = [project.root, *sorted({setup.root for setup in loops} - {project.root})]
+    if args.change is not None:
+        # One change's whole history; a loop in another repository keeps it there.
+        loop = next((setup for setup in loops if setup.change == args.change), None)
+        root = loop.root if loop is not None else project.root
+        return None, [_Change(ChangePaths(root, args.change), loop)]
     if args.all:
         found = [
             _Change(ChangePaths(root, name), by_key.get((root, name)))
@@ -184,8 +197,14 @@ def _candidate(
     return with_settings(change.loop.policy if change.loop else loaded.policy, settings)
 
 
-def _rows(request: BatchSimulation, extra: tuple[Layer, ...], out: Output | None) -> list[WhatIf]:
-    """Each change replayed under the candidate, with ``extra`` settings on top."""
+def replayed(
+    request: BatchSimulation, extra: tuple[Layer, ...], out: Output | None
+) -> list[WhatIf]:
+    """Each change replayed under the candidate, with ``extra`` settings on top.
+
+    ``out``: where a damaged timeline is noted (None: not again, for a sweep's
+    second and later values).
+    """
     settings = [*request.settings, *extra]
     file = (
         policy_file(request.policy_file, root=request.project.root, settings=settings)
@@ -232,76 +251,6 @@ def _row_text(row: WhatIf, width: int) -> str:
         f"{trip_then:>9}  {trip_now:>4}  {row.iterations_saved:>11}  {row.tokens_saved:>12}  "
         f"${row.cost_saved:>9.4f}{flag}"
     ).rstrip()
-
-
-def _sweep(request: BatchSimulation, sweep: str, out: Output) -> int:
-    key, values = _sweep_values(sweep)
-    results = []
-    for value in values:
-        rows = _rows(request, (set_layer(f"{key}={value}"),), None)
-        results.append(_sweep_result(value, rows))
-    run_id, described, changes = request.run_id, request.described, request.changes
-    if out.json_mode:
-        out.document(
-            {"run_id": run_id, "policy": described, "sweep": {"key": key, "values": results}}
-        )
-        return EXIT_OK
-    scope = f"run {run_id}" if run_id else "every change's history"
-    out.line(f"sweep: {key} over {scope}, {len(changes)} change(s), policy: {described}")
-    _render_sweep(key, results, out)
-    return EXIT_OK
-
-
-def _sweep_values(text: str) -> tuple[str, list[str]]:
-    """``TABLE.KEY=V1,V2,...``: the key and its values."""
-    key, _, values_text = text.partition("=")
-    values = [value.strip() for value in values_text.split(",") if value.strip()]
-    if not key or "." not in key or not values:
-        raise UsageError(
-            f"--sweep {text}: expected TABLE.KEY=V1,V2,...",
-            hint="e.g. --sweep stagnation.no_progress=2,3,5",
-        )
-    return key, values
-
-
-def _sweep_result(value: str, rows: list[WhatIf]) -> dict[str, Any]:
-    """What one value of the swept key does to the batch."""
-    trips = [row.trip_now.iteration for row in rows if row.trip_now is not None]
-    return {
-        "value": value,
-        "trips": len(trips),
-        "iterations_to_trip": round(sum(trips) / len(trips), 2) if trips else None,
-        "iterations": sum(row.iterations_now for row in rows),
-        "iterations_saved": sum(row.iterations_saved for row in rows),
-        "tokens_saved": sum(row.tokens_saved for row in rows),
-        "cost_saved": round(sum(row.cost_saved for row in rows), 6),
-        "stopped": sorted(
-            row.change for row in rows if row.ending_now and row.ending_now.reason != "done"
-        ),
-        "false_trips": sorted(row.change for row in rows if row.false_trip),
-    }
-
-
-def _render_sweep(key: str, results: list[dict[str, Any]], out: Output) -> None:
-    out.line(
-        f"{key.split('.')[-1]:>14}  {'trips':>5}  {'iter. to trip':>13}  {'iterations':>10}  "
-        f"{'saved':>5}  {'cost saved':>10}  false trips",
-        style="bold",
-    )
-    for result in results:
-        to_trip = result["iterations_to_trip"]
-        false_trips = ", ".join(result["false_trips"]) or "-"
-        out.line(
-            f"{result['value']:>14}  {result['trips']:>5}  "
-            f"{(str(to_trip) if to_trip is not None else '-'):>13}  {result['iterations']:>10}  "
-            f"{result['iterations_saved']:>5}  ${result['cost_saved']:>9.4f}  {false_trips}",
-            style="red" if result["false_trips"] else None,
-        )
-    out.line()
-    out.line("iterations run per value (█ = one iteration, ✗ = a false trip):")
-    for result in results:
-        bar = "█" * int(result["iterations"]) + " ✗" * len(result["false_trips"])
-        out.line(f"{result['value']:>14}  {bar}")
 
 
 def _described(args: argparse.Namespace, loaded: LoadedPolicy) -> str:

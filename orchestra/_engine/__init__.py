@@ -16,6 +16,8 @@
 - ``_watch``: recovery steps, the status log and the lessons file, rendered from each
   committed iteration (what they are made of lives in ``orchestra._monitor``, below the
   engine, as do the alerts :func:`decide` raises and clears).
+- ``_replay``, ``_whatif``, ``_sweep``: a timeline replayed under another policy; a
+  batch compared with its record; one key's values compared change by change (pure).
 """
 
 from ._course import Start as Start
@@ -80,5 +82,8 @@ from ._replay import ReplayStep as ReplayStep
 from ._replay import replay as replay
 from ._store import ChangeStore as ChangeStore
 from ._store import Store as Store
+from ._sweep import Sweep as Sweep
+from ._sweep import SweepCell as SweepCell
+from ._sweep import sweep as sweep
 from ._whatif import WhatIf as WhatIf
 from ._whatif import what_if as what_if

@@ -49,6 +49,9 @@ class WhatIf:
         tokens_saved: Tokens of the recorded iterations the candidate would not run.
         cost_saved: Their cost.
         done_then: The recorded run ended done.
+        opens_now: The circuit openings the candidate would have in the run
+            compared (each trip or failed probe; a loop that ends done
+            cooled down from every one of them).
     """
 
     change: str
@@ -61,6 +64,7 @@ class WhatIf:
     tokens_saved: int
     cost_saved: float
     done_then: bool
+    opens_now: int = 0
 
     @property
     def iterations_saved(self) -> int:
@@ -132,6 +136,7 @@ def what_if(
         tokens_saved=sum(r.tokens for r in unreached),
         cost_saved=sum(r.cost_usd for r in unreached),
         done_then=last_stop is not None and last_stop.reason == "done",
+        opens_now=sum(1 for s in steps if s.ran and s.would_open),
     )
 
 
