@@ -135,7 +135,7 @@ def test_a_provider_pause_and_events_this_release_does_not_know() -> None:
         ("provider-pause", 2.0, 60.0),
     ]
     assert loop.marks[1].label == (
-        "iteration 1: the provider refused: rejected five_hour; every loop paused 1m00s"
+        "iteration 1: the provider refused: rejected five_hour; every loop paused 1m"
     )
     assert loop.paused == 60.0  # the wait before iteration 2 is that pause, counted once
     assert loop.marks[4].label == "fleet.lease.lost: host=b, n=2"
