@@ -85,7 +85,10 @@ def format_duration(seconds: float) -> str:
 
 
 def human_seconds(seconds: float) -> str:
-    """A measured duration, precise under a minute: ``"0.42s"``, ``"12.3s"``, ``"1m"``, ``"2m05s"``."""
+    """A measured duration, precise under a minute: ``"0.42s"``, ``"12.3s"``, ``"1m"``, ``"2m05s"``.
+
+    Past a minute it is spelled as :func:`brief_seconds` spells it.
+    """
     if round(seconds, 2) < 10:
         return f"{max(0.0, seconds):.2f}s"
     if round(seconds, 1) < 60:

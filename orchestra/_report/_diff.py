@@ -17,6 +17,31 @@ MAX_DIFF_LINES = 200
 MAX_DIFF_BYTES = 20_000
 # The diffstat keeps its per-file lines up to this many (its totals line always).
 MAX_STAT_LINES = 40
+# New files not yet tracked whose content is read into the diff.
+MAX_NEW_FILES = 20
+
+
+def diffstat(counts: Sequence[tuple[str, int | None, int | None]], *, more: int = 0) -> str:
+    """A diffstat from each path's lines added and deleted (None: a binary file).
+
+    ``src/a.py | +3 -1`` a line, then ``2 files changed, +5 -1``; ``more``
+    counts files left out of ``counts`` (new files past the ones read).
+    """
+    lines = []
+    added = deleted = 0
+    width = max((len(path) for path, _, _ in counts), default=0)
+    for path, plus, minus in counts:
+        if plus is None or minus is None:
+            lines.append(f"{path.ljust(width)} | binary")
+            continue
+        added, deleted = added + plus, deleted + minus
+        lines.append(f"{path.ljust(width)} | +{plus} -{minus}")
+    if more:
+        lines.append(f"… and {more} more new file(s), not read")
+    files = len(counts) + more
+    if files:
+        lines.append(f"{files} file(s) changed, +{added} -{deleted}")
+    return "\n".join(lines)
 
 
 def bounded_diff(
@@ -25,7 +50,6 @@ def bounded_diff(
     diff: str,
     *,
     redact: Redact | None,
-    untracked: Sequence[str] = (),
     max_lines: int = MAX_DIFF_LINES,
     max_bytes: int = MAX_DIFF_BYTES,
 ) -> WorkDiff:
@@ -33,12 +57,11 @@ def bounded_diff(
 
     Args:
         base: What the diff is against, in words.
-        stat: ``git diff --stat``'s output.
+        stat: The diffstat (see :func:`diffstat`).
         diff: ``git diff``'s output.
         redact: The project's redaction (its secret-scan rules). None: the
             diff's lines are not shown, only its diffstat (a secret in them
             could not be hidden).
-        untracked: New files git does not track (not in the diff).
         max_lines, max_bytes: The most of the diff shown.
     """
     stat_lines = [line.rstrip() for line in stat.splitlines() if line.strip()]
@@ -53,7 +76,6 @@ def bounded_diff(
             stat=tuple(stat_lines),
             total_lines=len(diff.splitlines()),
             total_bytes=len(diff.encode()),
-            untracked=tuple(untracked),
         )
     text = redact(diff)
     lines = text.splitlines()
@@ -73,7 +95,6 @@ def bounded_diff(
         lines=tuple(kept),
         total_lines=len(lines),
         total_bytes=len(text.encode()),
-        untracked=tuple(redact_each(untracked, redact)),
     )
 
 

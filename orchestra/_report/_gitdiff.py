@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._git import git_output
+from .._git import git_output, run_git
 from .._redact import Redact
 from .._state import FORGE_LINES, FORGE_WRITES, STATE_DIR
-from ._diff import bounded_diff
+from ._diff import MAX_NEW_FILES, bounded_diff, diffstat
 from ._model import LoopReport, WorkDiff
 
 
@@ -50,16 +50,59 @@ def work_diff(loop: LoopReport, *, redact: Redact | None, own: Sequence[str] = (
         base, workdir = "HEAD", root
         words = "HEAD, the files the loop changed (it works in the repository's own tree)"
         spec = ["--", *(f":(literal){path}" for path in loop.files_loop), *exclude]
-    stat = git_output(workdir, "diff", "--no-color", "--stat=100", base, *spec)
+    numstat = git_output(workdir, "diff", "--no-color", "--numstat", "-z", base, *spec)
     diff = git_output(workdir, "diff", "--no-color", "--no-ext-diff", base, *spec)
-    if stat is None or diff is None:
+    if numstat is None or diff is None:
         return WorkDiff(None, missing=f"no diff: git could not compare the work with {base}")
     listed = git_output(workdir, "ls-files", "-z", "--others", "--exclude-standard", *spec)
     untracked = [p for p in (listed or b"").decode(errors="replace").split("\0") if p]
+    counts = _numstat(numstat)
+    texts = [diff.decode(errors="replace")]
+    # A new file the agent has not added is most often the work itself: shown
+    # as a diff from nothing, like the rest (the first of them; the cut bounds all).
+    for path in untracked[:MAX_NEW_FILES]:
+        new = _new_file(workdir, path)
+        if new is not None:
+            texts.append(new[1])
+            counts.append(new[0])
     return bounded_diff(
         words,
-        stat.decode(errors="replace"),
-        diff.decode(errors="replace"),
+        diffstat(counts, more=max(0, len(untracked) - MAX_NEW_FILES)),
+        "".join(texts),
         redact=redact,
-        untracked=untracked,
     )
+
+
+def _numstat(raw: bytes) -> list[tuple[str, int | None, int | None]]:
+    """``git diff --numstat -z``'s records: path, lines added, lines deleted (None: binary)."""
+    found: list[tuple[str, int | None, int | None]] = []
+    fields = raw.decode(errors="replace").split("\0")
+    index = 0
+    while index < len(fields):
+        record = fields[index]
+        index += 1
+        if not record:
+            continue
+        added, deleted, path = [*record.split("\t", 2), "", ""][:3]
+        if not path:  # a rename: its source and destination follow
+            path = fields[index + 1] if index + 1 < len(fields) else "?"
+            index += 2
+        found.append((path, _count(added), _count(deleted)))
+    return found
+
+
+def _count(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+def _new_file(workdir: Path, path: str) -> tuple[tuple[str, int | None, int | None], str] | None:
+    """An untracked file's numstat and its diff from nothing."""
+    args = ("diff", "--no-index", "--no-color", "--no-ext-diff")
+    # --no-index exits 1 when the files differ, which is every time here.
+    shown = run_git(workdir, *args, "--", "/dev/null", path)
+    counted = run_git(workdir, *args, "--numstat", "-z", "--", "/dev/null", path)
+    if shown.returncode not in (0, 1) or counted.returncode not in (0, 1):
+        return None
+    records = _numstat(counted.stdout)
+    _, added, deleted = records[0] if records else (path, 0, 0)
+    return (path + " (new, untracked)", added, deleted), shown.stdout.decode(errors="replace")

@@ -323,15 +323,11 @@ def _diff(diff: WorkDiff) -> str:
     if diff.base is None:
         return f'<p class="diff-missing">{escape(diff.missing or "no diff")}.</p>'
     against = f"against {escape(diff.base)}"
-    if not (diff.stat or diff.untracked or diff.total_lines):
+    if not (diff.stat or diff.total_lines):
         return f'<p class="diff-missing">No change {against}.</p>'
     parts = [f"<p>What the agent changed, {against}:</p>"]
     if diff.stat:
         parts.append('<pre class="diffstat">' + escape("\n".join(diff.stat)) + "</pre>")
-    if diff.untracked:
-        names = ", ".join(f"<code>{escape(name)}</code>" for name in diff.untracked[:20])
-        more = f" and {len(diff.untracked) - 20} more" if len(diff.untracked) > 20 else ""
-        parts.append(f"<p>New, not yet tracked (not in the diff): {names}{more}</p>")
     if diff.missing:
         parts.append(f'<p class="muted">The diff: {escape(diff.missing)}.</p>')
     elif diff.lines:

@@ -280,15 +280,11 @@ def _diff(diff: WorkDiff, *, output: bool) -> list[str]:
     if diff.base is None:
         return ["", f"_{diff.missing or 'no diff'}._"]
     against = f"against {diff.base}"
-    if not (diff.stat or diff.untracked or diff.total_lines):
+    if not (diff.stat or diff.total_lines):
         return ["", f"_No change {against}._"]
-    lines = ["", f"What the agent changed, {against}:", ""]
+    lines = ["", f"What the agent changed, {against}:"]
     if diff.stat:
-        lines += _fenced(diff.stat)
-    if diff.untracked:
-        names = ", ".join(_code(name) for name in diff.untracked[:20])
-        more = f" and {len(diff.untracked) - 20} more" if len(diff.untracked) > 20 else ""
-        lines += ["", f"New, not yet tracked (not in the diff): {names}{more}"]
+        lines += ["", *_fenced(diff.stat)]
     if diff.missing:
         lines += ["", f"_The diff: {diff.missing}._"]
     elif diff.lines and output:

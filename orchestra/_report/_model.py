@@ -139,7 +139,6 @@ class WorkDiff:
         stat: The diffstat's lines (``path | 3 +-``, then the totals).
         lines: The diff's first lines, redacted.
         total_lines, total_bytes: The whole diff's size, before the cut.
-        untracked: New files git does not track yet (not in the diff).
     """
 
     base: str | None
@@ -148,7 +147,6 @@ class WorkDiff:
     lines: tuple[str, ...] = ()
     total_lines: int = 0
     total_bytes: int = 0
-    untracked: tuple[str, ...] = ()
 
     @property
     def cut_lines(self) -> int:
