@@ -265,8 +265,7 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
     cards = {
-        card.split(" ", 1)[0]: card
-        for card in markdown.split("## Loops")[0].split("### ")[1:]
+        card.split(" ", 1)[0]: card for card in markdown.split("## Loops")[0].split("### ")[1:]
     }
     # An integrity trip is said once: no Evidence or Detail row repeats it.
     docs = cards["demo-docs"]
@@ -278,6 +277,20 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     assert "- Trip: stagnation — probe failed: no progress (opened 2 times" in markdown
     assert "- Trip: verify: 4 consecutive failures (opened 3 times" in markdown
     assert "- Detail:" not in markdown
+    # Steps handed out as a loop escalated are set apart, not listed as tried.
+    billing = cards["demo-billing"]
+    [tried] = [line for line in billing.splitlines() if line.startswith("- Recovery tried:")]
+    assert "verify 2/4" in tried
+    assert "not tried" not in tried
+    assert "verify 3/4" not in tried
+    assert "- Not tried (the loop escalated first): verify 3/4: " in billing
+    # The shared rate window's alert is the batch's: said once, pinned on no loop.
+    assert markdown.count("calls-remaining") == 1
+    assert "\n- Batch alert: calls-remaining: raised " in markdown
+    assert html.count("calls-remaining") == 1
+    # The diff of what each agent did, against its worktree's branch point.
+    assert "billing.py (new, untracked) | +1 -0" in billing
+    assert "+ATTEMPT = 4" in billing
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
     assert "worktree" in markdown
     assert "`cart.py`" in markdown

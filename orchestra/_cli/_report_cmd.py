@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                         "change": loop.change,
                         "ending": loop.ending,
                         "escalated": loop.escalated,
+                        "recovered": loop.recovered,
                         "resume": list(loop.resume),
                     }
                     for loop in report.loops

@@ -108,8 +108,8 @@ def cut_words(diff: WorkDiff) -> str:
     if diff.cut_lines <= 0:
         return ""
     return (
-        f"showing the first {len(diff.lines)} of {diff.total_lines} lines "
-        f"({_size(diff.total_bytes)} in all); {diff.cut_lines} line(s) cut"
+        f"the first {len(diff.lines)} of {diff.total_lines} lines; {diff.cut_lines} cut, "
+        f"of {_size(diff.total_bytes)} in all"
     )
 
 
