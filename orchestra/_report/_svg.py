@@ -61,7 +61,7 @@ _GOOD = COLOURS[GOOD]
 # The score chart's legend, drawn once and shown under every score chart.
 SCORE_LEGEND = (
     f'<g id="score-legend" class="s-legend" font-size="8" fill="#57606a" '
-    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 20})">'
+    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 22})">'
     '<line x1="0" y1="0" x2="16" y2="0" stroke="#0969da" stroke-width="2"/>'
     '<text x="20" y="3">iteration score</text>'
     '<line x1="92" y1="0" x2="108" y2="0" stroke="#6639ba" stroke-width="1.5" '
@@ -76,7 +76,7 @@ _SCORE_WIDTH = 300
 # The score chart's axes by name, drawn once and shown in every score chart.
 SCORE_AXES = (
     '<g id="score-axes" class="axis" font-size="8" fill="#57606a" text-anchor="middle">'
-    f'<text x="{(_SCORE_LEFT + _SCORE_WIDTH - 14) / 2:g}" y="{_SCORE_PLOT + 8}">iteration</text>'
+    f'<text x="{(_SCORE_LEFT + _SCORE_WIDTH - 14) / 2:g}" y="{_SCORE_PLOT + 10}">iteration</text>'
     f'<text x="6" y="{_SCORE_PLOT / 2:g}" transform="rotate(-90 6 {_SCORE_PLOT / 2:g})">score'
     "</text></g>"
 )
@@ -302,7 +302,7 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     if not scored:
         return None
     width, plot, pad, left = _SCORE_WIDTH, _SCORE_PLOT, 14, _SCORE_LEFT
-    height = plot + 28  # the iteration axis and the legend's row under the plot
+    height = plot + 30  # the iteration axis and the legend's row under the plot
     values = [r.score or 0 for r in scored] + [
         r.window_score for r in scored if r.window_score is not None
     ]
@@ -395,7 +395,7 @@ def _iteration_axis(ticks: Sequence[tuple[float, int]]) -> str:
     step = max(1, len(ticks) // 10)
     shown = [tick for index, tick in enumerate(ticks) if index % step == 0 or tick == ticks[-1]]
     return "".join(
-        f'<text x="{x}" y="{_SCORE_PLOT - 2}" font-size="8" fill="#57606a" '
+        f'<text x="{x}" y="{_SCORE_PLOT + 1}" font-size="8" fill="#57606a" '
         f'text-anchor="middle">{n}</text>'
         for x, n in shown
     )
