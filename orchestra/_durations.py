@@ -85,22 +85,36 @@ def format_duration(seconds: float) -> str:
 
 
 def human_seconds(seconds: float) -> str:
-    """A measured duration for reports: ``"0.42s"``, ``"12.3s"``, ``"2m05s"``."""
+    """A measured duration, precise under a minute: ``"0.42s"``, ``"12.3s"``, ``"1m"``, ``"2m05s"``.
+
+    Past a minute it is spelled as :func:`brief_seconds` spells it.
+    """
     if round(seconds, 2) < 10:
-        return f"{seconds:.2f}s"
+        return f"{max(0.0, seconds):.2f}s"
     if round(seconds, 1) < 60:
         return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes}m{secs:02d}s"
+    return _past_a_minute(seconds)
 
 
 def brief_seconds(seconds: float) -> str:
-    """A span at a glance, for a page that spans a night: ``4.2s``, ``12m05s``, ``3h10m``."""
+    """A span at a glance, as people write one: ``4.2s``, ``45s``, ``1m``, ``1m30s``, ``2h05m``.
+
+    A zero part is left out (``1m``, never ``1m00s``; ``2h``, never ``2h00m``);
+    past an hour the seconds are.
+    """
     seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
+    if round(seconds, 1) < 10:
+        tenths = f"{seconds:.1f}"
+        return f"{tenths.removesuffix('.0')}s"
+    if round(seconds) < 60:
+        return f"{round(seconds)}s"
+    return _past_a_minute(seconds)
+
+
+def _past_a_minute(seconds: float) -> str:
+    """The one spelling of a span of a minute or more: ``1m``, ``1m05s``, ``2h``, ``2h05m``."""
     minutes, rest = divmod(round(seconds), 60)
     if minutes < 60:
-        return f"{minutes}m{rest:02d}s"
+        return f"{minutes}m{rest:02d}s" if rest else f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"

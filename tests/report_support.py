@@ -26,6 +26,7 @@ import attrs
 from orchestra._state import (
     AlertCleared,
     AlertRaised,
+    BreakerClosed,
     BreakerHalfOpen,
     BreakerOpened,
     Event,
@@ -112,8 +113,14 @@ class _Writer:
         )
 
 
-def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dict[str, Any]]:
-    """One loop's events and its summary entry; the index picks its ending and its trip."""
+def _loop_events(
+    index: int, change: str, run_id: str, *, recovered: bool = False, batch_alert: bool = False
+) -> tuple[list[Event], dict[str, Any]]:
+    """One loop's events and its summary entry; the index picks its ending and its trip.
+
+    With ``recovered``, a loop that ends done first trips its circuit (a failing
+    verify), waits out the cooldown and passes its probe.
+    """
     ending = ENDINGS[index % len(ENDINGS)]
     trip = TRIPS[index % len(TRIPS)]
     w = _Writer(change, run_id, clock=index * 3.0)
@@ -126,6 +133,17 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
         return [], _entry(change, ending, 0, "cannot create the worktree", 0)
     w.iteration(1, verify="PASS", cost_estimated=index % 3 == 0)
     iterations = 1
+    if batch_alert:  # the shared rate window ran low while this loop ran
+        w.add(
+            AlertRaised(
+                run_id=run_id,
+                iteration=1,
+                alert="calls-remaining",
+                detail=f"{10 - index} of 100 calls left in the rate window",
+                value=0.1,
+                threshold=0.2,
+            )
+        )
     if index % 5 == 1:  # a provider refused for a while
         w.iteration(
             2,
@@ -159,9 +177,21 @@ def _loop_events(index: int, change: str, run_id: str) -> tuple[list[Event], dic
             )
         )
         w.add(AlertCleared(run_id=run_id, iteration=1, alert="no-files"))
+    if ending == "done" and recovered:
+        w.iteration(iterations + 1, verify="FAIL", trip="verify: 1 consecutive failures")
+        reason = "verify: 1 consecutive failures"
+        evidence = {"condition": "verify"}
+        w.add(
+            BreakerOpened(run_id=run_id, reason=reason, cooldown=30.0, opens=1, evidence=evidence)
+        )
+        w.add(BreakerHalfOpen(run_id=run_id, reason="the cooldown has elapsed", opens=1), 30.0)
+        iterations += 1
+        trips = 1
     if ending == "done":
         w.iteration(iterations + 1, verify="PASS", done=True, score=3)
         iterations += 1
+        if recovered:
+            w.add(BreakerClosed(run_id=run_id, reason="the probe passed", opens=1))
     elif ending in ("circuit-open", "gate-open", "gate-error"):
         if trip == "integrity":
             harmed = [
@@ -242,14 +272,27 @@ def _entry(
 
 
 def write_run(
-    root: Path, run_id: str, loops: int, *, summary: bool = True, secret_line: str = ""
+    root: Path,
+    run_id: str,
+    loops: int,
+    *,
+    summary: bool = True,
+    secret_line: str = "",
+    recovered: bool = False,
+    batch_alert: bool = False,
 ) -> list[str]:
-    """A synthetic batch of ``loops`` loops under ``root``; returns the changes' names."""
+    """A synthetic batch of ``loops`` loops under ``root``; returns the changes' names.
+
+    ``recovered``: every loop that ends done trips its circuit first.
+    ``batch_alert``: every loop raises the batch-wide ``calls-remaining`` alert.
+    """
     changes = [f"loop-{index:03d}" for index in range(loops)]
     entries = []
     end = 0.0
     for index, change in enumerate(changes):
-        events, entry = _loop_events(index, change, run_id)
+        events, entry = _loop_events(
+            index, change, run_id, recovered=recovered, batch_alert=batch_alert
+        )
         entry["dir"] = str(root)
         entries.append(entry)
         folder = root / ".forge" / "changes" / change

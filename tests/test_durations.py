@@ -207,10 +207,12 @@ def test_format_then_parse_round_trips_floats(seconds: float) -> None:
         (10, "10.0s"),
         (12.34, "12.3s"),
         (59.5, "59.5s"),
-        (60, "1m00s"),
+        (60, "1m"),
+        (90, "1m30s"),
         (125, "2m05s"),
         (125.4, "2m05s"),
-        (3600, "60m00s"),
+        (3600, "1h"),
+        (3600 * 2 + 300, "2h05m"),
     ],
 )
 def test_human_seconds_spellings(seconds: float, text: str) -> None:
@@ -222,8 +224,8 @@ def test_human_seconds_spellings(seconds: float, text: str) -> None:
     [
         # Rounding must not carry a value across its band into a spelling that the
         # next band owns: 59.96 s is shown with one decimal as "60.0s", but 60 s is
-        # spelled "1m00s"; likewise 9.999 s becomes "10.00s" with two decimals.
-        (59.96, "1m00s"),
+        # spelled "1m"; likewise 9.999 s becomes "10.00s" with two decimals.
+        (59.96, "1m"),
         (9.999, "10.0s"),
     ],
 )
@@ -234,10 +236,19 @@ def test_human_seconds_at_band_edges(seconds: float, text: str) -> None:
 def test_brief_seconds_reads_a_night_at_a_glance() -> None:
     from orchestra._durations import brief_seconds
 
-    assert [brief_seconds(s) for s in (-1, 4.24, 12.4, 125, 3600 * 3 + 600)] == [
-        "0.0s",
+    spans = (-1, 0, 4.24, 9.97, 12.4, 45, 59.6, 60, 90, 125, 3600, 3600 * 2 + 300, 3600 * 3 + 600)
+    assert [brief_seconds(s) for s in spans] == [
+        "0s",
+        "0s",
         "4.2s",
+        "10s",
         "12s",
+        "45s",
+        "1m",
+        "1m",
+        "1m30s",
         "2m05s",
+        "1h",
+        "2h05m",
         "3h10m",
     ]

@@ -347,9 +347,12 @@ def test_the_escalation_card_says_each_alert_once() -> None:
     ]
     report = build_report(run, None, [LoopFacts("c", "/repo", events)], root="/repo")
     markdown = render_markdown(report)
-    assert (
-        "- Alerts: calls-remaining: raised 2×, last at iteration 3, cleared; "
-        "no-files: raised, at iteration 3, still holding (3 idle iterations)\n"
-    ) in markdown
+    # The loop's own alert on its card; the batch-wide one once, for the batch.
+    assert "- Alerts: no-files: raised, at iteration 3, still holding (3 idle iterations)\n" in (
+        markdown
+    )
+    assert "- Batch alert: calls-remaining: raised 2× (by c), cleared\n" in markdown
+    assert markdown.count("calls-remaining") == 1
     html = render_html(report)
-    assert "calls-remaining: raised 2×, last at iteration 3, cleared<br>no-files" in html
+    assert "<dd>calls-remaining: raised 2× (by c), cleared</dd>" in html
+    assert "<dd>no-files: raised, at iteration 3, still holding (3 idle iterations)</dd>" in html

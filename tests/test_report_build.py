@@ -135,7 +135,7 @@ def test_a_provider_pause_and_events_this_release_does_not_know() -> None:
         ("provider-pause", 2.0, 60.0),
     ]
     assert loop.marks[1].label == (
-        "iteration 1: the provider refused: rejected five_hour; every loop paused 1m00s"
+        "iteration 1: the provider refused: rejected five_hour; every loop paused 1m"
     )
     assert loop.paused == 60.0  # the wait before iteration 2 is that pause, counted once
     assert loop.marks[4].label == "fleet.lease.lost: host=b, n=2"
@@ -241,7 +241,7 @@ def test_marks_of_one_instant_are_drawn_apart_and_none_is_covered() -> None:
         finished(1, 2.1, trip="integrity: a protected path was harmed"),
         at(2.1, ProtectViolation(run_id=RUN, iteration=1, harmed=[{"path": "go.sum"}])),
         at(2.1, BreakerOpened(run_id=RUN, reason="integrity: harmed", cooldown=30.0, opens=1)),
-        at(2.1, AlertRaised(run_id=RUN, alert="calls-remaining", iteration=1, detail="3 left")),
+        at(2.1, AlertRaised(run_id=RUN, alert="no-files", iteration=1, detail="3 left")),
         at(2.1, RecoveryStep(run_id=RUN, trip_kind="integrity", step=1, steps=2, strategy="s")),
         at(2.4, RunStopped(run_id=RUN, reason="interrupted", iterations=1)),
     ]
@@ -326,13 +326,15 @@ def test_the_score_chart_has_a_legend_apart_labels_and_marks_the_done_iteration(
     assert found is not None
     svg = found.group(0)
     # The legend, drawn once in the page's definitions, is shown under every chart.
-    assert svg.endswith('<use href="#score-legend"/></svg>')
+    assert svg.endswith('<use href="#score-axes"/><use href="#score-legend"/></svg>')
     legend = re.search(r'<g id="score-legend".*?</g>', page, re.S)
     assert legend is not None
     assert ">iteration score</text>" in legend.group(0)
     assert ">rolling window</text>" in legend.group(0)
     plot = svg
-    labels = [(float(y), text) for y, text in re.findall(r'y="([\d.]+)"[^>]*>([^<]*)</text>', plot)]
+    # The score axis's figures (right-aligned against it), apart from one another.
+    figures = r'y="([\d.]+)"[^>]*text-anchor="end">([^<]*)</text>'
+    labels = [(float(y), text) for y, text in re.findall(figures, plot)]
     ys = sorted(y for y, _ in labels)
     assert all(b - a >= 9 for a, b in itertools.pairwise(ys)), labels
     assert [text for _, text in labels].count("0") == 1
@@ -400,8 +402,7 @@ def test_a_strategy_handed_out_as_the_loop_escalated_is_not_called_tried() -> No
         )
 
     cut_short = one_loop(at(0, RunStarted(run_id=RUN, supervised=True)), step(3, True))
-    assert [n.text for n in cut_short.recovery] == [
-        "verify 3/4: strategy 3. (not tried: the loop escalated first)"
-    ]
+    assert cut_short.recovery == ()
+    assert [n.text for n in cut_short.not_tried] == ["verify 3/4: strategy 3."]
     reached = one_loop(at(0, RunStarted(run_id=RUN, supervised=True)), step(4, True))
     assert [n.text for n in reached.recovery] == ["verify 4/4: strategy 4. (reached: escalated)"]

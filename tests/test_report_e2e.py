@@ -61,7 +61,7 @@ def test_a_synthetic_batch_renders_every_loop(repo: Repo, loops: int) -> None:
             "no-files raised at iteration 1: no file modified for 3 iterations",
             "no-files cleared at iteration 1",
             "no-progress 1/4: Re-plan from scratch.",
-            "every loop paused 1m00s",
+            "every loop paused 1m",
         ):
             assert word in text, word
         assert "the provider refused" in text
@@ -86,7 +86,12 @@ def test_the_header_and_an_escalation_say_what_a_person_needs(repo: Repo) -> Non
     assert "- Limiter waits: 7 time(s) a loop waited for a permit" in markdown
     # The circuit-open loop (index 1, trip stagnation): its trip, evidence and the commands.
     section = markdown.split("### loop-001")[1].split("###")[0]
-    assert "- Trip: stagnation — probe failed: stagnation (opening 2, escalated)" in section
+    # The trip and the ending's detail in one row, nothing said twice.
+    assert (
+        "- Trip: stagnation — probe failed: stagnation (opened 2 times; max_opens is "
+        "exhausted; escalated)\n"
+    ) in section
+    assert "- Detail:" not in section
     assert "- Evidence:" not in section  # the condition alone is said by the trip
     assert "last line of iteration 3" in section
     assert "forge circuit loop-001 --reset --reason WHY\nforge supervise --only loop-001" in section
@@ -259,10 +264,33 @@ def test_the_demo_batch_ends_with_its_report(repo: Repo, tmp_path: Path) -> None
     assert page.rows == ["demo-checkout", "demo-billing", "demo-search", "demo-docs"]
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     assert "**NEEDS A PERSON — 3 of 4 loop(s) escalated, 1 done**" in markdown
-    assert "- Trip: integrity: forge.toml deleted" in markdown
-    assert "- Evidence: harmed: forge.toml deleted (protected: frozen) — restored" in markdown
-    assert "- Trip: stagnation — probe failed: no progress (opening 2, escalated)" in markdown
-    assert "- Trip: verify: 4 consecutive failures" in markdown
+    cards = {
+        card.split(" ", 1)[0]: card for card in markdown.split("## Loops")[0].split("### ")[1:]
+    }
+    # An integrity trip is said once: no Evidence or Detail row repeats it.
+    docs = cards["demo-docs"]
+    assert (
+        "- Trip: integrity: forge.toml deleted (protected: frozen) — restored (opening 1, "
+        "escalated)\n- Iterations: 1/5\n"
+    ) in docs
+    assert docs.count("forge.toml deleted") == 1, docs
+    assert "- Trip: stagnation — probe failed: no progress (opened 2 times" in markdown
+    assert "- Trip: verify: 4 consecutive failures (opened 3 times" in markdown
+    assert "- Detail:" not in markdown
+    # Steps handed out as a loop escalated are set apart, not listed as tried.
+    billing = cards["demo-billing"]
+    [tried] = [line for line in billing.splitlines() if line.startswith("- Recovery tried:")]
+    assert "verify 2/4" in tried
+    assert "not tried" not in tried
+    assert "verify 3/4" not in tried
+    assert "- Not tried (the loop escalated first): verify 3/4: " in billing
+    # The shared rate window's alert is the batch's: said once, pinned on no loop.
+    assert markdown.count("calls-remaining") == 1
+    assert "\n- Batch alert: calls-remaining: raised " in markdown
+    assert html.count("calls-remaining") == 1
+    # The diff of what each agent did, against its worktree's branch point.
+    assert "billing.py (new, untracked) | +1 -0" in billing
+    assert "+ATTEMPT = 4" in billing
     assert "tried a fourth fix for the declined-card test" in markdown  # the last output
     assert "worktree" in markdown
     assert "`cart.py`" in markdown

@@ -66,7 +66,7 @@ def test_resumable_says_why_a_session_is_not_continued() -> None:
     old = resumable(young, now=HOUR, max_age=HOUR)
     assert old.session is None
     assert old.note == (
-        "session S-1 began 1h00m ago, past [run] session_max_age (1h): not resumed, a fresh session"
+        "session S-1 began 1h ago, past [run] session_max_age (1h): not resumed, a fresh session"
     )
     bad = resumable(Session("S-9\r\nGARBAGE", 0.0), now=1.0, max_age=HOUR)
     assert bad.session is None
@@ -140,6 +140,6 @@ async def test_a_session_older_than_session_max_age_is_not_continued(tmp_path: P
     assert calls == ["new", "resume S-1", "resume S-1", "new", "resume S-1"]
     notes = [line for line in said if line.startswith("session: ")]
     assert notes == [
-        "session: session S-1 began 12h00m ago, past [run] session_max_age (10h): "
+        "session: session S-1 began 12h ago, past [run] session_max_age (10h): "
         "not resumed, a fresh session"
     ]

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .._errors import EXIT_OK, ForgeError, UsageError
 from .._report import gather_report, resolve_run, run_folder, write_report
 from ._common import policy_from, project_from
@@ -23,7 +25,8 @@ from ._status_cmd import _declared_roots
 
 if TYPE_CHECKING:
     from .._notify import LiveNotices
-    from .._policy import Policy
+    from .._policy import Policy, SecscanPolicy
+    from .._redact import Redact
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -33,10 +36,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     output_lines = 20
     lessons = "memory/forge-lessons.md"
     markdown_max = 60_000
+    secscan: SecscanPolicy | None = None
     try:
         policy = policy_from(project, args=args).policy
         output_lines, lessons = policy.report.output_lines, policy.recovery.lessons
         markdown_max = policy.report.markdown_max
+        secscan = policy.secscan
     except ForgeError as exc:  # a broken policy must not hide last night's report
         out.note(f"note: the policy could not be read ({exc.message}); using defaults")
     report = gather_report(
@@ -45,6 +50,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         other_roots=roots[1:],
         output_lines=output_lines,
         forge_files=(lessons,),
+        redact=_redactor(secscan, project.root, out),
     )
     html = _output_path(args.html, "--html")
     markdown = _output_path(args.markdown, "--markdown")
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                         "change": loop.change,
                         "ending": loop.ending,
                         "escalated": loop.escalated,
+                        "recovered": loop.recovered,
                         "resume": list(loop.resume),
                     }
                     for loop in report.loops
@@ -80,6 +87,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
             }
         )
     return EXIT_OK
+
+
+def _redactor(secscan: SecscanPolicy | None, root: Path, out: Output) -> Redact | None:
+    """The project's redaction of secrets, for the diffs the report shows.
+
+    The diffs are redacted even where the loops' scan is off: a report is read
+    by more people than a log. Rules that cannot be loaded leave the diffs'
+    lines out (the report says so).
+    """
+    from .._policy import SecscanPolicy
+    from .._secscan import output_redactor
+
+    policy = attrs.evolve(secscan or SecscanPolicy(), enabled=True)
+    try:
+        return output_redactor(policy, root=root)
+    except ForgeError as exc:
+        out.note(f"note: the secret-scan rules could not be loaded ({exc.message}); no diff shown")
+        return None
 
 
 def _output_path(value: str | None, flag: str) -> Path | None:
@@ -136,6 +161,7 @@ def _after_batch(
             other_roots=[Path(str(e["dir"])) for e in summary.get("loops") or [] if e.get("dir")],
             output_lines=policy.report.output_lines,
             forge_files=(policy.recovery.lessons,),
+            redact=_redactor(policy.secscan, root, out),
         )
     except (ForgeError, OSError) as exc:
         out.note(f"report: cannot be made: {getattr(exc, 'message', exc)}")

@@ -217,9 +217,11 @@ def _outcome(report: BatchReport) -> str:
         )
     if report.interrupted:
         return f"INTERRUPTED — {done} of {total} loop(s) done, {escalated} escalated"
+    recovered = report.recovered
+    after = f", {recovered} of them recovered after a trip" if recovered else ""
     if total and done == total:
-        return f"ALL DONE — every one of {total} loop(s) finished"
-    return f"NEEDS A PERSON — {escalated} of {total} loop(s) escalated, {done} done"
+        return f"ALL DONE — every one of {total} loop(s) finished{after}"
+    return f"NEEDS A PERSON — {escalated} of {total} loop(s) escalated, {done} done{after}"
 
 
 def _summary_loops(summary: Mapping[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:

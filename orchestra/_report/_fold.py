@@ -40,6 +40,7 @@ from .._state import (
 from ._model import (
     ALERT,
     BAD,
+    BATCH_WIDE_ALERTS,
     CIRCUIT,
     COOLDOWN,
     GOOD,
@@ -226,12 +227,13 @@ class Fold:
             self.notice(ALERT, event.kind, text, event, now, GOOD, event.alert, event.iteration)
         elif isinstance(event, RecoveryStep):
             text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
-            if event.escalated and event.step >= event.steps:
+            # Handed out at the moment the loop escalated (its openings used up).
+            tried = not event.escalated or event.step >= event.steps
+            if event.escalated and tried:
                 text += " (reached: escalated)"
-            elif event.escalated:
-                # Handed out at the moment the loop escalated (its openings used up).
-                text += " (not tried: the loop escalated first)"
-            self.notice(RECOVERY, event.kind, text, event, now, WARN)
+            label = text if tried else f"{text} (not tried: the loop escalated first)"
+            self.notices.append(Notice(event.kind, text, event.ts, tried=tried))
+            self.mark(RECOVERY, now, 0, label, WARN)
         elif isinstance(event, ContractEvent | OtherEvent):
             self.named(event, now)
 
@@ -247,6 +249,8 @@ class Fold:
         iteration: int | None = None,
     ) -> None:
         self.notices.append(Notice(name, text, event.ts, alert, iteration))
+        if alert in BATCH_WIDE_ALERTS:
+            return  # the batch's, not this loop's: the report says it once, for the batch
         self.mark(kind, now, 0, text, tone)
 
     def gap(self, now: float, number: int) -> None:
@@ -366,12 +370,60 @@ def in_time_order(marks: Sequence[Mark]) -> list[Mark]:
 
 def trip_words(trip: Trip) -> str:
     """A trip in words, its condition said once: ``verify: 4 consecutive failures (opening 2)``."""
-    head = (
-        trip.reason
-        if trip.reason.startswith(f"{trip.condition}:")
-        else (f"{trip.condition} — {trip.reason}")
-    )
-    return f"{head} (opening {trip.opens}{', escalated' if trip.escalated else ''})"
+    return f"{_trip_head(trip)} (opening {trip.opens}{', escalated' if trip.escalated else ''})"
+
+
+def _trip_head(trip: Trip) -> str:
+    if trip.reason.startswith(f"{trip.condition}:"):
+        return trip.reason
+    return f"{trip.condition} — {trip.reason}"
+
+
+def stop_words(trip: Trip, detail: str | None) -> str:
+    """The last trip and the loop's ending detail as one line, nothing said twice.
+
+    The ending's detail most often repeats the trip's reason and adds how many
+    times the circuit opened: ``verify: 4 consecutive failures (opened 3 times;
+    max_opens is exhausted; escalated)``. A detail of its own (a gate's) follows
+    the trip.
+    """
+    escalated = "; escalated" if trip.escalated else ""
+    if not detail or detail == trip.reason:
+        return trip_words(trip)
+    if detail.startswith(trip.reason):
+        rest = detail[len(trip.reason) :].strip().removeprefix("(").removesuffix(")").strip()
+        if rest:
+            return f"{_trip_head(trip)} ({rest}{escalated})"
+        return trip_words(trip)
+    return f"{trip_words(trip)}; {detail}"
+
+
+def unsaid_evidence(evidence: Mapping[str, Any] | None, said: str) -> list[str]:
+    """A trip's evidence lines that ``said`` (its row) does not already hold."""
+    return [line for line in evidence_lines(evidence) if line.split(": ", 1)[-1] not in said]
+
+
+def batch_alert_lines(raised: Sequence[tuple[str, Notice]]) -> list[str]:
+    """The batch-wide alerts in words, one line per alert, the loops that raised it named.
+
+    ``calls-remaining: raised 3× (by a, b, c), still holding (0 of 6 calls left)``.
+    ``raised`` holds each loop's name and its notice, in time order.
+    """
+    order: dict[str, list[tuple[str, Notice]]] = {}
+    for change, notice in raised:
+        if notice.alert is not None:
+            order.setdefault(notice.alert, []).append((change, notice))
+    lines = []
+    for name, seen in order.items():
+        raises = [n for _, n in seen if n.name == AlertRaised.kind]
+        loops = list(dict.fromkeys(change for change, n in seen if n.name == AlertRaised.kind))
+        count = f"raised {len(raises)}×" if len(raises) != 1 else "raised"
+        shown = ", ".join(loops[:5]) + (f" and {len(loops) - 5} more" if len(loops) > 5 else "")
+        cleared = seen[-1][1].name == AlertCleared.kind
+        line = f"{name}: {count} (by {shown}), {'cleared' if cleared else 'still holding'}"
+        last = raises[-1].text.split(": ", 1) if raises else []
+        lines.append(f"{line} ({last[1]})" if len(last) == 2 and not cleared else line)
+    return lines
 
 
 def verify_evidence(checks: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:

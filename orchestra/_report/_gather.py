@@ -14,10 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .._errors import UsageError
 from .._git import git_output
+from .._redact import Redact
 from .._state import STATE_DIR, ChangePaths, IterationFinished, list_changes, parse_timeline
 from ._build import LoopFacts, build_report, is_forge_file
+from ._gitdiff import work_diff
 from ._model import BatchReport
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]+$")
@@ -146,11 +150,14 @@ def gather_report(
     other_roots: Iterable[Path] = (),
     output_lines: int = 20,
     forge_files: Iterable[str] = ("memory/forge-lessons.md",),
+    redact: Redact | None = None,
 ) -> BatchReport:
     """The report of ``run_id``, read from ``root`` (and the loops' other repositories).
 
     ``forge_files`` are paths Forge writes in a working tree itself (the
     recovery's lessons file): the view of the worktree leaves them out.
+    ``redact`` is the project's redaction: each escalated loop's diff goes
+    through it (without one, only the diffstat is shown).
     """
     own = tuple(f for f in forge_files if f)
     summary, notes = read_summary(root, run_id)
@@ -181,7 +188,13 @@ def gather_report(
             notes.extend(read.problems(paths.timeline))
             events = read.typed()
             facts.append(_facts(paths, events, run_id, output_lines, shared, own))
-    return build_report(run_id, summary, facts, root=str(root.resolve()), notes=notes)
+    report = build_report(run_id, summary, facts, root=str(root.resolve()), notes=notes)
+    # Only an escalation's card shows a diff: git is asked for those loops alone.
+    loops = tuple(
+        attrs.evolve(loop, diff=work_diff(loop, redact=redact, own=own)) if loop.escalated else loop
+        for loop in report.loops
+    )
+    return attrs.evolve(report, loops=loops)
 
 
 def _facts(

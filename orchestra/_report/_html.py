@@ -14,15 +14,17 @@ from html import escape
 
 from .._durations import brief_seconds
 from ._build import DONE, INTERRUPTED, UNFINISHED
+from ._diff import cut_words
 from ._fold import (
     alert_lines,
-    evidence_lines,
+    batch_alert_lines,
     in_time_order,
-    trip_words,
+    stop_words,
+    unsaid_evidence,
     verify_evidence,
 )
-from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend
-from ._svg import LEGEND, defs_svg, endings_svg, legend_icon, score_svg, strip_svg
+from ._model import BAD, GOOD, WARN, BatchReport, LoopReport, Spend, WorkDiff
+from ._svg import defs_svg, endings_svg, legend, score_svg, strip_svg
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 # Glyphs every common font has (DejaVu included): ⏸ is often an empty box.
@@ -61,7 +63,9 @@ svg.score{width:100%;max-width:420px;height:auto;display:block}
 svg.endings{width:100%;height:16px;display:block;margin:.4em 0}
 svg.defs{position:absolute;width:0;height:0}
 svg.icon{width:24px;height:16px;vertical-align:middle}
-ul.legend{display:flex;flex-wrap:wrap;gap:4px 16px;padding:0;list-style:none;font-size:13px}
+ul.legend{display:flex;flex-wrap:wrap;gap:4px 20px;padding:0;list-style:none;font-size:13px}
+ul.legend b{font-weight:600;margin-right:4px}.recovered{color:var(--good);font-weight:600}
+pre.diffstat{background:#fff}
 .charts{display:grid;grid-template-columns:1fr;gap:8px}
 @media (min-width:800px){.charts{grid-template-columns:2fr 1fr}}
 .muted{color:var(--muted)}
@@ -73,7 +77,7 @@ ol.commands{padding-left:1.4em}
 def render_html(report: BatchReport) -> str:
     """The whole page for ``report``."""
     body = [
-        defs_svg(),
+        defs_svg(report.span),
         _header(report),
         _warnings(report),
         _escalations(report),
@@ -165,7 +169,7 @@ def _header(report: BatchReport) -> str:
         ),
         (
             "Loops",
-            f"{len(report.loops)}: " + ", ".join(f"{_ending(e)} {n}" for e, n in counts.items()),
+            f"{len(report.loops)}: " + ", ".join(_count(report, e, n) for e, n in counts.items()),
         ),
         (
             "Spend",
@@ -177,6 +181,9 @@ def _header(report: BatchReport) -> str:
         ),
         ("Provider pauses", brief_seconds(paused) if paused else "none"),
     ]
+    alerts = batch_alert_lines(report.batch_alerts)
+    if alerts:
+        facts.append(("Batch alerts", "<br>".join(escape(line) for line in alerts)))
     rows = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
     tones = {ending: ending_tone(ending) for ending in counts}
     source = "" if report.from_summary else f'<p class="muted">{escape(source_note(report))}</p>'
@@ -186,6 +193,22 @@ def _header(report: BatchReport) -> str:
         f"{source}{endings_svg(counts, tones) if counts else ''}"
         f'<dl class="facts">{rows}</dl>\n</header>'
     )
+
+
+def _count(report: BatchReport, ending: str, count: int) -> str:
+    """One ending's count in the header; done says how many recovered after a trip."""
+    recovered = report.recovered if ending == DONE else 0
+    also = (
+        f' <span class="recovered">({recovered} recovered after a trip)</span>' if recovered else ""
+    )
+    return f"{_ending(ending)} {count}{also}"
+
+
+def loop_ending(loop: LoopReport) -> str:
+    """A loop's ending, marked recovered when it finished after a trip."""
+    if loop.recovered:
+        return f'{_ending(loop.ending)} <span class="recovered">(recovered)</span>'
+    return _ending(loop.ending)
 
 
 def _warnings(report: BatchReport) -> str:
@@ -249,15 +272,17 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         f'<h3><a href="#loop-{ident}">{escape(loop.change)}</a> — {_ending(loop.ending)}</h3>',
     ]
     facts = []
+    said = ""
     if loop.gate:
         facts.append(("Gate", escape(loop.gate)))
     last_trip = loop.trips[-1] if loop.trips else None
     if last_trip is not None:
-        facts.append(("Trip", escape(trip_words(last_trip))))
-    if loop.detail:
+        said = stop_words(last_trip, loop.detail)
+        facts.append(("Trip", escape(said)))
+    elif loop.detail:
         facts.append(("Detail", escape(loop.detail)))
     facts.append(("Iterations", _iterations(loop)))
-    evidence = evidence_lines(last_trip.evidence) if last_trip is not None else []
+    evidence = unsaid_evidence(last_trip.evidence, said) if last_trip is not None else []
     if evidence:
         facts.append(("Evidence", "<br>".join(escape(_short(line)) for line in evidence)))
     checks, failing = verify_failed(loop)
@@ -265,6 +290,11 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         facts.append(("Last verify", escape(checks)))
     if loop.recovery:
         facts.append(("Recovery tried", "<br>".join(escape(n.text) for n in loop.recovery)))
+    if loop.not_tried:
+        words = "<br>".join(escape(n.text) for n in loop.not_tried)
+        facts.append(
+            ("Not tried", f'<span class="muted">{words} (the loop escalated first)</span>')
+        )
     if loop.alerts:
         facts.append(("Alerts", "<br>".join(escape(t) for t in alert_lines(loop.alerts))))
     if loop.where:
@@ -275,6 +305,8 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
     if failing:
         parts.append("<p>What the failing verify check(s) printed:</p>")
         parts.append("<pre>" + escape("\n".join(failing)) + "</pre>")
+    if loop.diff is not None:
+        parts.append(_diff(loop.diff))
     if loop.output_tail:
         source = f" of <code>{escape(loop.output_source)}</code>" if loop.output_source else ""
         parts.append(f"<p>Last {len(loop.output_tail)} line(s) of output{source}:</p>")
@@ -283,6 +315,28 @@ def _escalation(report: BatchReport, loop: LoopReport) -> str:
         commands = "".join(f"<li><code>{escape(c)}</code></li>" for c in loop.resume)
         parts.append(f'<p>To look, clear and resume:</p><ol class="commands">{commands}</ol>')
     parts.append("</article>")
+    return "\n".join(parts)
+
+
+def _diff(diff: WorkDiff) -> str:
+    """What the agent changed: the diffstat, then the diff's first lines (folded)."""
+    if diff.base is None:
+        return f'<p class="diff-missing">{escape(diff.missing or "no diff")}.</p>'
+    against = f"against {escape(diff.base)}"
+    if not (diff.stat or diff.total_lines):
+        return f'<p class="diff-missing">No change {against}.</p>'
+    parts = [f"<p>What the agent changed, {against}:</p>"]
+    if diff.stat:
+        parts.append('<pre class="diffstat">' + escape("\n".join(diff.stat)) + "</pre>")
+    if diff.missing:
+        parts.append(f'<p class="muted">The diff: {escape(diff.missing)}.</p>')
+    elif diff.lines:
+        cut = cut_words(diff)
+        summary = f"The diff, redacted ({cut})" if cut else "The diff, redacted"
+        parts.append(
+            f'<details class="diff"><summary>{escape(summary)}</summary>'
+            f"<pre>{escape(chr(10).join(diff.lines))}</pre></details>"
+        )
     return "\n".join(parts)
 
 
@@ -312,7 +366,7 @@ def _loop_table(report: BatchReport) -> str:
         rows.append(
             f'<tr id="row-{ident}" data-change="{escape(loop.change, quote=True)}">'
             f'<th scope="row"><a href="#loop-{ident}">{escape(loop.change)}</a></th>'
-            f"<td>{_ending(loop.ending)}</td>"
+            f"<td>{loop_ending(loop)}</td>"
             f'<td class="num">{_iterations(loop)}</td>'
             f'<td class="num">{trips}</td>'
             f'<td class="num">{loop.spend.tokens:,}</td>'
@@ -332,7 +386,7 @@ def _loop_table(report: BatchReport) -> str:
 
 
 def _timelines(report: BatchReport) -> str:
-    legend = "".join(f"<li>{legend_icon(key)} {escape(text)}</li>" for text, key in LEGEND)
+    shown = legend([mark for loop in report.loops for mark in loop.marks])
     articles = [_timeline(report, loop) for loop in report.loops]
     return (
         '<section id="timelines" aria-labelledby="timelines-h">\n'
@@ -340,7 +394,7 @@ def _timelines(report: BatchReport) -> str:
         f'<p class="muted">Each strip spans the whole batch ({brief_seconds(report.span)}), '
         "so the loops line up. Hover a shape for its detail; under each strip, the events "
         "in words (in time order) say the same.</p>\n"
-        f'<ul class="legend" aria-label="Legend">{legend}</ul>\n'
+        + shown
         + "\n".join(articles)
         + "\n</section>"
     )
@@ -384,7 +438,7 @@ def _timeline(report: BatchReport, loop: LoopReport) -> str:
     )
     return (
         f'<article id="loop-{ident}" aria-labelledby="h-{ident}">'
-        f'<h3 id="h-{ident}">{escape(loop.change)} — {_ending(loop.ending)}</h3>'
+        f'<h3 id="h-{ident}">{escape(loop.change)} — {loop_ending(loop)}</h3>'
         f'<div class="charts"><div>{strip}</div><div>{score_block}</div></div>'
         f"{where}{files}"
         f"<details><summary>Events in words ({len(loop.marks)})</summary><ol>{events}</ol>"

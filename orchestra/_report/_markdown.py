@@ -10,9 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._durations import brief_seconds
-from ._fold import alert_lines, evidence_lines, in_time_order, trip_words
+from ._diff import cut_words
+from ._fold import (
+    alert_lines,
+    batch_alert_lines,
+    in_time_order,
+    stop_words,
+    trip_words,
+    unsaid_evidence,
+)
 from ._html import money, not_finished, source_note, verify_failed, when
-from ._model import BatchReport, LoopReport
+from ._model import BatchReport, LoopReport, WorkDiff
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
 
@@ -111,7 +119,7 @@ def _head(report: BatchReport) -> list[str]:
         lines += [f"_{source_note(report)}_", ""]
     spend = report.spend
     wall = report.wall_time
-    counts = ", ".join(f"{_ending(e)}: {n}" for e, n in report.counts().items())
+    counts = ", ".join(_count(report, e, n) for e, n in report.counts().items())
     waits = (
         f"{report.limiter_waits} time(s) a loop waited for a permit"
         if report.limiter_waits is not None
@@ -125,13 +133,24 @@ def _head(report: BatchReport) -> list[str]:
         f"- Loops: {len(report.loops)} — {counts}",
         f"- Spend: {spend.tokens:,} tokens, {spend.tool_calls:,} tool calls, {money(spend)}",
         f"- Limiter waits: {waits}; about {brief_seconds(waited)} spent waiting",
-        "",
     ]
+    lines += [f"- Batch alert: {line}" for line in batch_alert_lines(report.batch_alerts)]
+    lines.append("")
     if report.warnings:
         lines += [f"## The policy's warnings ({len(report.warnings)})", ""]
         lines += [f"- {_cell(warning)}" for warning in report.warnings]
         lines.append("")
     return lines
+
+
+def _count(report: BatchReport, ending: str, count: int) -> str:
+    recovered = report.recovered if ending == "done" else 0
+    also = f" ({recovered} recovered after a trip)" if recovered else ""
+    return f"{_ending(ending)}: {count}{also}"
+
+
+def _loop_ending(loop: LoopReport) -> str:
+    return f"{_ending(loop.ending)} (recovered)" if loop.recovered else _ending(loop.ending)
 
 
 def _escalations_head(report: BatchReport) -> list[str]:
@@ -167,7 +186,7 @@ def _table_head() -> list[str]:
 
 def _loop_rows(report: BatchReport) -> list[str]:
     return [
-        f"| {_cell(loop.change)} | {_ending(loop.ending)} | {_iterations(loop)} | "
+        f"| {_cell(loop.change)} | {_loop_ending(loop)} | {_iterations(loop)} | "
         f"{len(loop.trips)} | {loop.spend.tokens:,} | {money(loop.spend)} | "
         f"{_cell(loop.detail or '')} |"
         for loop in report.loops
@@ -215,11 +234,12 @@ def _escalation(loop: LoopReport, *, output: bool = True) -> list[str]:
         lines.append(f"- Gate: {loop.gate}")
     if loop.trips:
         trip = loop.trips[-1]
-        lines.append(f"- Trip: {trip_words(trip)}")
-        evidence = evidence_lines(trip.evidence)
+        said = stop_words(trip, loop.detail)
+        lines.append(f"- Trip: {said}")
+        evidence = unsaid_evidence(trip.evidence, said)
         if evidence:
             lines.append("- Evidence: " + "; ".join(evidence))
-    if loop.detail:
+    elif loop.detail:
         lines.append(f"- Detail: {loop.detail}")
     lines.append(f"- Iterations: {_iterations(loop)}")
     checks, failing = verify_failed(loop)
@@ -227,6 +247,9 @@ def _escalation(loop: LoopReport, *, output: bool = True) -> list[str]:
         lines.append(f"- Last verify: {checks}")
     if loop.recovery:
         lines.append("- Recovery tried: " + "; ".join(n.text for n in loop.recovery))
+    if loop.not_tried:
+        not_tried = "; ".join(n.text for n in loop.not_tried)
+        lines.append(f"- Not tried (the loop escalated first): {not_tried}")
     if loop.alerts:
         lines.append("- Alerts: " + "; ".join(alert_lines(loop.alerts)))
     if loop.where:
@@ -235,6 +258,8 @@ def _escalation(loop: LoopReport, *, output: bool = True) -> list[str]:
         lines += ["", "What the failing verify check(s) printed:", "", "```text"]
         lines += [line.replace("```", "`\u200b``") for line in failing]
         lines.append("```")
+    if loop.diff is not None:
+        lines += _diff(loop.diff, output=output)
     if loop.output_tail and output:
         lines += ["", f"Last {len(loop.output_tail)} line(s) of output:", "", "```text"]
         lines += [line.replace("```", "`\u200b``") for line in loop.output_tail]
@@ -245,8 +270,36 @@ def _escalation(loop: LoopReport, *, output: bool = True) -> list[str]:
     return lines
 
 
+def _fenced(lines: Sequence[str], language: str = "text") -> list[str]:
+    """Lines in a fenced block that no line of theirs can close."""
+    return [f"```{language}", *(line.replace("```", "`\u200b``") for line in lines), "```"]
+
+
+def _diff(diff: WorkDiff, *, output: bool) -> list[str]:
+    """What the agent changed: the diffstat, then (with ``output``) the diff's first lines."""
+    if diff.base is None:
+        return ["", f"_{diff.missing or 'no diff'}._"]
+    against = f"against {diff.base}"
+    if not (diff.stat or diff.total_lines):
+        return ["", f"_No change {against}._"]
+    lines = ["", f"What the agent changed, {against}:"]
+    if diff.stat:
+        lines += ["", *_fenced(diff.stat)]
+    if diff.missing:
+        lines += ["", f"_The diff: {diff.missing}._"]
+    elif diff.lines and output:
+        cut = cut_words(diff)
+        lines += [
+            "",
+            f"The diff, redacted{f' ({cut})' if cut else ''}:",
+            "",
+            *_fenced(diff.lines, "diff"),
+        ]
+    return lines
+
+
 def _timeline(loop: LoopReport, max_events: int) -> list[str]:
-    lines = [f"### {loop.change} — {_ending(loop.ending)}", ""]
+    lines = [f"### {loop.change} — {_loop_ending(loop)}", ""]
     scores = [f"{r.number}: {r.score:+d}" for r in loop.rows if r.score is not None]
     if scores:
         lines += [f"Progress score by iteration: {', '.join(scores)}", ""]

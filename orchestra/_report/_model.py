@@ -24,6 +24,10 @@ ALERT = "alert"
 RECOVERY = "recovery"
 OTHER = "other"
 
+# Alerts about what every loop shares (the rate window's calls), not one loop's
+# work: the report shows them once, for the batch.
+BATCH_WIDE_ALERTS = frozenset({"calls-remaining"})
+
 # How a mark went, for its colour and its glyph (never the colour alone).
 GOOD = "good"
 BAD = "bad"
@@ -120,6 +124,34 @@ class Notice:
     at: str | None = None
     alert: str | None = None  # an alert's own name (``calls-remaining`` ...)
     iteration: int | None = None
+    tried: bool = True  # a recovery step handed out as the loop escalated was not tried
+
+
+@attrs.frozen
+class WorkDiff:
+    """What the agent changed against the loop's base, bounded and redacted.
+
+    Attributes:
+        base: The base in words (``the branch point of forge/x (1a2b3c4)``),
+            or None when there is no diff to show.
+        missing: Why no diff is shown (not a git repository, the base is gone),
+            or None.
+        stat: The diffstat's lines (``path | 3 +-``, then the totals).
+        lines: The diff's first lines, redacted.
+        total_lines, total_bytes: The whole diff's size, before the cut.
+    """
+
+    base: str | None
+    missing: str | None = None
+    stat: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    total_lines: int = 0
+    total_bytes: int = 0
+
+    @property
+    def cut_lines(self) -> int:
+        """How many of the diff's lines were left out."""
+        return max(0, self.total_lines - len(self.lines))
 
 
 @attrs.frozen
@@ -175,14 +207,34 @@ class LoopReport:
     paused: float = 0.0
     cooldown: float = 0.0
     position: int = 0
+    diff: WorkDiff | None = None
 
     @property
     def alerts(self) -> tuple[Notice, ...]:
-        return tuple(n for n in self.notices if n.name.startswith("alert."))
+        """The loop's own alerts (a batch-wide one is the batch's, said once)."""
+        return tuple(
+            n
+            for n in self.notices
+            if n.name.startswith("alert.") and n.alert not in BATCH_WIDE_ALERTS
+        )
 
     @property
     def recovery(self) -> tuple[Notice, ...]:
+        """The recovery steps the loop tried."""
+        return tuple(n for n in self._recovery_steps() if n.tried)
+
+    @property
+    def not_tried(self) -> tuple[Notice, ...]:
+        """The recovery steps handed out as the loop escalated: never tried."""
+        return tuple(n for n in self._recovery_steps() if not n.tried)
+
+    def _recovery_steps(self) -> tuple[Notice, ...]:
         return tuple(n for n in self.notices if n.name.startswith("recovery"))
+
+    @property
+    def recovered(self) -> bool:
+        """Whether the loop finished after a trip: its circuit opened, and it went on to done."""
+        return self.ending == "done" and bool(self.trips)
 
 
 @attrs.frozen
@@ -220,6 +272,22 @@ class BatchReport:
     notes: tuple[str, ...] = ()
     supervised: bool = True
     warnings: tuple[str, ...] = ()
+
+    @property
+    def batch_alerts(self) -> tuple[tuple[str, Notice], ...]:
+        """The batch-wide alerts the loops raised, each with its loop's name, in time order."""
+        found = [
+            (loop.change, n)
+            for loop in self.loops
+            for n in loop.notices
+            if n.name.startswith("alert.") and n.alert in BATCH_WIDE_ALERTS
+        ]
+        return tuple(sorted(found, key=lambda pair: pair[1].at or ""))
+
+    @property
+    def recovered(self) -> int:
+        """How many loops finished after a trip."""
+        return sum(1 for loop in self.loops if loop.recovered)
 
     @property
     def wall_time(self) -> float | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from .._durations import brief_seconds
 from ._model import (
     ALERT,
     BAD,
@@ -38,7 +39,8 @@ _LANE_WAIT = (26, 10)  # cooldowns, limiter waits, provider pauses
 # it raised are often written in the same second.
 _LANE_EVENT = {CIRCUIT: 46, INTEGRITY: 60, ALERT: 74, RECOVERY: 88}
 _LANE_OTHER = 102  # verify run by a hook or a person, and other events
-STRIP_HEIGHT = 112
+STRIP_HEIGHT = 112  # the lanes; the time axis is drawn under them
+_STRIP_TOTAL = STRIP_HEIGHT + 26
 _MARGIN = 8
 
 # The patterns every chart refers to, defined once per page (see ``defs_svg``).
@@ -53,13 +55,13 @@ patternTransform="rotate(-45)"><rect width="6" height="6" fill="#f6e7b0"/>\
 stroke-width="1"/></pattern>"""
 
 
-_SCORE_PLOT = 110  # the score chart's plot height; its legend's row is under it
+_SCORE_PLOT = 110  # the score chart's plot height; its axis, then its legend, under it
 _SCORE_LEFT = 22
 _GOOD = COLOURS[GOOD]
 # The score chart's legend, drawn once and shown under every score chart.
 SCORE_LEGEND = (
     f'<g id="score-legend" class="s-legend" font-size="8" fill="#57606a" '
-    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 8})">'
+    f'transform="translate({_SCORE_LEFT} {_SCORE_PLOT + 22})">'
     '<line x1="0" y1="0" x2="16" y2="0" stroke="#0969da" stroke-width="2"/>'
     '<text x="20" y="3">iteration score</text>'
     '<line x1="92" y1="0" x2="108" y2="0" stroke="#6639ba" stroke-width="1.5" '
@@ -70,11 +72,24 @@ SCORE_LEGEND = (
 )
 
 
-def defs_svg() -> str:
-    """A hidden SVG holding the patterns, placed once at the top of the page."""
+_SCORE_WIDTH = 300
+# The score chart's axes by name, drawn once and shown in every score chart.
+SCORE_AXES = (
+    '<g id="score-axes" class="axis" font-size="8" fill="#57606a" text-anchor="middle">'
+    f'<text x="{(_SCORE_LEFT + _SCORE_WIDTH - 14) / 2:g}" y="{_SCORE_PLOT + 10}">iteration</text>'
+    f'<text x="6" y="{_SCORE_PLOT / 2:g}" transform="rotate(-90 6 {_SCORE_PLOT / 2:g})">score'
+    "</text></g>"
+)
+
+
+def defs_svg(span: float = 1.0) -> str:
+    """A hidden SVG holding the patterns and the strips' time axis, placed once in the page.
+
+    Every strip spans the batch's ``span`` seconds, so one axis serves them all.
+    """
     return (
         '<svg class="defs" aria-hidden="true" focusable="false" width="0" height="0">'
-        f"<defs>{PATTERNS}{SCORE_LEGEND}</defs></svg>"
+        f"<defs>{PATTERNS}{SCORE_LEGEND}{SCORE_AXES}{_time_axis(span)}</defs></svg>"
     )
 
 
@@ -98,18 +113,37 @@ def strip_svg(marks: Sequence[Mark], span: float, ident: str, summary: str) -> s
         # Nothing is drawn past the batch's end (a span the strip does not cover).
         width = max(2.0, min(round(mark.duration * scale, 1), STRIP_WIDTH - x))
         shapes.append(_shape(mark, x, width))
-    axis = (
-        f'<line x1="0" y1="{STRIP_HEIGHT - 1}" x2="{STRIP_WIDTH}" y2="{STRIP_HEIGHT - 1}" '
-        'stroke="#d0d7de"/>'
-    )
+    axis = '<use href="#time-axis"/>'
     return (
         # A margin each side: a moment at the batch's very start or end is drawn whole.
-        f'<svg class="strip" viewBox="-{_MARGIN} 0 {STRIP_WIDTH + 2 * _MARGIN} {STRIP_HEIGHT}" '
+        f'<svg class="strip" viewBox="-{_MARGIN} 0 {STRIP_WIDTH + 2 * _MARGIN} {_STRIP_TOTAL}" '
         'role="img" '
         f'aria-labelledby="{ident}-t {ident}-d">'
         f'<title id="{ident}-t">Timeline strip</title><desc id="{ident}-d">{escape(summary)}</desc>'
         f"{axis}{''.join(shapes)}</svg>"
     )
+
+
+def _time_axis(span: float) -> str:
+    """The strip's time axis: its line, five ticks with the time since the start, a title."""
+    y = STRIP_HEIGHT - 1
+    parts = [
+        f'<g id="time-axis" class="axis"><line x1="0" y1="{y}" x2="{STRIP_WIDTH}" y2="{y}" '
+        'stroke="#8c959f"/>'
+    ]
+    for quarter in range(5):
+        x = STRIP_WIDTH * quarter / 4
+        anchor = "start" if quarter == 0 else ("end" if quarter == 4 else "middle")
+        parts.append(
+            f'<line x1="{x:g}" y1="{y}" x2="{x:g}" y2="{y + 4}" stroke="#8c959f"/>'
+            f'<text x="{x:g}" y="{y + 13}" font-size="9" fill="#57606a" '
+            f'text-anchor="{anchor}">{brief_seconds(span * quarter / 4)}</text>'
+        )
+    parts.append(
+        f'<text x="{STRIP_WIDTH / 2:g}" y="{_STRIP_TOTAL - 2}" font-size="9" fill="#57606a" '
+        'text-anchor="middle">time since the batch started</text></g>'
+    )
+    return "".join(parts)
 
 
 def _shape(mark: Mark, x: float, width: float) -> str:
@@ -168,21 +202,64 @@ def _shape(mark: Mark, x: float, width: float) -> str:
     )
 
 
-LEGEND = (
-    ("iteration that went well (verify PASS or done)", "it-good"),
-    ("iteration that failed or tripped (hatched)", "it-bad"),
-    ("iteration, no verdict", "it-none"),
-    ("cooldown: the circuit open (hatched band)", "cool"),
-    ("waiting for a rate-limit permit (dashed)", "wait"),
-    ("provider pause (crossed band)", "pause"),
-    ("circuit opened (triangle down)", "open"),
-    ("circuit half-open or closed (triangle up)", "close"),
-    ("protected path harmed and restored (diamond)", "integrity"),
-    ("alert (ring)", "alert"),
-    ("recovery step (square)", "recovery"),
-    ("verify run by a hook or a person (dot)", "verify"),
-    ("another event (tick)", "other"),
+# The legend's symbols in a few kinds, each named short; the page shows only
+# the symbols its strips use.
+LEGEND_GROUPS = (
+    (
+        "Iterations",
+        (("it-good", "went well"), ("it-bad", "failed or tripped"), ("it-none", "no verdict")),
+    ),
+    (
+        "Waits",
+        (("cool", "cooldown"), ("wait", "rate-limit permit"), ("pause", "provider pause")),
+    ),
+    (
+        "Circuit",
+        (("open", "opened"), ("close", "half-open or closed"), ("integrity", "path restored")),
+    ),
+    (
+        "Events",
+        (
+            ("alert", "alert"),
+            ("recovery", "recovery step"),
+            ("verify", "verify by a hook or a person"),
+            ("other", "other"),
+        ),
+    ),
 )
+
+
+def legend_key(mark: Mark) -> str:
+    """Which legend entry draws ``mark``."""
+    if mark.kind == ITERATION:
+        return {GOOD: "it-good", BAD: "it-bad"}.get(mark.tone, "it-none")
+    if mark.kind == CIRCUIT:
+        return "open" if mark.tone == BAD else "close"
+    simple = {
+        COOLDOWN: "cool",
+        LIMITER_WAIT: "wait",
+        PROVIDER_PAUSE: "pause",
+        INTEGRITY: "integrity",
+        ALERT: "alert",
+        RECOVERY: "recovery",
+        VERIFY: "verify",
+    }
+    return simple.get(mark.kind, "other")
+
+
+def legend(marks: Sequence[Mark]) -> str:
+    """The strips' legend: the symbols among ``marks`` only, by kind ("" when none)."""
+    used = {legend_key(mark) for mark in marks}
+    groups = []
+    for title, entries in LEGEND_GROUPS:
+        shown = [f"{legend_icon(key)} {escape(text)}" for key, text in entries if key in used]
+        if shown:
+            groups.append(f"<li><b>{title}:</b> {' · '.join(shown)}</li>")
+    if not groups:
+        return ""
+    return f'<ul class="legend" aria-label="Legend">{"".join(groups)}</ul>\n'
+
+
 _LEGEND_SHAPES = {
     "it-good": Mark(ITERATION, 0, 1, "", GOOD),
     "it-bad": Mark(ITERATION, 0, 1, "", BAD),
@@ -224,8 +301,8 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
     scored = [r for r in rows if r.score is not None]
     if not scored:
         return None
-    width, plot, pad, left = 300, _SCORE_PLOT, 14, _SCORE_LEFT
-    height = plot + 16  # the legend's row under the plot
+    width, plot, pad, left = _SCORE_WIDTH, _SCORE_PLOT, 14, _SCORE_LEFT
+    height = plot + 30  # the iteration axis and the legend's row under the plot
     values = [r.score or 0 for r in scored] + [
         r.window_score for r in scored if r.window_score is not None
     ]
@@ -248,6 +325,9 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
         f"iteration {r.number}: {r.score:+d}{' (said done)' if r.done else ''}" for r in scored
     )
     lines = _score_axis(left, width - pad, zero_y, ((pad, high), (plot - pad, low)))
+    lines += _iteration_axis(
+        [(x, r.number) for (x, _), r in zip(score_points, scored, strict=True)]
+    )
     if len(window) > 1:
         lines += (
             f'<polyline points="{_points(window)}" fill="none" stroke="#6639ba" '
@@ -265,7 +345,7 @@ def score_svg(rows: Sequence[IterationRow], ident: str) -> str | None:
         f'<desc id="{ident}-d">{escape(words)}; the solid line is the iteration\'s score, the '
         "dashed line the rolling window's. Above zero the loop made progress (round dots), at "
         "or below it did not (squares); a ringed check marks the iteration that said done.</desc>"
-        f'{lines}{"".join(dots)}<use href="#score-legend"/></svg>'
+        f'{lines}{"".join(dots)}<use href="#score-axes"/><use href="#score-legend"/></svg>'
     )
 
 
@@ -304,6 +384,20 @@ def _score_axis(
             f'text-anchor="end">{text}</text>'
             for y, text in labels
         )
+    )
+
+
+def _iteration_axis(ticks: Sequence[tuple[float, int]]) -> str:
+    """The iteration numbers along the score chart's bottom (about ten at most, the last always).
+
+    The axes' names are drawn once in the page's definitions (``SCORE_AXES``).
+    """
+    step = max(1, len(ticks) // 10)
+    shown = [tick for index, tick in enumerate(ticks) if index % step == 0 or tick == ticks[-1]]
+    return "".join(
+        f'<text x="{x}" y="{_SCORE_PLOT + 1}" font-size="8" fill="#57606a" '
+        f'text-anchor="middle">{n}</text>'
+        for x, n in shown
     )
 
 
