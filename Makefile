@@ -11,6 +11,8 @@ AGENT_CLIS := $(VENV)/agent-clis
 AGENT_STAMP := $(AGENT_CLIS)/.installed
 # bubblewrap: the sandbox every executor runs in (tests/test_sandbox_e2e.py).
 SANDBOX_STAMP := $(VENV)/.bubblewrap
+# zsh and fish, the shells forge completion writes for besides bash.
+SHELLS_STAMP := $(VENV)/.shells
 
 .PHONY: demo screenshot test lint typecheck pytest bench reliability docs clean
 
@@ -72,7 +74,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(AGENT_STAMP) $(SANDBOX_STAMP)
+# zsh and fish: forge completion's scripts are tested in each real shell.
+$(SHELLS_STAMP): $(STAMP)
+	@command -v zsh >/dev/null && command -v fish >/dev/null || { \
+	  test "$$(id -u)" -eq 0 || { echo "the completion tests need zsh and fish (apt-get install -y zsh fish)"; exit 2; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsh fish; }
+	touch $(SHELLS_STAMP)
+
+pytest: $(STAMP) $(AGENT_STAMP) $(SANDBOX_STAMP) $(SHELLS_STAMP)
 	$(BIN)/pytest -q -n auto
 
 # Performance, measured against a baseline in the same run (not part of make test).

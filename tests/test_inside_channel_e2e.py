@@ -237,6 +237,7 @@ def _handlers(parser: argparse.ArgumentParser) -> set[str]:
 # or writes only where its caller names (as a shell redirect would).
 READING_HANDLERS = {
     "_status_cmd:status",
+    "_completion:run",
     "_timeline_cmd:run",
     "_secscan_cmd:scan",
     "_fleet_cmd:status_cmd",

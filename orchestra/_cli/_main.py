@@ -75,6 +75,10 @@ def build_parser(command: str | None = None, action: str | None = None) -> argpa
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    # Answered before parsing (parse_args): declared for --help and completion.
+    parser.add_argument(
+        *VERSION_FLAGS, action="store_true", help="Forge's version, Python's and the agent CLIs'"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, add in _COMMANDS.items():
         if name == command == "policy":
@@ -639,6 +643,22 @@ def _add_report(commands: _Commands, common: argparse.ArgumentParser) -> None:
     report.set_defaults(handler="_report_cmd:run")
 
 
+def _add_completion(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    completion = commands.add_parser(
+        "completion",
+        help="print the shell completion script for bash, zsh or fish",
+        description="Print a script that completes forge's commands, actions, options and "
+        "change names in your shell. Load it from your shell's startup file.",
+        epilog="examples:\n"
+        '  eval "$(forge completion bash)"            # in ~/.bashrc\n'
+        '  eval "$(forge completion zsh)"             # in ~/.zshrc\n'
+        "  forge completion fish > ~/.config/fish/completions/forge.fish",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    completion.set_defaults(handler="_completion:run", json=False, plain=False)
+
+
 _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "init": _add_init,
     "verify": _add_verify,
@@ -659,6 +679,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "timeline": _add_timeline,
     "report": _add_report,
     "executors": _add_executors,
+    "completion": _add_completion,
 }
 
 

@@ -116,13 +116,14 @@ def _check_executors(policy: Policy, root: Path, loops: Sequence[LoopSetup]) -> 
     Raises:
         ConfigError: every executor that does not load or take its settings.
     """
-    from .._executor import load_executor
-
     problems: list[str] = []
     runs = [("[run]", policy.run)] + [(loop.source, loop.policy.run) for loop in loops]
     for source, run in runs:
         if run.cmd or not run.executor:
             continue
+        # Only a policy that names an executor pays for loading definitions.
+        from .._executor import load_executor
+
         try:
             load_executor(run.executor, root).configured(run.permission, run.session, source)
         except ConfigError as exc:
