@@ -170,7 +170,7 @@ class Follower:
 
     def __init__(self, cwd: Path, change: str, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [str(FORGE), "timeline", change, "--follow", "--plain"],
+            [str(FORGE), "timeline", change, "--follow", "--plain", "--raw"],
             cwd=cwd,
             env=forge_env(env),
             stdout=subprocess.PIPE,

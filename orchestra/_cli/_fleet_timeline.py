@@ -14,14 +14,15 @@ from .._state import decode_event, event_record
 from .._workspace import Project
 from ._common import policy_from
 from ._console import Output
+from ._timeline_view import Selection
 
 FOLLOW_POLL_SECONDS = 0.2
 
-Printer = Callable[[dict[str, Any], Output], None]
+Show = Callable[[dict[str, Any]], None]
 
 
 def fleet_timeline(
-    args: argparse.Namespace, out: Output, project: Project, print_event: Printer
+    args: argparse.Namespace, out: Output, project: Project, selection: Selection, show: Show
 ) -> int | None:
     """Show the change's timeline from the server; None when the fleet has none for it.
 
@@ -47,18 +48,22 @@ def fleet_timeline(
         if not submitted and not args.fleet:
             return None  # not a fleet change: its files are the timeline
         records = [event_record(decode_event(json.loads(line))) for _id, line in lines]
+        selection.check(str(record["event"]) for record in records)
+        chosen = selection.select(records)
         if out.json_mode and not args.follow:
-            out.document({"change": args.change, "events": records, "fleet": config.name})
+            out.document({"change": args.change, "events": chosen, "fleet": config.name})
             return EXIT_OK
-        for record in records:
-            print_event(record, out)
+        for record in chosen:
+            show(record)
         if args.follow:
             from ._trio_run import run_interruptible
 
             last = lines[-1][0] if lines else "-"
-            run_interruptible(_follow, connection, config, args.change, last, out, print_event)
+            run_interruptible(_follow, connection, config, args.change, last, out, selection, show)
         elif not records:
             out.line(f'no events yet for change "{args.change}"', style="dim")
+        elif not chosen:
+            out.line(f'none of the {len(records)} events of "{args.change}" match', style="dim")
         return EXIT_OK
     finally:
         connection.close()
@@ -70,7 +75,8 @@ async def _follow(
     change: str,
     last: str,
     out: Output,
-    print_event: Printer,
+    selection: Selection,
+    show: Show,
 ) -> None:
     """Print the events any host adds, until interrupted; an outage is waited out."""
     import trio
@@ -91,7 +97,9 @@ async def _follow(
             continue
         down = False
         for entry_id, line in lines:
-            print_event(event_record(decode_event(json.loads(line))), out)
+            record = event_record(decode_event(json.loads(line)))
+            if selection.passes(record):  # -n bounds the past only
+                show(record)
             last = entry_id
 
 

@@ -110,7 +110,12 @@ _EXAMPLES = {
     "resume": ["forge resume --change billing"],
     "policy": ["forge policy show", "forge policy check", "forge policy dump --defaults"],
     "spend": ["forge spend billing", "forge spend billing --reset"],
-    "timeline": ["forge timeline billing", "forge timeline billing --follow"],
+    "timeline": [
+        "forge timeline billing",
+        "forge timeline billing -n 20 --since 2h --kind verify --kind circuit",
+        "forge timeline billing --follow",
+        "forge timeline billing --raw",
+    ],
     "hook": ["forge hook pre-tool-use < event.json"],
 }
 
@@ -575,6 +580,20 @@ def _add_timeline(commands: _Commands, common: argparse.ArgumentParser) -> None:
     timeline = commands.add_parser("timeline", parents=[common], help="a change's session timeline")
     timeline.add_argument("change", type=_change_name, help=_CHANGE_HELP)
     timeline.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    timeline.add_argument("-n", type=_integer, metavar="N", help="only the last N events")
+    timeline.add_argument(
+        "--since", metavar="WHEN", help='only events since a span ago ("10m", "2h") or a time'
+    )
+    timeline.add_argument(
+        "--kind",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="only events of this kind (verify, iteration.finished, a prefix, circuit); repeatable",
+    )
+    timeline.add_argument(
+        "--raw", action="store_true", help="each event's fields as written (key=value)"
+    )
     timeline.add_argument(
         "--fleet",
         action="store_true",

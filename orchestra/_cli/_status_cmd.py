@@ -1,4 +1,9 @@
-"""``forge status``: every change's circuit, verify breaker, spend and last event; nothing run."""
+"""``forge status``: every change's standing, circuit, verify breaker, spend and last event.
+
+It opens with one headline (``4 loops: 2 need you · 1 running · 1 done``), and
+shows under each loop that needs a person what stopped it and the commands
+that clear it. Nothing is run.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from .._verify import read_breaker
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
+from ._standing import DONE, NEEDS_YOU, ORDER, RUNNING, Held, headline, standing
 
 
 def status(args: argparse.Namespace, out: Output) -> int:
@@ -42,13 +48,20 @@ def status(args: argparse.Namespace, out: Output) -> int:
     roots = _roots(project, args)
     changes = [ChangePaths(root, name) for root in sorted(roots) for name in list_changes(root)]
     rows = [_row(paths, project.root) for paths in changes]
+    states = [row["standing"] for row in rows]
+    said = headline(states)
     if out.json_mode:
-        out.document({"root": str(project.root), "changes": rows})
+        counts = {state: states.count(state) for state in ORDER}
+        out.document(
+            {"root": str(project.root), "changes": rows, "headline": said, "counts": counts}
+        )
         return EXIT_OK
     if not rows:
         out.line("no changes yet: nothing under .forge/changes/")
         return EXIT_OK
+    out.line(said, style="bold")
     for row in rows:
+        out.line()
         circuit = row["circuit"]
         if row["reason"]:
             circuit += f" ({row['reason']})"
@@ -61,6 +74,7 @@ def status(args: argparse.Namespace, out: Output) -> int:
             if row["risk"] is not None:
                 circuit += f", stagnation risk {row['risk']}"
         out.styled((row["change"], "bold"), (f"  {row['where']}" if row["where"] else "", "dim"))
+        _print_needs(row, out)
         out.line(f"  circuit:  {circuit}, {row['iterations_used']} iteration(s) used")
         out.line(f"  verify:   {row['verify']}")
         spend = row["spend"]
@@ -81,6 +95,21 @@ def status(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  alert:    {name} — {detail}", style="yellow")
         out.line(f"  last:     {row['last_event'] or '-'}")
     return EXIT_OK
+
+
+_STANDING_STYLES = {NEEDS_YOU: "bold red", RUNNING: "cyan", DONE: "green"}
+
+
+def _print_needs(row: dict[str, Any], out: Output) -> None:
+    """Where the loop stands, what stopped it, the decisions it waits on, how to run it again."""
+    out.styled(("  standing: ", None), (row["standing"], _STANDING_STYLES.get(row["standing"])))
+    blocker = row["blocker"]
+    if blocker is not None:
+        out.line(f"  blocker:  {blocker['gate']} — {blocker['reason']}", style="red")
+    for decision in row["decisions"]:
+        out.line(f"  decide:   {decision['what']} — {decision['command']}", style="yellow")
+    if row["then"]:
+        out.line(f"  then:     {' && '.join(row['then'])}")
 
 
 def _roots(project: Project, args: argparse.Namespace) -> set[Path]:
@@ -178,6 +207,16 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         recovery = None  # the watch after recovery is over: no strategy in force
     finished = circuit_state.finished is not None
     where = "" if paths.root == root else str(paths.root)
+    held = Held(
+        circuit_escalated=circuit_state.escalated,
+        circuit_reason=circuit_state.reason,
+        circuit_blocked=circuit_state.blocked,
+        verify_open=verify.open,
+        verify_blocked=verify.blocked,
+        verify_failures=verify.consecutive_failures,
+        verify_max=verify.max_failures,
+    )
+    stands = standing(paths.name, records, held, where=where, root=str(root))
     if verify.blocked:
         verify_text = f"BLOCKED ({verify.blocked})"
     elif verify.last_verdict is None:
@@ -210,4 +249,8 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         "verify_state": attrs.asdict(verify),
         "spend": attrs.asdict(spend),
         "last_event": f"{event_name(last)} at {last.ts}" if last else None,
+        "standing": stands.state,
+        "blocker": None if stands.blocker is None else attrs.asdict(stands.blocker),
+        "decisions": [attrs.asdict(decision) for decision in stands.decisions],
+        "then": list(stands.then),
     }

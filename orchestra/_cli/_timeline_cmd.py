@@ -1,29 +1,38 @@
-"""``forge timeline <change>``: the session timeline as a table, as JSON, or followed live."""
+"""``forge timeline <change>``: the session timeline in words, raw, as JSON, or followed live."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._errors import EXIT_OK, StateError
+from .._errors import EXIT_OK, StateError, UsageError
 from .._state import ChangePaths, decode_event, event_record, parse_timeline, require_change
 from ._common import project_from
 from ._console import Output
+from ._oneline import terminal_width
+from ._timeline_view import Selection, readable_parts, since_moment
 
 FOLLOW_POLL_SECONDS = 0.2
 _SHOWN_FIRST = ("ts", "seq", "event", "change")
 
+Show = Callable[[dict[str, Any]], None]
+
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
+    selection = _selection(args)
+    show = _shower(args, out)
     if getattr(args, "fleet", False) or os.environ.get("FORGE_REDIS_URL"):
         # A fleet's timelines are on its server, with every host's events.
         from ._fleet_timeline import fleet_timeline
 
-        shown = fleet_timeline(args, out, project, _print_event)
+        shown = fleet_timeline(args, out, project, selection, show)
         if shown is not None:
             return shown
     paths = ChangePaths(project.root, args.change)
@@ -35,29 +44,76 @@ def run(args: argparse.Namespace, out: Output) -> int:
     read = parse_timeline(data)
     for problem in read.problems(paths.timeline):
         out.note(problem)
+    records = [event_record(decode_event(raw)) for raw in read.events]
+    selection.check(str(record["event"]) for record in records)
+    chosen = selection.select(records)
     if out.json_mode and not args.follow:
         out.document(
             {
                 "change": paths.name,
-                "events": [event_record(decode_event(raw)) for raw in read.events],
+                "events": chosen,
                 "torn_last_line": read.torn_last_line is not None,
                 "bad_lines": list(read.bad_lines),
             }
         )
         return EXIT_OK
-    for raw in read.events:
-        _print_event(event_record(decode_event(raw)), out)
+    for record in chosen:
+        show(record)
     if args.follow:
         from ._trio_run import run_interruptible
 
         # Follow from the end of the last whole line read: nothing appended since is lost.
-        run_interruptible(_follow, paths, out, data.rfind(b"\n") + 1)
-    elif not read.events:
+        run_interruptible(_follow, paths, _passing(selection, show), data.rfind(b"\n") + 1)
+    elif not records:
         out.line(f'no events yet for change "{paths.name}"', style="dim")
+    elif not chosen:
+        out.line(f'none of the {len(records)} events of "{paths.name}" match', style="dim")
     return EXIT_OK
 
 
-async def _follow(paths: ChangePaths, out: Output, offset: int) -> None:
+def _selection(args: argparse.Namespace) -> Selection:
+    """``-n``, ``--since`` and ``--kind`` as a :class:`Selection`.
+
+    Raises:
+        UsageError: (exit 2) for a negative ``-n`` or a ``--since`` that is no span or time.
+    """
+    if args.n is not None and args.n < 0:
+        raise UsageError(f"forge timeline: -n {args.n}: expected a count of events, 0 or more")
+    since = None if args.since is None else since_moment(args.since, time.time())
+    return Selection(count=args.n, since=since, kinds=tuple(args.kind))
+
+
+def _shower(args: argparse.Namespace, out: Output) -> Show:
+    """How one record is printed: a JSON line, its raw fields, or in words."""
+    if out.json_mode:
+        return _print_json
+    if args.raw:
+        return lambda record: _print_event(record, out)
+    return lambda record: out.styled(*readable_parts(record, _width(out)))
+
+
+def _passing(selection: Selection, show: Show) -> Show:
+    """``show`` for the records ``--since`` and ``--kind`` keep (``-n`` bounds the past only)."""
+
+    def shown(record: dict[str, Any]) -> None:
+        if selection.passes(record):
+            show(record)
+
+    return shown
+
+
+def _width(out: Output) -> int:
+    """The terminal's width, asked at each line: a terminal may be resized while followed."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed, or replaced by something without a tty
+        terminal = False
+    if terminal:
+        return out.console.width
+    return terminal_width()
+
+
+async def _follow(paths: ChangePaths, show: Show, offset: int) -> None:
     """Print events appended after ``offset``, until interrupted."""
     import trio  # only here: reading a timeline once does not need trio
 
@@ -79,7 +135,7 @@ async def _follow(paths: ChangePaths, out: Output, offset: int) -> None:
         # Only whole lines are printed: a line being written is not torn yet.
         complete, _, pending = (pending + chunk).rpartition(b"\n")
         for raw in parse_timeline(complete + b"\n").events if complete else ():
-            _print_event(event_record(decode_event(raw)), out)
+            show(event_record(decode_event(raw)))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -91,10 +147,12 @@ def _read_bytes(path: Path) -> bytes:
         raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+def _print_json(event: dict[str, Any]) -> None:
+    print(json.dumps(event, ensure_ascii=False), flush=True)
+
+
 def _print_event(event: dict[str, Any], out: Output) -> None:
-    if out.json_mode:
-        print(json.dumps(event, ensure_ascii=False), flush=True)
-        return
+    """The raw form: seq, time and kind, then every other field as ``key=value``."""
     details = " ".join(
         f"{key}={_short(value)}" for key, value in event.items() if key not in _SHOWN_FIRST
     )

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ._gather import resolve_run as resolve_run
     from ._gather import run_folder as run_folder
     from ._html import render_html as render_html
+    from ._lines import KNOWN_KINDS as KNOWN_KINDS
+    from ._lines import event_iteration as event_iteration
+    from ._lines import event_words as event_words
     from ._markdown import render_markdown as render_markdown
     from ._model import BatchReport as BatchReport
     from ._model import LoopReport as LoopReport
@@ -30,6 +33,7 @@ if not TYPE_CHECKING:
             "._build": ("LoopFacts", "build_report", "resume_commands"),
             "._gather": ("gather_report", "known_runs", "resolve_run", "run_folder"),
             "._html": ("render_html",),
+            "._lines": ("KNOWN_KINDS", "event_iteration", "event_words"),
             "._markdown": ("render_markdown",),
             "._model": ("BatchReport", "LoopReport"),
             "._write": ("HTML_NAME", "MARKDOWN_NAME", "ReportFiles", "write_report"),

@@ -1,0 +1,234 @@
+"""One timeline event in words, on its own (pure).
+
+The morning report folds a loop's events into marks, some of which (a
+cooldown, a wait for a permit) it infers from the gaps between events.
+``forge timeline`` shows each event as it was written, one line each: this
+module says what one event means without the events around it, in the
+report's words wherever the report has them (``_fold``'s labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._durations import brief_seconds
+from .._inside import REFUSED_EVENT as _REFUSED
+from .._state import (
+    BLOCKED,
+    CHECKPOINT,
+    ITERATION_BEGUN,
+    LOOP_STARTED,
+    SHIP_READY,
+    STRATEGY_CHANGED,
+    VERIFY_BREAKER,
+    AlertCleared,
+    AlertRaised,
+    BreakerClosed,
+    BreakerHalfOpen,
+    BreakerOpened,
+    BreakerReset,
+    ContractEvent,
+    Event,
+    IterationFinished,
+    IterationStarted,
+    OtherEvent,
+    ProtectViolation,
+    RecoveryStep,
+    RunStarted,
+    RunStopped,
+    SpendReset,
+    StateCorrupt,
+    StateRebuilt,
+    VerifyRecorded,
+    event_name,
+)
+from ._fold import _fields_text, _harm, _iteration_label, _refusal
+
+KNOWN_KINDS: tuple[str, ...] = (
+    *(
+        cls.kind
+        for cls in (
+            RunStarted,
+            RunStopped,
+            IterationStarted,
+            IterationFinished,
+            VerifyRecorded,
+            BreakerOpened,
+            BreakerHalfOpen,
+            BreakerClosed,
+            ProtectViolation,
+            BreakerReset,
+            SpendReset,
+            StateCorrupt,
+            StateRebuilt,
+            AlertRaised,
+            AlertCleared,
+            RecoveryStep,
+        )
+    ),
+    LOOP_STARTED,
+    ITERATION_BEGUN,
+    STRATEGY_CHANGED,
+    BLOCKED,
+    SHIP_READY,
+    CHECKPOINT,
+    _REFUSED,
+)
+"""Every event kind this release writes, each with its own words below."""
+
+
+def event_iteration(event: Event) -> int | None:
+    """The iteration an event belongs to, when it names one."""
+    number = getattr(event, "iteration", None)
+    if number is None and isinstance(event, ContractEvent | OtherEvent):
+        number = event.fields.get("iteration")
+    if isinstance(number, int) and not isinstance(number, bool):
+        return number
+    return None
+
+
+def event_words(event: Event) -> str:
+    """What one event says, in words: ``circuit OPEN (opening 1): verify: 3 failures``.
+
+    Every kind of event has its words; an event this release does not know
+    is its name and its plain fields (``key=value``, never a nested value).
+    """
+    for words in (_loop_words, _circuit_words, _state_words, _notice_words):
+        said = words(event)
+        if said is not None:
+            return said
+    if isinstance(event, ContractEvent | OtherEvent):
+        return _named_words(event_name(event), event.fields)
+    return event_name(event)  # a kind added to the timeline before its words were
+
+
+def _loop_words(event: Event) -> str | None:
+    if isinstance(event, RunStarted):
+        return _started(event)
+    if isinstance(event, RunStopped):
+        words = f"run stopped: {event.reason} after {_count(event.iterations, 'iteration')}"
+        if event.gate:
+            words += f" (gate: {event.gate})"
+        return f"{words}: {event.detail}" if event.detail else words
+    if isinstance(event, IterationStarted):
+        return f"iteration {event.iteration} started"
+    if isinstance(event, IterationFinished):
+        words = f"{_iteration_label(event)}; took {brief_seconds(event.duration)}"
+        refused = _refusal(event)
+        return f"{words}; {refused}" if refused else words
+    if isinstance(event, VerifyRecorded):
+        return _verified(event)
+    return None
+
+
+def _started(event: RunStarted) -> str:
+    words = "supervised run started" if event.supervised else "run started"
+    plan = event.plan
+    limit, executor = plan.get("max_iterations"), plan.get("executor")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        words += f": up to {_count(limit, 'iteration')}"
+    if isinstance(executor, str) and executor:
+        words += f" with {executor}"
+    used = plan.get("iterations_used")
+    if isinstance(used, int) and not isinstance(used, bool) and used:
+        words += f" ({used} used before)"
+    if event.circuit and event.circuit != "closed":
+        words += f"; circuit {event.circuit.upper()}"
+    return words
+
+
+def _verified(event: VerifyRecorded) -> str:
+    limit = f" of {event.max_failures}" if event.max_failures else ""
+    words = f"verify {event.verdict} ({event.consecutive_failures}{limit} consecutive failures)"
+    failed = [
+        str(check.get("name", "?"))
+        for check in event.checks
+        if isinstance(check, dict) and check.get("passed") is False
+    ]
+    if failed:
+        words += f", failed: {', '.join(failed)}"
+    if event.blocked:
+        words += f"; BLOCKED: {event.blocked}"
+    elif event.open:
+        words += "; verify breaker OPEN"
+    return f"{words}; took {brief_seconds(event.duration)}" if event.duration else words
+
+
+def _circuit_words(event: Event) -> str | None:
+    if isinstance(event, BreakerOpened):
+        if event.escalated:
+            return f"circuit OPEN for good (opening {event.opens}): {event.reason}; escalated"
+        words = f"circuit OPEN (opening {event.opens}): {event.reason}"
+        return f"{words}; cooldown {brief_seconds(event.cooldown)}" if event.cooldown else words
+    if isinstance(event, BreakerHalfOpen):
+        return "circuit HALF-OPEN: one probe iteration"
+    if isinstance(event, BreakerClosed):
+        return f"circuit CLOSED: {event.reason}"
+    if isinstance(event, ProtectViolation):
+        harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
+        return f"integrity: {harmed}"
+    return None
+
+
+def _state_words(event: Event) -> str | None:
+    if isinstance(event, BreakerReset):
+        breaker = f"{event.breaker} breaker" if event.breaker == VERIFY_BREAKER else event.breaker
+        words = f"a person reset the {breaker}"
+        return f"{words}: {event.reason}" if event.reason else words
+    if isinstance(event, SpendReset):
+        return (
+            f"a person reset the spend totals (were {event.tokens} tokens, "
+            f"{event.tool_calls} tool calls, ${event.cost_usd:.4f})"
+        )
+    if isinstance(event, StateCorrupt):
+        words = f"state file {event.file} was unreadable: moved aside to {event.moved_to}"
+        return f"{words} ({event.reason})" if event.reason else words
+    if isinstance(event, StateRebuilt):
+        return f"state file {event.file} rebuilt from the timeline"
+    return None
+
+
+def _notice_words(event: Event) -> str | None:
+    if isinstance(event, AlertRaised):
+        return f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
+    if isinstance(event, AlertCleared):
+        return f"{event.alert} cleared at iteration {event.iteration}"
+    if isinstance(event, RecoveryStep):
+        words = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
+        if event.escalated and event.step >= event.steps:
+            return words + " (reached: escalated)"
+        if event.escalated:
+            return words + " (not tried: the loop escalated first)"
+        return words
+    return None
+
+
+def _named_words(name: str, fields: Mapping[str, Any]) -> str:
+    """The loop contract's events, a refused command, and kinds known only by name."""
+    said = {key: value for key, value in fields.items() if isinstance(value, str) and value}
+    if name == LOOP_STARTED:
+        return f"loop started: {said.get('goal', 'no goal given')}"
+    if name == ITERATION_BEGUN and "iteration" in fields:
+        return f"pass {fields['iteration']} begun at stage {said.get('stage', '?')}"
+    if name == STRATEGY_CHANGED:
+        return f"strategy changed: {said.get('strategy_change', '?')}"
+    if name == BLOCKED:
+        return f"blocked: {said.get('detail', 'no detail given')}"
+    if name == SHIP_READY:
+        return f"ready to ship: {said.get('goal', '')}".rstrip(": ")
+    if name == CHECKPOINT:
+        words = f"checkpoint at stage {said.get('stage', '?')}"
+        for key, label in (("next_action", "next"), ("owner_decision", "owner decision")):
+            if key in said:
+                words += f"; {label}: {said[key]}"
+        return words
+    if name == _REFUSED:
+        words = f"refused {said.get('command', 'a command')} from inside the loop"
+        return f"{words} (found by {said['found_by']})" if "found_by" in said else words
+    text = _fields_text(fields)
+    return f"{name}: {text}" if text else name
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
