@@ -17,10 +17,11 @@ SHELLS_STAMP := $(VENV)/.shells
 .PHONY: demo screenshot test lint typecheck pytest bench reliability docs clean
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@echo "setting up $(VENV) (once): Forge and its test tools"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
 
 # The supervisor over the demo loops declared in forge.toml, driven by the
 # bundled fake agent (no API key): one loop finishes, one's verify keeps failing
@@ -34,7 +35,7 @@ demo: $(STAMP)
 	  git branch -D forge/$$change >/dev/null 2>&1; \
 	  rm -rf .forge/changes/$$change; \
 	done; true
-	$(BIN)/forge supervise; code=$$?; \
+	@$(BIN)/forge supervise; code=$$?; \
 	echo; echo "forge supervise exited $$code (1: not every loop ended done — by design here)"; \
 	echo "next: $(BIN)/forge status   ·   $(BIN)/forge timeline demo-billing   ·   $(BIN)/forge report --open"; \
 	echo "report: $(CURDIR)/$$(ls -1d .forge/runs/*/ | tail -n 1)report.html"

@@ -8,6 +8,8 @@ does (sh emulation, bash's arrays). ``make test`` installs zsh and fish.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -72,11 +74,25 @@ def _offered(shell: str, script: Path, line: str, cwd: Path) -> set[str]:
         argv = [shell, "-c", _BASH if shell == "bash" else _ZSH, str(script), line]
         if shell == "zsh":
             argv.insert(1, "-f")
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, (argv, done.stderr)
-    assert not done.stderr, (argv, done.stderr)
+    # In a session of its own: a script that hangs is stopped with every child.
+    shell_process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = shell_process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(shell_process.pid, signal.SIGKILL)
+        shell_process.communicate()
+        raise
+    assert shell_process.returncode == 0, (argv, err)
+    assert not err, (argv, err)
     # fish prints "word<TAB>description".
-    return {row.split("\t")[0] for row in done.stdout.splitlines() if row}
+    return {row.split("\t")[0] for row in out.splitlines() if row}
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])

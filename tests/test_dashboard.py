@@ -79,3 +79,31 @@ async def test_an_estimated_cost_is_marked_with_a_tilde(
     assert "~$1.50" in text
     assert "$2.25" in text
     assert "~$2.25" not in text
+
+
+async def test_each_row_is_one_line_at_140_columns_and_events_end_at_a_word(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    buffer = io.StringIO()
+    narrow = Console(file=buffer, force_terminal=True, width=140, color_system=None)
+    words = "verify FAILED tests/test_cart.py::test_total — expected 12.50 but the cart said "
+    loops = []
+    for n in range(3):
+        loop = LoopProgress(f"change-{n}", 10, status="cooling down", iteration=4, circuit="open")
+        loop.cooldown_until = trio.current_time() + 1800
+        loop.trips, loop.recovery, loop.verify = 2, "narrow: one file at a time", "FAIL"
+        loop.score, loop.risk, loop.alerts = -3, "high", ["calls-remaining"]
+        loop.last_event = words * 4
+        loops.append(loop)
+    dashboard = Dashboard(narrow, loops, None)
+    dashboard.event("breaker.opened", "change-0", words * 3)
+    narrow.print(dashboard.render())
+    lines = buffer.getvalue().splitlines()
+    assert all(len(line) <= 140 for line in lines), lines
+    # The header; the table's top rule, names and rule; a line per loop; its
+    # bottom rule; the event.
+    assert sum(1 for line in lines if "change-" in line and "│" in line) == 3, lines
+    assert len(lines) == 1 + 3 + 3 + 1 + 1, lines
+    event = lines[-1]
+    assert event.endswith("…")
+    assert (event[:-1].rstrip() + " ") in f"change-0: {words * 3}"

@@ -24,6 +24,16 @@ REFUSING = {
     "verify --reset-breaker": ["verify", "--reset-breaker", "--change", "{c}"],
     "checkpoint": ["checkpoint", "--change", "{c}", "--stage", "iteration-1"],
     "resume": ["resume", "--change", "{c}"],
+    "timeline": ["timeline", "{c}"],
+    "policy simulate": ["policy", "simulate", "--change", "{c}"],
+    "policy simulate --sweep": [
+        "policy",
+        "simulate",
+        "--change",
+        "{c}",
+        "--sweep",
+        "stagnation.no_progress=2,3",
+    ],
 }
 
 

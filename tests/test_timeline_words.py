@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestra._cli._oneline import ELLIPSIS, cells, fit, one_line
+from orchestra._oneline import ELLIPSIS, cells, fit, one_line
 from orchestra._report import KNOWN_KINDS, event_iteration, event_words
 from orchestra._state import ContractEvent, OtherEvent, decode_event
 
@@ -66,7 +66,7 @@ def test_every_kind_reads_as_words_not_as_its_name_and_fields() -> None:
 
 def test_words_say_what_happened() -> None:
     assert event_words(_event("breaker.opened")) == (
-        "circuit OPEN (opening 1): verify: 3 failures; cooldown 10m00s"
+        "circuit OPEN (opening 1): verify: 3 failures; cooldown 10m"
     )
     assert event_words(_event("protect.violation")) == ("integrity: forge.toml modified — restored")
     assert event_words(_event("breaker.reset")) == (

@@ -14,7 +14,7 @@ import attrs
 from .._engine import Replay, ReplayStep, replay
 from .._errors import EXIT_OK, UsageError
 from .._policy import Policy, policy_as_dict
-from .._state import ChangePaths, read_timeline
+from .._state import ChangePaths, read_timeline, require_change
 from .._supervise import resolve_loops
 from ._candidate import policy_file, with_settings
 from ._common import policy_from, project_from, set_layer
@@ -87,6 +87,8 @@ def _request(args: argparse.Namespace) -> Simulation:
     loop = next((setup for setup in loops if setup.change == paths.name), None)
     if loop is not None:
         paths = ChangePaths(loop.root, paths.name)  # a loop in another repository keeps it there
+    # As everywhere: a change with no state is a typo (exit 2, the changes there are).
+    require_change(paths, "forge policy simulate")
     if args.policy:
         candidate = policy_file(args.policy, root=project.root, settings=settings)
         policy = candidate.for_change(paths.name)

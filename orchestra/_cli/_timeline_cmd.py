@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import EXIT_OK, StateError, UsageError
+from .._oneline import terminal_width
 from .._state import ChangePaths, decode_event, event_record, parse_timeline, require_change
 from ._common import project_from
 from ._console import Output
-from ._oneline import terminal_width
 from ._timeline_view import Selection, readable_parts, since_moment
 
 FOLLOW_POLL_SECONDS = 0.2

@@ -16,9 +16,9 @@ import attrs
 
 from .._durations import parse_duration
 from .._errors import UsageError
+from .._oneline import fit, one_line
 from .._report import KNOWN_KINDS, event_iteration, event_words
 from .._state import decode_event
-from ._oneline import fit, one_line
 from ._usage import suggestion
 
 Record = dict[str, Any]

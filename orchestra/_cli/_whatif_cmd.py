@@ -19,7 +19,7 @@ import attrs
 from .._engine import WhatIf, what_if
 from .._errors import EXIT_OK, UsageError
 from .._policy import Layer, LoadedPolicy, Policy
-from .._state import STATE_DIR, ChangePaths, list_changes, read_timeline
+from .._state import STATE_DIR, ChangePaths, list_changes, read_timeline, require_change
 from .._supervise import LoopSetup, resolve_loops
 from .._workspace import Project
 from ._candidate import Candidate, policy_file, with_settings
@@ -137,7 +137,8 @@ def _batch(
         # One change's whole history; a loop in another repository keeps it there.
         loop = next((setup for setup in loops if setup.change == args.change), None)
         root = loop.root if loop is not None else project.root
-        return None, [_Change(ChangePaths(root, args.change), loop)]
+        paths = require_change(ChangePaths(root, args.change), "forge policy simulate")
+        return None, [_Change(paths, loop)]
     if args.all:
         found = [
             _Change(ChangePaths(root, name), by_key.get((root, name)))

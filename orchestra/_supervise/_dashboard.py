@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._engine import LoopProgress
+from .._oneline import cells, fit, one_line
 from .._ratelimit import LimiterStatistics, RateLimiter
 
 REFRESH_SECONDS = 0.25
@@ -27,6 +28,9 @@ _COLUMNS = (
     "cost",
     "last event",
 )
+# A rich table's own width besides its cells: a border each side and between
+# columns, and a space of padding each side of every cell.
+_TABLE_FRAME = len(_COLUMNS) + 1 + 2 * len(_COLUMNS)
 _STYLES = {
     "done": "green",
     "running": "cyan",
@@ -96,34 +100,49 @@ class Dashboard:
 
     def render(self) -> Group:
         now = trio.current_time()
+        rows = [self._row(loop, now) for loop in self._progress]
+        width = self._console.width
+        # Every row on one line: the last event takes what the other columns
+        # leave and is cut at a word; the others are short and never wrap.
+        fixed = [max([cells(_COLUMNS[i])] + [cells(row[i]) for row in rows]) for i in range(8)]
+        room = max(cells(_COLUMNS[-1]), width - sum(fixed) - _TABLE_FRAME)
         table = Table(expand=False)
         for column in _COLUMNS:
-            table.add_column(column)
-        for loop in self._progress:
-            circuit = loop.circuit
-            if loop.cooldown_until is not None:
-                circuit += f" ({max(0.0, loop.cooldown_until - now):.0f}s)"
-            if loop.trips:
-                circuit += f" ×{loop.trips}"
-            if loop.recovery and loop.reason is None:
-                circuit += f" · recovery {loop.recovery.split(':', 1)[0]}"
-            score = score_cell(loop)
+            table.add_column(column, no_wrap=True, overflow="ellipsis")
+        for loop, row in zip(self._progress, rows, strict=True):
             table.add_row(
-                loop.change,
-                Text(loop.status, style=_STYLES.get(loop.status, "red" if loop.reason else "")),
-                f"{loop.iteration}/{loop.max_iterations}",
-                circuit,
-                loop.verify,
-                score,
-                str(loop.tokens),
-                f"{'~' if loop.cost_estimated else ''}${loop.cost_usd:.2f}",
-                loop.last_event[:60],
+                row[0],
+                Text(row[1], style=_STYLES.get(loop.status, "red" if loop.reason else "")),
+                *row[2:8],
+                fit(row[8], room),
             )
         header = (
             limiter_line(self._limiter.statistics(), time.time())
             if self._limiter
             else "rate limit: off"
         )
-        parts: list[Text | Table] = [Text(header, style="bold"), table]
-        parts.extend(Text(line, style="dim") for line in self._events)
+        parts: list[Text | Table] = [Text(fit(header, width), style="bold"), table]
+        parts.extend(Text(fit(line, width), style="dim", no_wrap=True) for line in self._events)
         return Group(*parts)
+
+    @staticmethod
+    def _row(loop: LoopProgress, now: float) -> list[str]:
+        """One loop's cells, as text, in the order of the columns."""
+        circuit = loop.circuit
+        if loop.cooldown_until is not None:
+            circuit += f" ({max(0.0, loop.cooldown_until - now):.0f}s)"
+        if loop.trips:
+            circuit += f" ×{loop.trips}"
+        if loop.recovery and loop.reason is None:
+            circuit += f" · recovery {loop.recovery.split(':', 1)[0]}"
+        return [
+            loop.change,
+            loop.status,
+            f"{loop.iteration}/{loop.max_iterations}",
+            circuit,
+            loop.verify,
+            score_cell(loop),
+            str(loop.tokens),
+            f"{'~' if loop.cost_estimated else ''}${loop.cost_usd:.2f}",
+            one_line(loop.last_event),
+        ]
