@@ -81,11 +81,18 @@ def test_simulate_reproduces_the_live_trip_and_moves_it(repo: Repo) -> None:
 
 
 def test_simulate_a_change_without_recorded_signals(repo: Repo) -> None:
+    repo.write("forge.toml", '[verify]\ncommand = "true"\n')
+    assert repo.forge("verify", "--change", "nothing").code == 0  # begun, never iterated
     done = repo.forge("policy", "simulate", "--change", "nothing")
-    assert done.code == 0
+    assert done.code == 0, done.err
     assert "nothing to replay" in done.out
-    bad = repo.forge("policy", "simulate", "--change", "x", "--set", "stagnation.window=0")
+    bad = repo.forge("policy", "simulate", "--change", "nothing", "--set", "stagnation.window=0")
     assert bad.code == 2
+    assert "stagnation.window" in bad.err
+    # A change with no state at all is a typo, as for every command.
+    unknown = repo.forge("policy", "simulate", "--change", "nothin")
+    assert unknown.code == 2
+    assert 'no change "nothin"' in unknown.err
 
 
 def test_a_probe_with_progress_closes_and_the_simulator_agrees(repo: Repo) -> None:
