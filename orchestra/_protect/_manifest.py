@@ -290,13 +290,8 @@ def _node(
     except OSError:
         return None
     kind = _kind(info.st_mode)
-    if kind == LINK:
-        try:
-            return _node_of(info, kind, target=os.readlink(path))
-        except OSError:
-            return _node_of(info, kind)
     if kind != FILE:
-        return _node_of(info, kind)
+        return _unread_node(path, info, kind)
     earlier = previous.nodes.get(path) if previous is not None else None
     if earlier is not None and previous is not None and _unchanged(earlier, info, previous):
         return _node_of(info, kind, digest=earlier.digest)
@@ -325,7 +320,11 @@ def _stat_node(path: str) -> Node | None:
         info = os.lstat(path)
     except OSError:
         return None
-    kind = _kind(info.st_mode)
+    return _unread_node(path, info, _kind(info.st_mode))
+
+
+def _unread_node(path: str, info: os.stat_result, kind: str) -> Node:
+    """A path recorded without reading it: a folder, a link (its target) or a file's stat."""
     if kind == LINK:
         with contextlib.suppress(OSError):
             return _node_of(info, kind, target=os.readlink(path))
