@@ -16,7 +16,6 @@ from typing import Any
 
 import attrs
 
-from .._report import resume_commands
 from .._state import BLOCKED, CHECKPOINT, RunStarted, RunStopped
 
 NEEDS_YOU = "needs you"
@@ -111,6 +110,10 @@ def standing(
     decisions = (*decisions, *_budget(change, gate, detail, prefix, decisions))
     then: tuple[str, ...] = ()
     if bool(started.get("supervised")) and ending != DONE:
+        # Here, not at the top: the report's model is a quarter of status's
+        # start, and only a supervised loop that needs a person uses it.
+        from .._report import resume_commands
+
         taken = {decision.command for decision in decisions}
         commands = resume_commands(change, ending, _str(gate), (), where, root)
         then = tuple(command for command in commands if command not in taken)

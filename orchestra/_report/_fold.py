@@ -37,6 +37,7 @@ from .._state import (
     VerifyRecorded,
     event_name,
 )
+from ._lines import fields_text, harm_words, iteration_label, refusal_words
 from ._model import (
     ALERT,
     BAD,
@@ -197,7 +198,7 @@ class Fold:
             self.circuit = "closed"
             self.mark(CIRCUIT, now, 0, f"circuit CLOSED: {event.reason}", GOOD)
         elif isinstance(event, ProtectViolation):
-            harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
+            harmed = "; ".join(harm_words(h) for h in event.harmed) or "a protected path"
             self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
         else:
             return False
@@ -285,11 +286,11 @@ class Fold:
         )
         self.changed(event.signals or {})
         self.spend = self.spend + spend
-        note = _refusal(event)
+        note = refusal_words(event)
         if note is not None:
             self.refused = True
         verify = event.verify
-        label = _iteration_label(event)
+        label = iteration_label(event)
         self.mark(ITERATION, start, now - start, label, _iteration_tone(event), event.iteration)
         if note is not None:
             label = f"iteration {event.iteration}: {note}"
@@ -351,7 +352,7 @@ class Fold:
 
     def named(self, event: ContractEvent | OtherEvent, now: float) -> None:
         name = event_name(event)
-        text = _fields_text(event.fields)
+        text = fields_text(event.fields)
         label = f"{name}: {text}" if text else name
         self.notices.append(Notice(name, label, event.ts))
         if name.startswith("alert."):
@@ -486,52 +487,13 @@ def evidence_lines(evidence: Mapping[str, Any] | None) -> list[str]:
         if key == "condition":
             continue
         if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-            shown = "; ".join(_harm(v) if "path" in v else _fields_text(v) for v in value)
+            shown = "; ".join(harm_words(v) if "path" in v else fields_text(v) for v in value)
         elif isinstance(value, dict):
-            shown = _fields_text(value)
+            shown = fields_text(value)
         else:
             shown = str(value)
         lines.append(f"{key.replace('_', ' ')}: {shown}")
     return lines
-
-
-def _harm(harmed: Mapping[str, Any]) -> str:
-    path = harmed.get("path", "?")
-    words = f"{path} {harmed.get('harm', 'harmed')}"
-    if harmed.get("protection"):
-        words += f" (protected: {harmed['protection']})"
-    if harmed.get("action"):
-        words += f" — {harmed['action']}"
-    return words
-
-
-def _refusal(event: IterationFinished) -> str | None:
-    """The provider's refusal of an iteration, in words (None: it was not refused)."""
-    if event.rate_limit is None and event.judged:
-        return None
-    limit = event.rate_limit
-    which = f"{limit.status} {limit.kind or ''}".strip() if limit is not None else "limit"
-    note = f"the provider refused: {which}"
-    if event.pause:
-        note += f"; every loop paused {brief_seconds(event.pause)}"
-    return note
-
-
-def _iteration_label(event: IterationFinished) -> str:
-    parts = [f"iteration {event.iteration}", _exit_words(event)]
-    if event.verify:
-        parts.append(f"verify {event.verify}")
-    if event.score is not None:
-        parts.append(f"score {event.score:+d}")
-    if event.done:
-        parts.append("done")
-    if event.trip:
-        parts.append(f"tripped: {event.trip}")
-    if event.denied:
-        parts.append(f"denied: {'; '.join(event.denied)}")
-    if event.question:
-        parts.append(f"asked: {event.question}")
-    return ", ".join(parts)
 
 
 def _iteration_tone(event: IterationFinished) -> str:
@@ -541,24 +503,3 @@ def _iteration_tone(event: IterationFinished) -> str:
     if event.done or verify == "PASS":
         return GOOD
     return NEUTRAL
-
-
-def _exit_words(event: IterationFinished) -> str:
-    if event.start_error:
-        return f"could not start: {event.start_error}"
-    if event.timed_out:
-        return "timed out"
-    if event.signal is not None:
-        return f"killed by signal {event.signal}"
-    return f"exit {event.exit}" if event.exit is not None else "no exit code"
-
-
-def _fields_text(fields: Mapping[str, Any], limit: int = 160) -> str:
-    """A generic event's scalar fields, ``key=value`` (for kinds the report does not know)."""
-    parts = []
-    for key, value in fields.items():
-        if key in ("run_id",) or isinstance(value, dict | list) or value is None:
-            continue
-        parts.append(f"{key}={value}")
-    text = ", ".join(parts)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -43,7 +43,6 @@ from .._state import (
     VerifyRecorded,
     event_name,
 )
-from ._fold import _fields_text, _harm, _iteration_label, _refusal
 
 KNOWN_KINDS: tuple[str, ...] = (
     *(
@@ -114,8 +113,8 @@ def _loop_words(event: Event) -> str | None:
     if isinstance(event, IterationStarted):
         return f"iteration {event.iteration} started"
     if isinstance(event, IterationFinished):
-        words = f"{_iteration_label(event)}; took {brief_seconds(event.duration)}"
-        refused = _refusal(event)
+        words = f"{iteration_label(event)}; took {brief_seconds(event.duration)}"
+        refused = refusal_words(event)
         return f"{words}; {refused}" if refused else words
     if isinstance(event, VerifyRecorded):
         return _verified(event)
@@ -166,7 +165,7 @@ def _circuit_words(event: Event) -> str | None:
     if isinstance(event, BreakerClosed):
         return f"circuit CLOSED: {event.reason}"
     if isinstance(event, ProtectViolation):
-        harmed = "; ".join(_harm(h) for h in event.harmed) or "a protected path"
+        harmed = "; ".join(harm_words(h) for h in event.harmed) or "a protected path"
         return f"integrity: {harmed}"
     return None
 
@@ -226,9 +225,69 @@ def _named_words(name: str, fields: Mapping[str, Any]) -> str:
     if name == _REFUSED:
         words = f"refused {said.get('command', 'a command')} from inside the loop"
         return f"{words} (found by {said['found_by']})" if "found_by" in said else words
-    text = _fields_text(fields)
+    text = fields_text(fields)
     return f"{name}: {text}" if text else name
 
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def harm_words(harmed: Mapping[str, Any]) -> str:
+    path = harmed.get("path", "?")
+    words = f"{path} {harmed.get('harm', 'harmed')}"
+    if harmed.get("protection"):
+        words += f" (protected: {harmed['protection']})"
+    if harmed.get("action"):
+        words += f" — {harmed['action']}"
+    return words
+
+
+def refusal_words(event: IterationFinished) -> str | None:
+    """The provider's refusal of an iteration, in words (None: it was not refused)."""
+    if event.rate_limit is None and event.judged:
+        return None
+    limit = event.rate_limit
+    which = f"{limit.status} {limit.kind or ''}".strip() if limit is not None else "limit"
+    note = f"the provider refused: {which}"
+    if event.pause:
+        note += f"; every loop paused {brief_seconds(event.pause)}"
+    return note
+
+
+def iteration_label(event: IterationFinished) -> str:
+    parts = [f"iteration {event.iteration}", exit_words(event)]
+    if event.verify:
+        parts.append(f"verify {event.verify}")
+    if event.score is not None:
+        parts.append(f"score {event.score:+d}")
+    if event.done:
+        parts.append("done")
+    if event.trip:
+        parts.append(f"tripped: {event.trip}")
+    if event.denied:
+        parts.append(f"denied: {'; '.join(event.denied)}")
+    if event.question:
+        parts.append(f"asked: {event.question}")
+    return ", ".join(parts)
+
+
+def exit_words(event: IterationFinished) -> str:
+    if event.start_error:
+        return f"could not start: {event.start_error}"
+    if event.timed_out:
+        return "timed out"
+    if event.signal is not None:
+        return f"killed by signal {event.signal}"
+    return f"exit {event.exit}" if event.exit is not None else "no exit code"
+
+
+def fields_text(fields: Mapping[str, Any], limit: int = 160) -> str:
+    """A generic event's scalar fields, ``key=value`` (for kinds the report does not know)."""
+    parts = []
+    for key, value in fields.items():
+        if key in ("run_id",) or isinstance(value, dict | list) or value is None:
+            continue
+        parts.append(f"{key}={value}")
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
