@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from typing import ClassVar
 
 import attrs
 
@@ -148,15 +149,16 @@ class IntegrityCheck:
         # came after it is found among the last few entries: they are counted
         # too. At most they let an agent put back what forge wrote last, which
         # is what the files held when the manifest was taken.
-        folders = {os.path.dirname(p) for p in manifest.nodes}
         self.journals = {
             folder: max(0, _size(os.path.join(folder, FORGE_WRITES)) - _IN_FLIGHT_BYTES)
-            for folder in folders
+            for folder in {os.path.dirname(p) for p in manifest.nodes}
         }
-        # The timelines' lines journal too, keyed by its own path.
-        for folder in folders:
-            lines = os.path.join(folder, FORGE_LINES)
-            self.journals[lines] = max(0, _size(lines) - _LINES_IN_FLIGHT_BYTES)
+        # The timelines' lines journal too, keyed by its own path: only where a
+        # timeline is (a stat per protected folder would grow with the tree).
+        for path, mode in manifest.protection.items():
+            if mode == GROWS:
+                lines = os.path.join(os.path.dirname(path), FORGE_LINES)
+                self.journals[lines] = max(0, _size(lines) - _LINES_IN_FLIGHT_BYTES)
         self.store.keep(manifest, contents)
         self.before = manifest
         if self.change is not None:
@@ -187,8 +189,7 @@ class IntegrityCheck:
         # (a path no longer listed is not thereby gone); additions as it says.
         # The scopes go first: a path they still protect is taken as they say
         # (a live database is never read, whatever an older Forge recorded).
-        recorded = (_Recorded(before, reads=True), _Recorded(before, reads=False))
-        after = take_manifest([*self.scopes, *recorded])
+        after = take_manifest([*self.scopes, _Recorded(before)])
         found = [
             v
             for v in violations(before, after, partial(sealed_state, waivers=self.waivers))
@@ -477,21 +478,15 @@ def _whole_event(line: bytes) -> bool:
 
 @attrs.frozen
 class _Recorded:
-    """The paths a recorded manifest holds, to be taken again as they are now.
+    """The paths a recorded manifest holds, to be taken again as they are now."""
 
-    ``reads``: the ones it recorded a hash of; without, the ones it recorded
-    from their stat alone (see :class:`LiveDatabase`), taken so again.
-    """
+    reads: ClassVar[bool] = True
 
     manifest: Manifest
-    reads: bool
 
     def walk(self) -> Iterator[tuple[str, str, str]]:
-        nodes = self.manifest.nodes
         for path, mode in self.manifest.protection.items():
-            node = nodes[path]
-            if (node.kind != FILE or node.digest is not None) == self.reads:
-                yield path, self.manifest.names[path], mode
+            yield path, self.manifest.names[path], mode
 
 
 def _only_grew(
