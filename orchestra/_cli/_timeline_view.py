@@ -18,7 +18,7 @@ from .._durations import parse_duration
 from .._errors import UsageError
 from .._oneline import fit, one_line
 from .._report import KNOWN_KINDS, event_iteration, event_words
-from .._state import decode_event
+from .._state import decode_event, iso_epoch
 from ._usage import suggestion
 
 Record = dict[str, Any]
@@ -68,7 +68,7 @@ class Selection:
     def passes(self, record: Record) -> bool:
         """Whether ``--since`` and ``--kind`` keep this record."""
         if self.since is not None:
-            moment = _epoch(record.get("ts"))
+            moment = iso_epoch(record.get("ts"))
             if moment is None or moment < self.since:
                 return False
         name = str(record.get("event"))
@@ -113,7 +113,7 @@ def since_moment(text: str, now: float) -> float:
 def readable_parts(record: Record, width: int) -> list[tuple[str, str | None]]:
     """One event as a styled line of at most ``width`` cells: time, iteration, words."""
     event = decode_event(record)
-    moment = _epoch(record.get("ts"))
+    moment = iso_epoch(record.get("ts"))
     clock = datetime.fromtimestamp(moment).strftime("%H:%M:%S") if moment is not None else _NO_TIME
     number = event_iteration(event)
     iteration = f"#{number}" if number is not None else ""
@@ -135,12 +135,3 @@ def _prefixes(names: Iterable[str]) -> set[str]:
         parts = name.split(".")
         found.update(".".join(parts[:end]) for end in range(1, len(parts)))
     return found
-
-
-def _epoch(ts: object) -> float | None:
-    if not isinstance(ts, str) or not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None

@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
-from .._state import FORGE_LINES, FORGE_WRITES, Event, RunStarted
-from ._fold import Fold, epoch, number
+from .._state import FORGE_LINES, FORGE_WRITES, Event, RunStarted, iso_epoch
+from ._fold import Fold, number
 from ._model import BatchReport, LoopReport, Spend, Trip
 
 DONE = "done"
@@ -139,7 +139,7 @@ def _started_at(
     starts = [
         t
         for events in segments
-        for t in (epoch(e.ts) for e in events[:1] if isinstance(e, RunStarted))
+        for t in (iso_epoch(e.ts) for e in events[:1] if isinstance(e, RunStarted))
         if t is not None
     ]
     return min(starts) if starts else None
@@ -152,7 +152,7 @@ def _finished_at(
     finished_at = number(summary.get("finished_at")) if summary else None
     if finished_at is not None:
         return finished_at
-    ends = [t for events in segments for t in (epoch(e.ts) for e in events[-1:]) if t]
+    ends = [t for events in segments for t in (iso_epoch(e.ts) for e in events[-1:]) if t]
     return max(ends) if ends else None
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ._files import FORGE_WRITES as FORGE_WRITES
     from ._files import atomic_write as atomic_write
     from ._files import exclusive_lock as exclusive_lock
+    from ._files import iso_epoch as iso_epoch
     from ._files import move_aside as move_aside
     from ._files import read_state_bytes as read_state_bytes
     from ._files import run_by_a_person as run_by_a_person
@@ -136,6 +137,7 @@ if not TYPE_CHECKING:
                 "read_state_bytes",
                 "run_by_a_person",
                 "utc_iso",
+                "iso_epoch",
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),

@@ -302,3 +302,13 @@ def utc_iso(epoch: float) -> str:
     """An epoch as ISO-8601 UTC with milliseconds, as persisted everywhere."""
     stamp = datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
     return stamp.replace("+00:00", "Z")
+
+
+def iso_epoch(stamp: object) -> float | None:
+    """A persisted time (``utc_iso``'s form) as epoch seconds; None when it is not one."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
