@@ -11,7 +11,6 @@ provider had just refused.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from .._durations import brief_seconds
@@ -36,8 +35,16 @@ from .._state import (
     StateRebuilt,
     VerifyRecorded,
     event_name,
+    iso_epoch,
 )
-from ._lines import fields_text, harm_words, iteration_label, refusal_words
+from ._lines import (
+    NOT_TRIED,
+    event_words,
+    fields_text,
+    harm_words,
+    iteration_label,
+    refusal_words,
+)
 from ._model import (
     ALERT,
     BAD,
@@ -65,16 +72,13 @@ from ._model import (
 # was spent waiting for a rate-limit permit (the loop's own work between two
 # iterations takes milliseconds).
 LIMITER_GAP = 1.0
-
-
-def epoch(ts: str | None) -> float | None:
-    """A timeline's ``ts`` (ISO-8601 UTC) as epoch seconds, None when unreadable."""
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None
+# How each event a person or a damaged file made reads on the strip.
+_STATE_TONES: dict[type, str] = {
+    BreakerReset: NEUTRAL,
+    SpendReset: NEUTRAL,
+    StateCorrupt: BAD,
+    StateRebuilt: WARN,
+}
 
 
 def number(value: object) -> float | None:
@@ -110,7 +114,7 @@ class Fold:
         self.files_partial = False  # an iteration changed more files than it named
 
     def at(self, event: Event) -> float:
-        moment = epoch(event.ts)
+        moment = iso_epoch(event.ts)
         return max(0.0, (moment if moment is not None else self.base) - self.base)
 
     def mark(
@@ -192,47 +196,39 @@ class Fold:
             self.open_since = None
             self.circuit = "half-open"
             self.ready = now
-            self.mark(CIRCUIT, now, 0, "circuit HALF-OPEN: one probe iteration", WARN)
+            self.mark(CIRCUIT, now, 0, event_words(event), WARN)
         elif isinstance(event, BreakerClosed):
             self.close_cooldown(now)
             self.circuit = "closed"
-            self.mark(CIRCUIT, now, 0, f"circuit CLOSED: {event.reason}", GOOD)
+            self.mark(CIRCUIT, now, 0, event_words(event), GOOD)
         elif isinstance(event, ProtectViolation):
-            harmed = "; ".join(harm_words(h) for h in event.harmed) or "a protected path"
-            self.mark(INTEGRITY, now, 0, f"integrity: {harmed}", BAD, event.iteration)
+            self.mark(INTEGRITY, now, 0, event_words(event), BAD, event.iteration)
         else:
             return False
         return True
 
     def _state_event(self, event: Event, now: float) -> bool:
         """What a person or a damaged file did to the change's state."""
-        if isinstance(event, BreakerReset):
-            self.mark(OTHER, now, 0, f"a person reset the {event.breaker}", NEUTRAL)
-        elif isinstance(event, SpendReset):
-            self.mark(OTHER, now, 0, "a person reset the spend totals", NEUTRAL)
-        elif isinstance(event, StateCorrupt):
-            self.mark(OTHER, now, 0, f"state file {event.file} was unreadable: moved aside", BAD)
-        elif isinstance(event, StateRebuilt):
-            self.mark(OTHER, now, 0, f"state file {event.file} rebuilt from the timeline", WARN)
-        else:
+        tone = _STATE_TONES.get(type(event))
+        if tone is None:
             return False
+        self.mark(OTHER, now, 0, event_words(event), tone)
         return True
 
     def _notice_event(self, event: Event, now: float) -> None:
         """Alerts, recovery steps, and the events this release shows by their name."""
         if isinstance(event, AlertRaised):
-            text = f"{event.alert} raised at iteration {event.iteration}: {event.detail}"
+            text = event_words(event)
             self.notice(ALERT, event.kind, text, event, now, BAD, event.alert, event.iteration)
         elif isinstance(event, AlertCleared):
-            text = f"{event.alert} cleared at iteration {event.iteration}"
+            text = event_words(event)
             self.notice(ALERT, event.kind, text, event, now, GOOD, event.alert, event.iteration)
         elif isinstance(event, RecoveryStep):
-            text = f"{event.trip_kind} {event.step}/{event.steps}: {event.strategy}"
             # Handed out at the moment the loop escalated (its openings used up).
             tried = not event.escalated or event.step >= event.steps
-            if event.escalated and tried:
-                text += " (reached: escalated)"
-            label = text if tried else f"{text} (not tried: the loop escalated first)"
+            label = event_words(event)
+            # The notice lists it among the steps tried, or apart, without the mark's note.
+            text = label if tried else label.removesuffix(NOT_TRIED)
             self.notices.append(Notice(event.kind, text, event.ts, tried=tried))
             self.mark(RECOVERY, now, 0, label, WARN)
         elif isinstance(event, ContractEvent | OtherEvent):
@@ -341,12 +337,9 @@ class Fold:
             )
         )
         self.circuit = "open"
+        self.mark(CIRCUIT, now, 0, event_words(event), BAD)
         if event.escalated:
-            label = f"circuit OPEN for good (opening {event.opens}): {event.reason}; escalated"
-            self.mark(CIRCUIT, now, 0, label, BAD)
             return
-        label = f"circuit OPEN (opening {event.opens}): {event.reason}"
-        self.mark(CIRCUIT, now, 0, label, BAD)
         self.pending_cooldown = (now, event.cooldown or 0.0, event.reason)
         self.open_since = now
 

@@ -44,6 +44,9 @@ from .._state import (
     event_name,
 )
 
+# A recovery step handed out when the loop escalated, before it could be tried.
+NOT_TRIED = " (not tried: the loop escalated first)"
+
 KNOWN_KINDS: tuple[str, ...] = (
     *(
         cls.kind
@@ -198,7 +201,7 @@ def _notice_words(event: Event) -> str | None:
         if event.escalated and event.step >= event.steps:
             return words + " (reached: escalated)"
         if event.escalated:
-            return words + " (not tried: the loop escalated first)"
+            return words + NOT_TRIED
         return words
     return None
 
