@@ -29,6 +29,7 @@ from .._fleet import (
     open_worker_batch,
     submit,
 )
+from .._fleet._status import batch_record, export_summary
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
 from .._state import STATE_DIR, atomic_write
@@ -355,10 +356,22 @@ def export_cmd(args: argparse.Namespace, out: Output) -> int:
     connection = Connection(config)
     try:
         changes = export_state(connection, target)
+        record = batch_record(connection)
     finally:
         connection.close()
     folder = target / STATE_DIR / "changes"
     out.line(f'fleet "{config.name}": exported {len(changes)} change(s) to {folder}')
+    # The batch's summary beside them: forge report run there finds the batch.
+    summary = None if record is None else export_summary(record, target)
+    if summary is not None:
+        out.line(f"summary: {summary}   (forge report --from {target})", style="dim")
     if out.json_mode:
-        out.document({"name": config.name, "folder": str(folder), "changes": changes})
+        out.document(
+            {
+                "name": config.name,
+                "folder": str(folder),
+                "changes": changes,
+                "summary": None if summary is None else str(summary),
+            }
+        )
     return EXIT_OK

@@ -659,6 +659,17 @@ def _add_report(commands: _Commands, common: argparse.ArgumentParser) -> None:
     report.add_argument("--html", metavar="FILE", help="write the HTML page here")
     report.add_argument("--markdown", metavar="FILE", help="write the Markdown here")
     report.add_argument("--open", action="store_true", help="open the HTML page in a browser")
+    report.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the fleet batch's, read from its Redis server (implied in a fleet host's folder)",
+    )
+    report.add_argument(
+        "--from",
+        dest="from_dir",
+        metavar="DIR",
+        help="a folder written by forge fleet export --to DIR (or any project folder)",
+    )
     report.set_defaults(handler="_report_cmd:run")
 
 

@@ -10,6 +10,7 @@ batch ends as it would have.
 from __future__ import annotations
 
 import argparse
+import os
 import webbrowser
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._report import gather_report, resolve_run, run_folder, write_report
+from .._fleet._config import REDIS_URL_ENV
+from .._report import gather_report, known_runs, resolve_run, run_folder, write_report
+from .._report._gather import is_fleet_host_run
 from ._common import policy_from, project_from
 from ._console import Output
 from ._status_cmd import _declared_roots
@@ -27,11 +30,24 @@ if TYPE_CHECKING:
     from .._notify import LiveNotices
     from .._policy import Policy, SecscanPolicy
     from .._redact import Redact
+    from .._report import BatchReport, ReportFiles
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    roots = [project.root, *(_declared_roots(project) or [])]
+    source = getattr(args, "from_dir", None)
+    root = project.root
+    if source:
+        root = Path(source).resolve()
+        if not root.is_dir():
+            raise UsageError(f"--from {source}: no such folder")
+        roots = [root]
+    else:
+        roots = [project.root, *(_declared_roots(project) or [])]
+    if not source and _from_fleet(args, roots):
+        from ._fleet_report import fleet_report
+
+        return fleet_report(args, out, project, _report_files(args), _json_document)
     run_id = resolve_run(roots, args.run)
     output_lines = 20
     lessons = "memory/forge-lessons.md"
@@ -45,18 +61,50 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except ForgeError as exc:  # a broken policy must not hide last night's report
         out.note(f"note: the policy could not be read ({exc.message}); using defaults")
     report = gather_report(
-        project.root,
+        root,
         run_id,
         other_roots=roots[1:],
         output_lines=output_lines,
         forge_files=(lessons,),
-        redact=_redactor(secscan, project.root, out),
+        redact=_redactor(secscan, root, out),
     )
-    html = _output_path(args.html, "--html")
-    markdown = _output_path(args.markdown, "--markdown")
-    files = write_report(
-        report, project.root, html=html, markdown=markdown, markdown_max=markdown_max
-    )
+    html, markdown = _report_files(args)
+    files = write_report(report, root, html=html, markdown=markdown, markdown_max=markdown_max)
+    show_report(report, files, args, out)
+    if out.json_mode:
+        out.document(_json_document(report, files))
+    return EXIT_OK
+
+
+def _from_fleet(args: argparse.Namespace, roots: list[Path]) -> bool:
+    """Whether the report is the fleet batch's, read from its Redis server.
+
+    With ``--fleet``, always. With ``FORGE_REDIS_URL`` set, or in a fleet host's
+    folder (whose runs are hosts' summaries), when no batch here can be reported.
+    """
+    if getattr(args, "fleet", False):
+        return True
+    try:
+        resolve_run(roots, args.run)
+    except UsageError:
+        return bool(os.environ.get(REDIS_URL_ENV)) or _fleet_hosts_here(roots)
+    return False
+
+
+def _fleet_hosts_here(roots: list[Path]) -> bool:
+    known = known_runs(roots)
+    return bool(known) and all(is_fleet_host_run(roots, run_id) for run_id in known)
+
+
+def _report_files(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """Where ``--html`` and ``--markdown`` ask the files to be written (None: the run's folder)."""
+    return _output_path(args.html, "--html"), _output_path(args.markdown, "--markdown")
+
+
+def show_report(
+    report: BatchReport, files: ReportFiles, args: argparse.Namespace, out: Output
+) -> None:
+    """Print the report's notes, its outcome and where its files are; open it when asked."""
     for note in report.notes:
         out.note(note)
     out.line(report.outcome)
@@ -66,27 +114,26 @@ def run(args: argparse.Namespace, out: Output) -> int:
         opened = webbrowser.open(files.html.resolve().as_uri())
         if not opened:
             out.note("--open: no browser found; open the file above")
-    if out.json_mode:
-        out.document(
+
+
+def _json_document(report: BatchReport, files: ReportFiles) -> dict[str, Any]:
+    return {
+        "run_id": report.run_id,
+        "outcome": report.outcome,
+        "from_summary": report.from_summary,
+        "html": str(files.html),
+        "markdown": str(files.markdown),
+        "loops": [
             {
-                "run_id": run_id,
-                "outcome": report.outcome,
-                "from_summary": report.from_summary,
-                "html": str(files.html),
-                "markdown": str(files.markdown),
-                "loops": [
-                    {
-                        "change": loop.change,
-                        "ending": loop.ending,
-                        "escalated": loop.escalated,
-                        "recovered": loop.recovered,
-                        "resume": list(loop.resume),
-                    }
-                    for loop in report.loops
-                ],
+                "change": loop.change,
+                "ending": loop.ending,
+                "escalated": loop.escalated,
+                "recovered": loop.recovered,
+                "resume": list(loop.resume),
             }
-        )
-    return EXIT_OK
+            for loop in report.loops
+        ],
+    }
 
 
 def _redactor(secscan: SecscanPolicy | None, root: Path, out: Output) -> Redact | None:

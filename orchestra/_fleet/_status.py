@@ -1,4 +1,9 @@
-"""What the fleet is doing, read from the server; and a batch's state written out as files."""
+"""What the fleet is doing, read from the server; and a batch's state written out as files.
+
+Also the batch's record for its report: the status, each loop's folder and
+each change's whole timeline (:func:`batch_record`); an export writes the
+same as files, its summary included, for ``forge report`` to read anywhere.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,12 @@ from typing import Any
 import attrs
 
 from .._ratelimit import SlidingWindow
-from .._state import ChangePaths, atomic_write, save_states
+from .._report._fleet import fleet_run_id, fleet_summary
+from .._state import STATE_DIR, ChangePaths, atomic_write, save_states
 from ._config import Keys
 from ._connection import Connection
 from ._limiter import RedisBackend
-from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, read_batch, read_status
+from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, LoopSpec, read_batch, read_status
 from ._store import read_state, timeline_lines
 
 WAITING = "waiting"
@@ -137,6 +143,62 @@ def export_state(connection: Connection, root: Path) -> list[str]:
     return changes
 
 
+@attrs.frozen
+class BatchRecord:
+    """What a fleet batch's report is made of, as read from the server.
+
+    Attributes:
+        status: The fleet's status when read.
+        run_id: The batch's run id (the same on every host).
+        dirs: Per change, its shared folder ("" for a repository loop).
+        timelines: Per change, its whole timeline as JSON lines (every host's events).
+    """
+
+    status: FleetStatus
+    run_id: str
+    dirs: dict[str, str]
+    timelines: dict[str, bytes]
+
+    def summary(self, *, exported_at: float | None = None) -> dict[str, Any]:
+        """The batch's summary as the report reads it."""
+        return fleet_summary(self.status.as_json(), run_id=self.run_id, exported_at=exported_at)
+
+
+def batch_run_id(status: FleetStatus) -> str | None:
+    """The submitted batch's run id (None when nothing is submitted)."""
+    if status.batch is None:
+        return None
+    return fleet_run_id(status.name, status.batch.submitted_at)
+
+
+def batch_record(connection: Connection) -> BatchRecord | None:
+    """The batch's status, loops and timelines (blocking; None when nothing is submitted)."""
+    keys = connection.config.keys
+    status = fleet_status(connection)
+    run_id = batch_run_id(status)
+    if run_id is None:
+        return None
+    specs = connection.once(partial(_loop_specs, keys))
+    dirs = {spec.change: spec.dir for spec in specs}
+    timelines = {}
+    for change in sorted(set(status.loops) | set(dirs)):
+        lines = connection.once(partial(_timeline_lines, keys, change))
+        timelines[change] = "".join(f"{line}\n" for _id, line in lines).encode("utf-8")
+    return BatchRecord(status, run_id, dirs, timelines)
+
+
+def export_summary(record: BatchRecord, root: Path) -> Path:
+    """Write the batch's summary as ``.forge/runs/<id>/summary.json`` under ``root``.
+
+    ``forge report`` run there (or ``--from`` there) then finds the batch, and
+    reads its loops' timelines from the exported ``.forge/changes/``.
+    """
+    path = root / STATE_DIR / "runs" / record.run_id / "summary.json"
+    summary = record.summary(exported_at=record.status.server_time)
+    atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+    return path
+
+
 def _host_state(beat: dict[str, Any], ago: float, lease: float) -> str:
     if beat.get("interrupted"):
         return "interrupted"
@@ -155,3 +217,8 @@ def _read_state(keys: Keys, change: str, client: Any) -> Any:
 
 def _timeline_lines(keys: Keys, change: str, client: Any) -> list[tuple[str, str]]:
     return timeline_lines(client, keys, change)
+
+
+def _loop_specs(keys: Keys, client: Any) -> list[LoopSpec]:
+    entries = client.xrange(keys.loops, "-", "+")
+    return [LoopSpec.from_json(fields["loop"]) for _id, fields in entries]

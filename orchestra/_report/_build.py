@@ -73,6 +73,7 @@ def build_report(
     root: str,
     notes: Sequence[str] = (),
     max_files: int = 40,
+    whole: bool = False,
 ) -> BatchReport:
     """The report of run ``run_id``.
 
@@ -84,8 +85,13 @@ def build_report(
         root: The project's root.
         notes: Problems met while reading, shown in the report.
         max_files: How many changed files a loop lists before "and N more".
+        whole: Every event of each timeline belongs to the run: a fleet batch,
+            where each host that claims a loop starts a run of its own.
     """
-    segments = {(f.root, f.change): run_segment(f.events, run_id) for f in facts}
+    segments = {
+        (f.root, f.change): list(f.events) if whole else run_segment(f.events, run_id)
+        for f in facts
+    }
     summary_loops = _summary_loops(summary)
     started_at = _started_at(summary, segments.values())
     loops = _loops(

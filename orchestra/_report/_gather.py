@@ -21,6 +21,7 @@ from .._git import git_output
 from .._redact import Redact
 from .._state import STATE_DIR, ChangePaths, IterationFinished, list_changes, parse_timeline
 from ._build import LoopFacts, build_report, is_forge_file
+from ._fleet import EXPORTED_KEY, FLEET_KEY, is_fleet_batch
 from ._gitdiff import work_diff
 from ._model import BatchReport
 
@@ -62,7 +63,7 @@ def resolve_run(roots: list[Path], wanted: str | None) -> str:
         )
     # A fleet host's summary is not a run this host can report: its loops'
     # events are on the fleet's server, spread over every host's runs.
-    fleet = {run_id for run_id in runs if _is_fleet(roots, run_id)}
+    fleet = {run_id for run_id in runs if is_fleet_host_run(roots, run_id)}
     if wanted in (None, "latest"):
         runs = [run_id for run_id in runs if run_id not in fleet]
         if not runs:
@@ -85,19 +86,20 @@ def resolve_run(roots: list[Path], wanted: str | None) -> str:
 
 
 _FLEET_HINT = (
-    "a fleet batch's events are on its Redis server: forge fleet status shows the "
-    "batch, forge timeline --fleet C a loop's events, forge fleet export its state"
+    "a fleet batch's events are on its Redis server: forge report --fleet reports it "
+    "from there, forge fleet export --to DIR writes it out for forge report --from DIR"
 )
 
 
-def _is_fleet(roots: list[Path], run_id: str) -> bool:
+def is_fleet_host_run(roots: list[Path], run_id: str) -> bool:
     """Whether ``run_id``'s summary was written by ``forge fleet work``."""
     for root in roots:
         try:
             summary = json.loads((run_folder(root, run_id) / "summary.json").read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(summary, dict) and "fleet" in summary:
+        # An export's summary is the whole batch's, with its timelines beside it.
+        if isinstance(summary, dict) and FLEET_KEY in summary and EXPORTED_KEY not in summary:
             return True
     return False
 
@@ -161,6 +163,9 @@ def gather_report(
     """
     own = tuple(f for f in forge_files if f)
     summary, notes = read_summary(root, run_id)
+    # An exported fleet batch: each change's whole timeline is the batch's (every
+    # host that claimed the loop started a run of its own, under another id).
+    whole = is_fleet_batch(summary)
     if summary is None and not notes and _is_batch([root, *other_roots], run_id):
         # A batch without its summary was cut short; a forge run never has one.
         notes.append("no summary.json (the supervisor did not finish): built from the timelines")
@@ -181,14 +186,24 @@ def gather_report(
             except OSError as exc:
                 notes.append(f"{paths.timeline}: unreadable ({exc.strerror or exc})")
                 continue
-            if needle not in data:
+            if needle not in data and not whole:
                 facts.append(LoopFacts(change=name, root=str(where), events=()))
                 continue
             read = parse_timeline(data)
             notes.extend(read.problems(paths.timeline))
             events = read.typed()
             facts.append(_facts(paths, events, run_id, output_lines, shared, own))
-    report = build_report(run_id, summary, facts, root=str(root.resolve()), notes=notes)
+    report = build_report(
+        run_id, summary, facts, root=str(root.resolve()), notes=notes, whole=whole
+    )
+    return with_diffs(report, redact=redact, own=own)
+
+
+def with_diffs(
+    report: BatchReport, *, redact: Redact | None, own: Iterable[str] = ()
+) -> BatchReport:
+    """The report with each escalated loop's diff, read from its folder with git."""
+    own = tuple(own)
     # Only an escalation's card shows a diff: git is asked for those loops alone.
     loops = tuple(
         attrs.evolve(loop, diff=work_diff(loop, redact=redact, own=own)) if loop.escalated else loop

@@ -1,0 +1,117 @@
+"""A fleet batch's report: its summary and its loops' timelines, wherever they were read.
+
+A fleet batch is one batch run by several hosts: each host that claims a loop
+starts a run of its own, so a loop's whole timeline (every host's events) is
+the batch's, not one run's segment. Its id is made from the batch's name and
+the time it was submitted, so every host that asks names the same
+``.forge/runs/<id>/`` folder. The summary here is the one the report reads: a
+list of loops with their endings and hosts, the limiter's rule, the batch's
+times — made from the server's status (``forge report --fleet``) or written
+by ``forge fleet export`` next to the exported timelines.
+
+Nothing here reads a file or the server: the callers gather, this folds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .._state import iso_epoch, parse_timeline
+from ._build import LoopFacts, build_report
+from ._model import BatchReport
+
+FLEET_KEY = "fleet"
+"""The summary's key naming the fleet batch (a host's summary has it too)."""
+
+EXPORTED_KEY = "exported_at"
+"""The summary's key that marks a batch's summary written by ``forge fleet export``."""
+
+_ENDED = ("done", "escalated")
+
+
+def fleet_run_id(name: str, submitted_at: float) -> str:
+    """The batch's run id: the time it was submitted and a digest of its name.
+
+    The same on every host (the server's clock stamped ``submitted_at``), and of
+    the form every run id has, so the report's folder is found like any run's.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(submitted_at))
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{stamp}-{digest}"
+
+
+def is_fleet_batch(summary: Mapping[str, Any] | None) -> bool:
+    """Whether ``summary`` is a whole fleet batch's (an export's), not one host's."""
+    return bool(summary) and FLEET_KEY in summary and EXPORTED_KEY in summary  # type: ignore[operator]
+
+
+def fleet_summary(
+    status: Mapping[str, Any], *, run_id: str, exported_at: float | None = None
+) -> dict[str, Any]:
+    """The batch's summary as the report reads it, from the fleet's status (``as_json``).
+
+    ``loops`` becomes a list (each loop's change, state, ending, iterations,
+    detail and host); the exit code is the one ``forge fleet work`` gives once
+    every loop has ended (0 when all are done, 1 otherwise), absent before.
+    """
+    batch = status.get("batch") or {}
+    loops = status.get("loops") or {}
+    entries: list[dict[str, Any]] = []
+    ends: list[float] = []
+    for change in sorted(loops):
+        loop = loops[change]
+        entry: dict[str, Any] = {"change": change, "state": loop.get("state")}
+        for key in ("reason", "iterations", "detail", "host"):
+            if loop.get(key) is not None:
+                entry[key] = loop[key]
+        ended = iso_epoch(loop.get("ended"))
+        if ended is not None:
+            ends.append(ended)
+        entries.append(entry)
+    all_ended = bool(entries) and all(e["state"] in _ENDED for e in entries)
+    summary: dict[str, Any] = {
+        "run_id": run_id,
+        FLEET_KEY: status.get("name"),
+        "started_at": batch.get("submitted_at"),
+        "finished_at": max(ends) if all_ended and ends else status.get("server_time"),
+        "loops": entries,
+        "hosts": status.get("hosts") or {},
+        "counts": status.get("counts") or {},
+    }
+    if batch:
+        summary["limiter"] = {"calls": batch.get("calls"), "window": batch.get("window")}
+    if all_ended:
+        summary["exit_code"] = 0 if all(e.get("reason") == "done" for e in entries) else 1
+    if exported_at is not None:
+        summary[EXPORTED_KEY] = exported_at
+    return summary
+
+
+def build_fleet_report(
+    summary: Mapping[str, Any],
+    timelines: Mapping[str, bytes],
+    *,
+    root: str,
+    roots: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+) -> BatchReport:
+    """The report of a fleet batch: its summary and each change's whole timeline (JSON lines).
+
+    ``roots`` names each change's folder where it has one on every host (a
+    ``dir`` loop on shared storage); the others are reported under ``root``.
+    """
+    said = list(notes)
+    facts: list[LoopFacts] = []
+    for change in sorted(timelines):
+        read = parse_timeline(timelines[change])
+        said.extend(read.problems(Path(f"timeline of {change}")))
+        where = (roots or {}).get(change) or root
+        facts.append(LoopFacts(change=change, root=where, events=read.typed()))
+    run_id = str(summary.get("run_id"))
+    # The summary's loops carry no folder: each matches its change wherever it ran.
+    plain = {**summary, "loops": [{**e, "dir": ""} for e in summary.get("loops") or []]}
+    return build_report(run_id, plain, facts, root=root, notes=said, whole=True)
