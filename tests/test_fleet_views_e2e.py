@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from .fleet_support import Fleet, fleet_of, git_repo, stamping_agent
+from .fleet_support import (
+    Fleet,
+    fleet_of,
+    git_repo,
+    kill_worker,
+    read_stamps,
+    stamping_agent,
+    wait_for,
+)
 from .redis_server import RedisServer
 from .support import run_forge
 
@@ -86,3 +95,77 @@ def test_a_fleet_report_with_nothing_submitted_is_a_usage_error(
         assert done.code == 2, done
         assert 'nothing is submitted under the fleet name "nightly"' in done.err
         assert "Traceback" not in done.err
+
+
+def notify_table(folder: Path) -> str:
+    """``[notify]`` commands that append each notice's JSON to a file of its event."""
+    lines = ["[notify]", 'timeout = "10s"']
+    for event in ("finish", "escalate", "alert"):
+        lines.append(
+            f'on_{event} = "cat >> {folder}/{event}.jsonl; echo >> {folder}/{event}.jsonl"'
+        )
+    return "\n".join(lines) + "\n"
+
+
+def notices(folder: Path, event: str) -> list[dict[str, Any]]:
+    path = folder / f"{event}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_the_end_of_a_fleet_batch_is_told_once_whatever_the_number_of_hosts(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    told = tmp_path / "told"
+    told.mkdir()
+    with fleet_of(tmp_path, redis_server) as fleet:
+        with (fleet.host_dir / "forge.toml").open("a") as config:
+            config.write(notify_table(told))
+        codes = run_batch(fleet, two_loop_batch(fleet), hosts=("w1", "w2"))
+        assert codes == [1, 1], [fleet.output(h) for h in ("w1", "w2")]
+        [finish] = notices(told, "finish")
+        assert finish["event"] == "finish"
+        assert finish["fleet"] == "nightly"
+        assert finish["exit_code"] == 1
+        assert {e["change"]: e["state"] for e in finish["loops"]} == {
+            "v1": "done",
+            "v2": "escalated",
+        }
+        [escalate] = notices(told, "escalate")
+        assert escalate["loop"]["change"] == "v2"
+        # The report it names was written on the host that told, before telling.
+        assert Path(finish["report"]["html"]).is_file()
+        senders = [h for h in ("w1", "w2") if "report: " in fleet.output(h)]
+        assert len(senders) == 1, [fleet.output(h) for h in ("w1", "w2")]
+
+
+def test_a_lost_host_is_told_once_by_the_hosts_that_survive_it(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    told = tmp_path / "told"
+    told.mkdir()
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        with (fleet.host_dir / "forge.toml").open("a") as config:
+            config.write(notify_table(told))
+        agent = stamping_agent(tmp_path, "slow", fleet.stamps, {"hold": 3, "print": "FORGE_DONE\n"})
+        lines = ["[verify]", 'command = "true"', "specs = []"]
+        for change in ("l1", "l2", "l3"):
+            folder = git_repo(tmp_path / "loops" / change)
+            lines += ["[[loop]]", f'change = "{change}"', f"dir = {json.dumps(str(folder))}"]
+            lines.append(f"cmd = {json.dumps(agent)}")
+        assert fleet.submit("\n".join(lines) + "\n").code == 0
+        doomed = fleet.spawn("w1", max_parallel=1)
+        wait_for(lambda: bool(read_stamps(fleet.stamps)), what="w1's first iteration")
+        fleet.spawn("w2", max_parallel=1)
+        fleet.spawn("w3", max_parallel=1)
+        kill_worker(doomed)
+        codes = fleet.wait_all()
+        assert codes[1:] == [0, 0], [fleet.output(h) for h in ("w2", "w3")]
+        alerts = [a for a in notices(told, "alert") if a["alert"]["name"] == "host-lost"]
+        assert len(alerts) == 1, alerts
+        assert alerts[0]["alert"]["text"].startswith("host w1 is lost: no heartbeat for ")
+        # Each survivor said so on its own output; one of them told [notify].
+        for host in ("w2", "w3"):
+            assert "fleet: host w1 is lost" in fleet.output(host)
+        assert len(notices(told, "finish")) == 1

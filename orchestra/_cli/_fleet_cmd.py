@@ -8,6 +8,8 @@ import os
 import re
 import threading
 import time
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,12 @@ from .._fleet import (
 from .._fleet._status import batch_record, export_summary
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
+from .._report._fleet import fleet_run_id
 from .._state import STATE_DIR, atomic_write
 from .._supervise import Dashboard, LoopSetup, limiter_line, prepare, resolve_loops
 from ._common import policy_from, project_from
 from ._console import Output
+from ._fleet_notify import notify_batch_end, watch_lost_hosts
 from ._trio_run import run_interruptible
 
 # A git URL (scheme://… or user@host:…) is kept as it is; anything else is a path.
@@ -216,8 +220,18 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
         workers.append(worker)
         if out.live and not out.json_mode:
             dashboard.append(Dashboard(out.console, worker.shown, worker.limiter))
+        # A surviving host tells of a lost one (the first to see it: once per host).
+        watch = partial(
+            watch_lost_hosts,
+            connection,
+            project.root,
+            loaded.policy,
+            fleet_run_id(config.name, batch.submitted_at),
+            host,
+            say,
+        )
         try:
-            run_interruptible(_work, worker, dashboard[0] if dashboard else None)
+            run_interruptible(_work, worker, dashboard[0] if dashboard else None, watch)
         except KeyboardInterrupt:
             interrupted = True
         dashboard.clear()
@@ -228,6 +242,8 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
             )
             return EXIT_INTERRUPTED
         status = fleet_status(connection)
+        # The batch has ended: the first host to see it writes its report and tells [notify].
+        notify_batch_end(connection, project.root, loaded.policy, lambda text: out.note(text))
     finally:
         connection.close()
     summary = _summary(status, host, worker.result.lost, started)
@@ -241,10 +257,13 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK if all_done else EXIT_ESCALATE
 
 
-async def _work(worker: Worker, dashboard: Dashboard | None) -> None:
+async def _work(
+    worker: Worker, dashboard: Dashboard | None, watch: Callable[[], Awaitable[None]]
+) -> None:
     async with trio.open_nursery() as nursery:
         if dashboard is not None:
             nursery.start_soon(dashboard.run)
+        nursery.start_soon(watch)
         await worker.run()
         nursery.cancel_scope.cancel()
 

@@ -133,5 +133,9 @@ class Keys:
     def limiter_pause(self) -> str:
         return f"{self.prefix}limiter:pause"
 
+    def notified(self, what: str) -> str:
+        """Set (NX) by the one host that sends a notice: ``batch``, ``lost:<host>``."""
+        return f"{self.prefix}notified:{what}"
+
 
 GROUP = "workers"

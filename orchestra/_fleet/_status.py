@@ -83,18 +83,7 @@ def fleet_status(connection: Connection) -> FleetStatus:
         )
 
     now, batch, raw_hosts, loops = connection.once(read)
-    hosts: dict[str, dict[str, Any]] = {}
-    for host, text in raw_hosts.items():
-        beat = json.loads(text)
-        ago = now - float(beat.get("seen", now))
-        hosts[host] = {
-            "state": _host_state(beat, ago, connection.config.lease),
-            "last_heartbeat_ago": round(ago, 3),
-            "running": beat.get("running", []),
-            "max_parallel": beat.get("max_parallel"),
-            "clock_skew": beat.get("skew"),
-            "finished": bool(beat.get("finished")),
-        }
+    hosts = host_states(raw_hosts, now, connection.config.lease)
     for change, loop in loops.items():
         if loop.get("state") == RUNNING:
             holder = connection.once(partial(_get, keys.lease(change)))
@@ -197,6 +186,35 @@ def export_summary(record: BatchRecord, root: Path) -> Path:
     summary = record.summary(exported_at=record.status.server_time)
     atomic_write(path, (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
     return path
+
+
+def host_states(raw: dict[str, str], now: float, lease: float) -> dict[str, dict[str, Any]]:
+    """Each host's state from its last heartbeat (``now`` on the server's clock)."""
+    hosts: dict[str, dict[str, Any]] = {}
+    for host, text in raw.items():
+        beat = json.loads(text)
+        ago = now - float(beat.get("seen", now))
+        hosts[host] = {
+            "state": _host_state(beat, ago, lease),
+            "last_heartbeat_ago": round(ago, 3),
+            "running": beat.get("running", []),
+            "max_parallel": beat.get("max_parallel"),
+            "clock_skew": beat.get("skew"),
+            "finished": bool(beat.get("finished")),
+        }
+    return hosts
+
+
+def read_hosts(connection: Connection) -> dict[str, dict[str, Any]]:
+    """Every host's state, as :func:`fleet_status` shows it (blocking)."""
+    keys = connection.config.keys
+
+    def read(client: Any) -> tuple[float, dict[str, str]]:
+        seconds, micros = client.time()
+        return float(seconds) + float(micros) / 1e6, client.hgetall(keys.hosts)
+
+    now, raw = connection.once(read)
+    return host_states(raw, now, connection.config.lease)
 
 
 def _host_state(beat: dict[str, Any], ago: float, lease: float) -> str:
