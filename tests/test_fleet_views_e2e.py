@@ -50,6 +50,22 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
         assert endings["v1"] == "done"
         assert endings["v2"] != "done"
 
+        # forge status: every loop of the batch, from the server, with who needs a person.
+        seen = fleet.forge("status", "--json")
+        assert seen.code == 0, seen
+        rows = {row["change"]: row for row in json.loads(seen.out)["changes"]}
+        assert rows["v1"]["standing"] == "done"
+        assert rows["v1"]["host"] == "w1"
+        assert rows["v1"]["iterations_used"] == 1
+        assert rows["v2"]["standing"] == "needs you"
+        assert rows["v2"]["fleet_state"] == "escalated"
+        assert rows["v2"]["iterations_used"] == 2
+        assert json.loads(seen.out)["headline"].startswith("2 loops: 1 needs you")
+        text_view = fleet.forge("status")
+        assert 'fleet "nightly": 2 loops: 1 needs you' in text_view.out
+        assert "v2  escalated on w1" in text_view.out
+        assert "  blocker:  " in text_view.out
+
         # In the host's folder (its runs are a host's summaries): from the server.
         done = fleet.forge("report", "--json")
         assert done.code == 0, done

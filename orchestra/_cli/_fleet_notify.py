@@ -14,6 +14,7 @@ notice is sent at most once, never twice.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from .._fleet import Connection, FleetUnavailable
 from .._fleet._status import batch_record
 from .._report import run_folder, write_report
 from .._report._fleet import build_fleet_report
+from .._state import atomic_write
 
 if TYPE_CHECKING:
     from .._policy import NotifyPolicy, Policy
@@ -75,14 +77,21 @@ def notify_batch_end(
     shared = {change: folder for change, folder in record.dirs.items() if folder}
     report = build_fleet_report(summary, record.timelines, root=str(root), roots=shared)
     folder = run_folder(root, record.run_id)
-    files: dict[str, str] = {}
+    # The batch's summary beside its report: what the notices name, and what
+    # tells forge report here that this run is the fleet's (read from the server).
+    summary_path = folder / "summary.json"
+    try:
+        atomic_write(summary_path, (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+    except OSError as exc:
+        say(f"summary: cannot be written: {exc}")
+    files: dict[str, str] = {"summary": str(summary_path)}
     if policy.report.write:
         try:
             written = write_report(report, root, markdown_max=policy.report.markdown_max)
         except (ForgeError, OSError) as exc:
             say(f"report: cannot be written: {getattr(exc, 'message', exc)}")
         else:
-            files = {"html": str(written.html), "markdown": str(written.markdown)}
+            files.update(html=str(written.html), markdown=str(written.markdown))
             say(f"report: {written.html}")
     from .._notify import notify_batch
 

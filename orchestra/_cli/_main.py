@@ -346,6 +346,11 @@ def _add_status(commands: _Commands, common: argparse.ArgumentParser) -> None:
     status = commands.add_parser(
         "status", parents=[common], help="every change's circuit, verify streak, spend"
     )
+    status.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the fleet batch's, from its Redis server (implied when FORGE_REDIS_URL is set)",
+    )
     status.set_defaults(handler="_status_cmd:status")
 
 

@@ -8,6 +8,7 @@ that clear it. Nothing is run.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ import attrs
 from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
+from .._fleet._config import REDIS_URL_ENV
 from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
@@ -45,6 +47,13 @@ from ._standing import DONE, NEEDS_YOU, ORDER, RUNNING, Held, headline, standing
 
 def status(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
+    if getattr(args, "fleet", False) or os.environ.get(REDIS_URL_ENV):
+        # A fleet batch's state is on its server, whichever host ran each loop.
+        from ._fleet_standing import fleet_status_view
+
+        shown = fleet_status_view(args, out, project)
+        if shown is not None:
+            return shown
     roots = _roots(project, args)
     changes = [ChangePaths(root, name) for root in sorted(roots) for name in list_changes(root)]
     rows = [_row(paths, project.root) for paths in changes]
