@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +22,7 @@ from .fleet_support import (
     wait_for,
 )
 from .redis_server import RedisServer
-from .support import run_forge
+from .support import FORGE, forge_env, run_forge
 
 
 def two_loop_batch(fleet: Fleet, extra: str = "") -> str:
@@ -176,6 +182,13 @@ def test_a_lost_host_is_told_once_by_the_hosts_that_survive_it(
         fleet.spawn("w2", max_parallel=1)
         fleet.spawn("w3", max_parallel=1)
         kill_worker(doomed)
+        wait_for(lambda: fleet.status()["hosts"]["w1"]["state"] == "lost", what="w1 lost")
+        # The live view, in a log (not a terminal): whole frames, the notice among them.
+        watched = fleet.forge("fleet", "status", "--watch", "--count", "2")
+        assert watched.code == 0, watched
+        assert watched.out.count("permits: ") >= 1
+        assert "! host w1 is LOST: no heartbeat for " in watched.out
+        assert any(line.startswith("  w1 ") and " LOST " in line for line in watched.lines)
         codes = fleet.wait_all()
         assert codes[1:] == [0, 0], [fleet.output(h) for h in ("w2", "w3")]
         alerts = [a for a in notices(told, "alert") if a["alert"]["name"] == "host-lost"]
@@ -185,3 +198,59 @@ def test_a_lost_host_is_told_once_by_the_hosts_that_survive_it(
         for host in ("w2", "w3"):
             assert "fleet: host w1 is lost" in fleet.output(host)
         assert len(notices(told, "finish")) == 1
+
+
+def test_the_live_view_on_a_terminal_redraws_until_ctrl_c(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server, lease="2s", heartbeat="0.3s") as fleet:
+        assert (
+            fleet.submit(two_loop_batch(fleet, '[rate_limit]\ncalls = 7\nwindow = "1m"')).code == 0
+        )
+        leader, follower = pty.openpty()
+        env = forge_env({**fleet.env(), "TERM": "xterm-256color", "COLUMNS": "120"})
+        watcher = subprocess.Popen(
+            [str(FORGE), "fleet", "status", "--watch"],
+            cwd=fleet.host_dir,
+            env=env,
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+            start_new_session=True,
+        )
+        os.close(follower)
+        seen = b""
+        try:
+            deadline = time.monotonic() + 60
+            # Two frames drawn: the view refreshes by itself.
+            while seen.count(b"permits: 0/7 in use") < 2 and time.monotonic() < deadline:
+                ready, _, _ = select.select([leader], [], [], 1.0)
+                if ready:
+                    try:
+                        seen += os.read(leader, 65536)
+                    except OSError:
+                        break
+            assert seen.count(b"permits: 0/7 in use") >= 2, seen.decode(errors="replace")
+            text = seen.decode(errors="replace")
+            assert "2 loop(s) — 2 queued" in text
+            assert "\x1b[" in text  # drawn as a terminal's live view, not printed lines
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 130
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                watcher.wait()
+            os.close(leader)
+
+
+def test_watch_options_that_make_no_sense_are_usage_errors(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        alone = fleet.forge("fleet", "status", "--count", "2")
+        assert alone.code == 2
+        assert "--count: only with --watch" in alone.err
+        zero = fleet.forge("fleet", "status", "--watch", "--count", "0")
+        assert zero.code == 2
+        assert "--count 0: expected a number of frames, 1 or more" in zero.err
+        assert "Traceback" not in alone.err + zero.err

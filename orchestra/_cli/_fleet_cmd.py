@@ -312,10 +312,20 @@ def _print_loops(status: FleetStatus, out: Output) -> None:
 
 
 def status_cmd(args: argparse.Namespace, out: Output) -> int:
+    count = getattr(args, "count", None)
+    if count is not None and not getattr(args, "watch", False):
+        raise UsageError("--count: only with --watch", hint="forge fleet status --watch --count N")
+    if count is not None and count < 1:
+        raise UsageError(f"--count {count}: expected a number of frames, 1 or more")
     project = project_from(args)
     config = _config(policy_from(project, args=args))
     connection = Connection(config)
     try:
+        if getattr(args, "watch", False):
+            from ._fleet_watch import watch
+
+            run_interruptible(partial(watch, connection, out, count=args.count or 0))
+            return EXIT_OK
         status = fleet_status(connection)
     finally:
         connection.close()

@@ -255,6 +255,17 @@ def _add_fleet(commands: _Commands, common: argparse.ArgumentParser) -> None:
     status = actions.add_parser(
         "status", parents=[common], help="hosts, loops and the shared rate limit"
     )
+    status.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep showing it, refreshed every heartbeat, until Ctrl-C",
+    )
+    status.add_argument(
+        "--count",
+        type=_integer,
+        metavar="N",
+        help="with --watch: stop after N frames (default: until interrupted)",
+    )
     status.set_defaults(handler="_fleet_cmd:status_cmd")
     export = actions.add_parser(
         "export", parents=[common], help="write the batch's state as .forge/ files"
