@@ -87,7 +87,8 @@ def resolve_run(roots: list[Path], wanted: str | None) -> str:
 
 _FLEET_HINT = (
     "a fleet batch's events are on its Redis server: forge report --fleet reports it "
-    "from there, forge fleet export --to DIR writes it out for forge report --from DIR"
+    "from there (forge fleet status shows it), forge fleet export --to DIR writes it "
+    "out for forge report --from DIR"
 )
 
 
