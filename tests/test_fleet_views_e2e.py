@@ -85,6 +85,7 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
         assert "v1" in text
         assert "v2" in text
         assert endings["v2"] in text
+        assert f"{tmp_path / 'loops' / 'v2'} (last on host w1)" in text
         assert {loop["change"]: loop["ending"] for loop in shown["loops"]} == endings
         assert shown["outcome"].startswith("NEEDS A PERSON — 1 of 2 loop(s) escalated, 1 done")
         # The loop's every iteration is in the page, read from the server's streams.

@@ -105,12 +105,22 @@ def build_fleet_report(
     ``dir`` loop on shared storage); the others are reported under ``root``.
     """
     said = list(notes)
+    hosts = {
+        str(e.get("change")): e.get("host")
+        for e in summary.get("loops") or []
+        if isinstance(e, dict) and e.get("host")
+    }
     facts: list[LoopFacts] = []
     for change in sorted(timelines):
         read = parse_timeline(timelines[change])
         said.extend(read.problems(Path(f"timeline of {change}")))
-        where = (roots or {}).get(change) or root
-        facts.append(LoopFacts(change=change, root=where, events=read.typed()))
+        folder = (roots or {}).get(change)
+        # A dir loop's work is in its shared folder; a repo loop's on its branch.
+        work = folder or f"branch forge/{change}"
+        where = f"{work} (last on host {hosts[change]})" if change in hosts else work
+        facts.append(
+            LoopFacts(change=change, root=folder or root, events=read.typed(), where=where)
+        )
     run_id = str(summary.get("run_id"))
     # The summary's loops carry no folder: each matches its change wherever it ran.
     plain = {**summary, "loops": [{**e, "dir": ""} for e in summary.get("loops") or []]}
