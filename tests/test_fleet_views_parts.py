@@ -33,7 +33,7 @@ def test_the_batch_id_is_a_run_id_the_same_on_every_host_and_apart_per_name() ->
 
 
 def test_the_summary_has_an_exit_code_only_once_every_loop_ended() -> None:
-    loops = {
+    loops: dict[str, dict[str, Any]] = {
         "a": {
             "state": "done",
             "reason": "done",
