@@ -117,7 +117,18 @@ def test_a_fleet_report_with_nothing_submitted_is_a_usage_error(
         done = fleet.forge("report", "--fleet")
         assert done.code == 2, done
         assert 'nothing is submitted under the fleet name "nightly"' in done.err
-        assert "Traceback" not in done.err
+        missing = fleet.forge("report", "--from", str(tmp_path / "nowhere"))
+        assert missing.code == 2, missing
+        assert f"--from {tmp_path / 'nowhere'}: no such folder" in missing.err
+        both = fleet.forge("report", "--fleet", "--from", str(tmp_path))
+        assert both.code == 2, both
+        assert "--fleet and --from: one or the other" in both.err
+        for said in (done, missing, both):
+            assert "Traceback" not in said.err
+        # forge status with nothing submitted: this host's files (none).
+        status = fleet.forge("status", "--fleet")
+        assert status.code == 0, status
+        assert 'fleet "nightly": nothing submitted' in status.out
 
 
 def notify_table(folder: Path) -> str:

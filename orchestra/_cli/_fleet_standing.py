@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from .._errors import EXIT_OK
-from .._fleet import Connection, FleetConfig, Keys
+from .._fleet import Connection, FleetConfig, FleetUnavailable, Keys
 from .._fleet._status import FleetStatus, fleet_status
 from .._fleet._store import read_state
 from .._state import event_name, event_record
@@ -28,11 +28,22 @@ _STYLES = {NEEDS_YOU: "bold red", RUNNING: "cyan", DONE: "green"}
 
 
 def fleet_status_view(args: argparse.Namespace, out: Output, project: Project) -> int | None:
-    """Show the fleet batch's status; None when nothing is submitted (without ``--fleet``)."""
+    """Show the fleet batch's status; None to show this host's files instead.
+
+    Without ``--fleet`` (``FORGE_REDIS_URL`` alone), a server with nothing
+    submitted, or one that cannot be reached (said on stderr), leaves the
+    status to this host's files, as ``forge timeline`` does.
+    """
     config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
     connection = Connection(config)
     try:
-        status = fleet_status(connection)
+        try:
+            status = fleet_status(connection)
+        except FleetUnavailable as exc:
+            if getattr(args, "fleet", False):
+                raise
+            out.note(f"{exc.message}; showing this host's files")
+            return None
         if status.batch is None and not getattr(args, "fleet", False):
             return None  # a fleet named, but no batch on it: this host's files
         rows = [

@@ -37,6 +37,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     source = getattr(args, "from_dir", None)
     root = project.root
+    if source and getattr(args, "fleet", False):
+        raise UsageError(
+            "--fleet and --from: one or the other",
+            hint="--fleet reads the batch from the server, --from DIR from an export",
+        )
     if source:
         root = Path(source).resolve()
         if not root.is_dir():
