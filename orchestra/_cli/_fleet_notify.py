@@ -173,5 +173,7 @@ async def watch_lost_hosts(
                 )
             except (FleetUnavailable, ForgeError) as exc:
                 failed.append(f"notify: host-lost for {host} could not be sent ({exc.message})")
+            except Exception as exc:  # a notice's failure must not stop this host's loops
+                failed.append(f"notify: host-lost for {host} failed ({type(exc).__name__}: {exc})")
             for line in failed:
                 say(line)
