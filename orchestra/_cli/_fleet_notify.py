@@ -62,6 +62,16 @@ def notify_batch_end(
     Never raises: the batch's result stands whatever happens here. Returns
     whether this host sent them.
     """
+    try:
+        return _notify_batch_end(connection, root, policy, say)
+    except Exception as exc:  # a report's or a notice's failure must not become the batch's
+        say(f"report: failed ({type(exc).__name__}: {exc}); the batch's result stands")
+        return False
+
+
+def _notify_batch_end(
+    connection: Connection, root: Path, policy: Policy, say: Callable[[str], None]
+) -> bool:
     if not (policy.report.write or listens(policy.notify)):
         return False
     try:
