@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from orchestra._cli._fleet_watch import frame_lines, newly_lost
 from orchestra._fleet._queue import BatchInfo
 from orchestra._fleet._status import FleetStatus
-from orchestra._report._fleet import fleet_run_id, fleet_summary, is_fleet_batch
+from orchestra._report._fleet import (
+    build_fleet_report,
+    fleet_run_id,
+    fleet_summary,
+    is_fleet_batch,
+)
 from orchestra._report._gather import RUN_ID
 
 BATCH = BatchInfo(
@@ -81,3 +87,20 @@ def test_the_frame_shows_permits_pause_hosts_loops_and_a_lost_host_once() -> Non
     assert any(line.startswith("  w1") and "LOST" in line and "skew +0.5s" in line for line in text)
     assert any("its host w1 was lost; waiting for takeover" in line for line in text)
     assert text[-1].startswith("! host w1 is LOST")
+
+
+def test_a_fleet_report_counts_the_waits_for_a_permit_its_timelines_tell() -> None:
+    def line(kind: str, ts: str, **fields: Any) -> str:
+        return json.dumps({"event": kind, "ts": ts, "change": "a", "seq": 1, **fields})
+
+    started = line("run.started", "2026-11-30T01:00:00+00:00", run_id="r1", supervised=True)
+    begun = line("iteration.started", "2026-11-30T01:00:30+00:00", iteration=1, run_id="r1")
+    timeline = f"{started}\n{begun}\n".encode()
+    summary = fleet_summary(
+        a_status({"a": {"state": "running", "host": "w1"}}, {}).as_json(), run_id="b"
+    )
+    report = build_fleet_report(summary, {"a": timeline}, root="/nowhere")
+    assert report.limiter_waits == 1
+    [loop] = report.loops
+    assert loop.where == "branch forge/a (last on host w1)"
+    assert loop.ending == "unfinished"

@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .._state import iso_epoch, parse_timeline
 from ._build import LoopFacts, build_report
-from ._model import BatchReport
+from ._model import LIMITER_WAIT, BatchReport
 
 FLEET_KEY = "fleet"
 """The summary's key naming the fleet batch (a host's summary has it too)."""
@@ -124,4 +126,7 @@ def build_fleet_report(
     run_id = str(summary.get("run_id"))
     # The summary's loops carry no folder: each matches its change wherever it ran.
     plain = {**summary, "loops": [{**e, "dir": ""} for e in summary.get("loops") or []]}
-    return build_report(run_id, plain, facts, root=root, notes=said, whole=True)
+    report = build_report(run_id, plain, facts, root=root, notes=said, whole=True)
+    # No host counted the fleet's waits for a permit: the timelines tell them.
+    waits = sum(1 for loop in report.loops for mark in loop.marks if mark.kind == LIMITER_WAIT)
+    return attrs.evolve(report, limiter_waits=waits)
