@@ -266,3 +266,10 @@ def test_watch_options_that_make_no_sense_are_usage_errors(
         assert zero.code == 2
         assert "--count 0: expected a number of frames, 1 or more" in zero.err
         assert "Traceback" not in alone.err + zero.err
+        assert fleet.submit(two_loop_batch(fleet)).code == 0
+        streamed = fleet.forge("fleet", "status", "--watch", "--count", "2", "--json")
+        assert streamed.code == 0, streamed
+        frames = [json.loads(line) for line in streamed.lines]
+        assert len(frames) == 2
+        assert frames[-1]["counts"]["queued"] == 2
+        assert frames[-1]["notices"] == []

@@ -15,6 +15,7 @@ after N frames (0: until interrupted, exit 130 as every follow does).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,7 @@ import trio
 from .._fleet import Connection, FleetUnavailable
 from .._fleet._status import LOST, WAITING, FleetStatus, fleet_status
 from ._console import Output
+from ._devnull import to_devnull
 
 Line = tuple[str, str | None]
 
@@ -138,8 +140,7 @@ async def watch(connection: Connection, out: Output, *, count: int) -> None:
                 live.update(_renderable(lines), refresh=True)
             elif out.json_mode:
                 if status is not None:
-                    document = {**status.as_json(), "notices": list(notices)}
-                    out.line(json.dumps(document, default=str))
+                    _json_line({**status.as_json(), "notices": list(notices)})
             elif lines != last:
                 out.line(time.strftime("-- %H:%M:%S", time.localtime()), style="dim")
                 for text, style in lines:
@@ -152,6 +153,16 @@ async def watch(connection: Connection, out: Output, *, count: int) -> None:
     finally:
         if live is not None:
             live.stop()
+
+
+def _json_line(document: dict[str, Any]) -> None:
+    """One frame as one line of JSON on stdout (``--json``: a stream of documents)."""
+    try:
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        to_devnull(sys.stdout)
+        raise
 
 
 def _renderable(lines: Sequence[Line]) -> Any:
