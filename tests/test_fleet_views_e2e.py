@@ -91,6 +91,15 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
         # The loop's every iteration is in the page, read from the server's streams.
         assert "<html" in html.read_text()
 
+        # On a machine that ran none of it: no .forge/ at all, the server named.
+        laptop = tmp_path / "laptop"
+        laptop.mkdir()
+        (laptop / "forge.toml").write_text((fleet.host_dir / "forge.toml").read_text())
+        fresh = run_forge(["report", "--json"], cwd=laptop, env=fleet.env(), timeout=60)
+        assert fresh.code == 0, fresh
+        assert json.loads(fresh.out)["run_id"] == shown["run_id"]
+        assert (laptop / ".forge" / "runs" / shown["run_id"] / "report.md").is_file()
+
         # From an export, on a machine that never ran the batch (no server named).
         elsewhere = tmp_path / "morning"
         elsewhere.mkdir()
