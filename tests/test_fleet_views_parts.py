@@ -99,8 +99,11 @@ def test_a_fleet_report_counts_the_waits_for_a_permit_its_timelines_tell() -> No
     summary = fleet_summary(
         a_status({"a": {"state": "running", "host": "w1"}}, {}).as_json(), run_id="b"
     )
-    report = build_fleet_report(summary, {"a": timeline}, root="/nowhere")
+    report = build_fleet_report(summary, {"a": timeline}, root="/nowhere", dirs={"a": ""})
     assert report.limiter_waits == 1
     [loop] = report.loops
     assert loop.where == "branch forge/a (last on host w1)"
     assert loop.ending == "unfinished"
+    unknown = build_fleet_report(summary, {"a": timeline}, root="/nowhere")
+    assert unknown.loops[0].where == "last on host w1"
+    assert unknown.loops[0].root == "/nowhere"

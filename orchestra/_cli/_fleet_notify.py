@@ -84,8 +84,7 @@ def _notify_batch_end(
     if record is None:
         return False
     summary = record.summary()
-    shared = {change: folder for change, folder in record.dirs.items() if folder}
-    report = build_fleet_report(summary, record.timelines, root=str(root), roots=shared)
+    report = build_fleet_report(summary, record.timelines, root=str(root), dirs=record.dirs)
     folder = run_folder(root, record.run_id)
     # The batch's summary beside its report: what the notices name, and what
     # tells forge report here that this run is the fleet's (read from the server).

@@ -59,9 +59,8 @@ def fleet_report(
             f"--run {args.run}: not the fleet's batch",
             hint=f'the batch submitted under "{config.name}" is {record.run_id}',
         )
-    shared = {change: folder for change, folder in record.dirs.items() if folder}
     report = build_fleet_report(
-        record.summary(), record.timelines, root=str(project.root), roots=shared
+        record.summary(), record.timelines, root=str(project.root), dirs=record.dirs
     )
     try:
         redact = _redactor(policy.secscan, project.root, out)

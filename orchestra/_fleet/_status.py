@@ -139,7 +139,8 @@ class BatchRecord:
     Attributes:
         status: The fleet's status when read.
         run_id: The batch's run id (the same on every host).
-        dirs: Per change, its shared folder ("" for a repository loop).
+        dirs: Per change whose loop the server still lists: its shared folder
+            ("" for a repository loop).
         timelines: Per change, its whole timeline as JSON lines (every host's events).
     """
 
@@ -238,5 +239,7 @@ def _timeline_lines(keys: Keys, change: str, client: Any) -> list[tuple[str, str
 
 
 def _loop_specs(keys: Keys, client: Any) -> list[LoopSpec]:
+    # The loops' stream entries hold their specs (a loop without one is
+    # reported without its folder).
     entries = client.xrange(keys.loops, "-", "+")
     return [LoopSpec.from_json(fields["loop"]) for _id, fields in entries]

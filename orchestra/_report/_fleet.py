@@ -98,13 +98,14 @@ def build_fleet_report(
     timelines: Mapping[str, bytes],
     *,
     root: str,
-    roots: Mapping[str, str] | None = None,
+    dirs: Mapping[str, str] | None = None,
     notes: Sequence[str] = (),
 ) -> BatchReport:
     """The report of a fleet batch: its summary and each change's whole timeline (JSON lines).
 
-    ``roots`` names each change's folder where it has one on every host (a
-    ``dir`` loop on shared storage); the others are reported under ``root``.
+    ``dirs`` names each change's folder: a ``dir`` loop's, on every host
+    (shared storage), or "" for a ``repo`` loop, whose work is its branch. A
+    loop in neither is reported under ``root``, its work where the host left it.
     """
     said = list(notes)
     hosts = {
@@ -116,10 +117,11 @@ def build_fleet_report(
     for change in sorted(timelines):
         read = parse_timeline(timelines[change])
         said.extend(read.problems(Path(f"timeline of {change}")))
-        folder = (roots or {}).get(change)
+        folder = (dirs or {}).get(change)
         # A dir loop's work is in its shared folder; a repo loop's on its branch.
-        work = folder or f"branch forge/{change}"
-        where = f"{work} (last on host {hosts[change]})" if change in hosts else work
+        work = f"branch forge/{change}" if folder == "" else folder
+        host = f"last on host {hosts[change]}" if change in hosts else None
+        where = f"{work} ({host})" if work and host else (work or host)
         facts.append(
             LoopFacts(change=change, root=folder or root, events=read.typed(), where=where)
         )
