@@ -273,7 +273,7 @@ class SqliteBackend:
                 )
                 self._copy.append(now, permits)
                 self._copy_through = _last_id(cursor)
-            return log_reading(wait <= 0, self._copy, now, wait, paused_until, reason)
+            return log_reading(wait <= 0, rule, self._copy, now, wait, paused_until, reason)
 
     def peek(self, rule: SlidingWindow) -> BackendReading:
         """See :meth:`RateLimitBackend.peek`.
@@ -285,7 +285,7 @@ class SqliteBackend:
             now = self._clock()
             paused_until, reason = self._settle(connection, rule, now)
             wait = rule.wait_for(self._copy, now, 1, paused_until=paused_until)
-            return log_reading(False, self._copy, now, wait, paused_until, reason)
+            return log_reading(False, rule, self._copy, now, wait, paused_until, reason)
 
     def pause(self, seconds: float, reason: str) -> None:
         """See :meth:`RateLimitBackend.pause`.
