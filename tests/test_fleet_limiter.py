@@ -62,7 +62,7 @@ def watched(
         client = redis.Redis.from_url(server.url, decode_responses=True)
         try:
             # Entered once the server has answered MONITOR: from then on it sees all.
-            with client.monitor() as monitor:
+            with client.monitor() as monitor:  # type: ignore[no-untyped-call]  # redis-py's
                 attached.set()
                 while (command := monitor.next_command())["command"] != "ECHO done":
                     words = command["command"].replace('"', "").split()
@@ -173,7 +173,8 @@ async def test_statistics_age_the_reading_on_the_limiter_s_clock(
     )
     await limiter.acquire("c")
     seen = limiter.statistics()
-    assert (seen.used, seen.remaining, seen.next_free_in) == (6, 0, pytest.approx(10, abs=0.5))
+    assert (seen.used, seen.remaining) == (6, 0)
+    assert 9.5 < seen.next_free_in <= 10  # the four of 50 s ago free first
     clock[0] += 11  # past the four oldest (50 s ago, in a 60 s window): nothing is asked
     assert (limiter.statistics().used, limiter.statistics().next_free_in) == (2, 0.0)
     clock[0] += 40  # past the one of 10 s ago
