@@ -1,10 +1,14 @@
 """The fleet's one rate limiter: the sliding log on the Redis server.
 
 A :class:`~orchestra._ratelimit.RateLimitBackend` whose every call is one Lua
-script, timed by the server's ``TIME``: trim what left the window, count,
-and (when the caller is first in line and a permit is free) add a unique
-member and set the key's expiry. Hosts' clocks play no part, so hosts whose
-clocks differ by minutes still share one exact window.
+script, timed by the server's ``TIME``, on a log that is a sorted set of
+unique members scored by their grant time: trim what left the window by score,
+count, and (when the caller is first in line and a permit is free) add a
+member and set the key's expiry. It answers with a bounded summary (see
+:class:`~orchestra._ratelimit.BackendReading`), never the log: every step is
+a count or a range read by rank or score, O(log n) in the live permits, so a
+full window costs what an empty one does. Hosts' clocks play no part, so
+hosts whose clocks differ by minutes still share one exact window.
 
 First come, first served across hosts: a host refused a permit takes a
 ticket in a waiter queue (a sorted set in arrival order); a permit goes to the

@@ -35,6 +35,12 @@ _Ts = TypeVarTuple("_Ts")
 class LimiterStatistics:
     """A snapshot of a limiter, as last seen from its backend.
 
+    Between two readings the last one is aged on the limiter's clock: the
+    permits it reported among the oldest leave ``used`` as they leave the
+    window. Exact while the window holds no more grant instants than a reading
+    reports (:data:`~._backends.OLDEST_REPORTED`); past them, ``used`` stays as
+    read until the next reading, which every acquire and :meth:`RateLimiter.refresh` make.
+
     Attributes:
         calls: Permits allowed in any window.
         window: The window in seconds.
