@@ -189,7 +189,8 @@ def foreign_key(reason: str, url: str) -> ForeignLimiterKey | None:
     at = reason.find(_FOREIGN)
     if at < 0:
         return None
-    key, kind, want = reason[at + len(_FOREIGN) :].split()[:3]
+    # The key may hold spaces (a batch's name); the two types never do.
+    key, kind, want = reason[at + len(_FOREIGN) :].strip().rsplit(" ", 2)
     return ForeignLimiterKey(key, kind, want, url)
 
 
