@@ -201,6 +201,9 @@ def test_a_limiter_key_of_a_foreign_type_is_named_never_overwritten(
         backend.try_acquire(SlidingWindow(3, 60), 1, "c")
     assert raised.value.key == name
     assert raised.value.kind == kind
+    if key == "limiter_pause":  # a provider's pause cannot be written over it either
+        with pytest.raises(ForeignLimiterKey):
+            backend.pause(30, "provider limit")
     assert f"the fleet limiter's key {name} holds a {kind}" in str(raised.value)
     assert connection.client.type(name) == kind  # untouched
     log = connection.config.keys.limiter_log

@@ -151,6 +151,10 @@ return reply
 
 # KEYS: pause. ARGV: seconds, reason. A pause is never shortened.
 PAUSE = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'hash' and kind ~= 'none' then
+  return redis.error_reply('FORGE_LIMITER_KEY ' .. KEYS[1] .. ' ' .. kind .. ' hash')
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local pause_end = now + tonumber(ARGV[1])
@@ -243,10 +247,16 @@ class RedisBackend:
 
         Raises:
             FleetUnavailable: the server cannot be reached.
+            ForeignLimiterKey: the pause key holds another type than Forge's.
         """
-        self._connection.once(
-            lambda client: self._pause(keys=[self._keys.limiter_pause], args=[seconds, reason])
-        )
+        try:
+            self._connection.once(
+                lambda client: self._pause(keys=[self._keys.limiter_pause], args=[seconds, reason])
+            )
+        except FleetUnavailable as exc:
+            if not exc.outage and (foreign := foreign_key(exc.reason, exc.url)) is not None:
+                raise foreign from exc
+            raise
 
     def _run(self, rule: SlidingWindow, permits: int, mode: str) -> BackendReading:
         keys = self._keys
