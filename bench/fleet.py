@@ -1,11 +1,14 @@
 """The fleet on Redis: the limiter's acquires per second, and a batch's throughput.
 
 1. Limiter: ``RateLimiter.acquire`` on the Redis backend (one Lua script per
-   acquire: trim, count, the waiter queue, a unique member, expiry) against
-   the floor of the same server: a bare ``EVALSHA`` of a no-op script, called
-   in a loop, and the same through ``trio.to_thread`` as the limiter calls its
-   backend. The log holds ``--live`` permits first (the limit is never
-   reached: nothing waits), and every acquire returns the ages of the window.
+   acquire: trim, count, the waiter queue, a unique member, expiry, a bounded
+   summary of the window) with 0, 1,000 and 10,000 permits live in the log
+   (``--live``; the limit is never reached: nothing waits), against the floor
+   of the same server in the same run: a bare ``EVALSHA`` of a no-op script,
+   called in a loop, and the same through ``trio.to_thread`` as the limiter
+   calls its backend. The sizes are interleaved within each round, so that the
+   machine's load weighs on each alike. The goal: the rate at 10,000 live
+   permits within 2x of the empty window's.
 2. Throughput: 60 loops of a no-op agent (one iteration, ``echo FORGE_DONE``,
    verify ``true``), each in its own small git repository: three
    ``forge fleet work`` processes (20 loops each on average, 8 at once each)
@@ -14,8 +17,8 @@
 A ``redis-server`` on a free loopback port, without persistence, is started
 and stopped by the script.
 
-    .venv/bin/python bench/fleet.py [--acquires 500] [--live 100] [--rounds 3] [--loops 60]
-        [--quick]
+    .venv/bin/python bench/fleet.py [--acquires 500] [--live 0,1000,10000] [--rounds 3]
+        [--loops 60] [--quick]
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import redis
 import trio
-from _quick import parse_args
+from _quick import parse_args, verdict
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -44,6 +47,7 @@ from orchestra._ratelimit import RateLimiter
 FORGE = Path(sys.executable).with_name("forge")
 CALLS = 10**9  # never reached: nothing waits
 WINDOW = 86400.0  # a day: nothing leaves the log while it is timed
+GOAL = 2.0  # the rate with the most live permits within this many times the empty window's
 
 
 def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
@@ -179,45 +183,76 @@ def run_supervise(folder: Path, dirs: list[Path]) -> float:
     return elapsed
 
 
+def limiter_rates(args: argparse.Namespace, url: str, port: int) -> None:
+    """Acquires per second at each ``--live`` size and the server's floor, and the goal."""
+    sizes = args.live
+    times: dict[str, list[float]] = {str(live): [] for live in sizes}
+    times |= {"bare": [], "threaded": []}
+    for round_number in range(args.rounds):
+        for live in sizes:
+            # A batch of its own per figure: every log starts with exactly `live` permits.
+            name = f"r{round_number}-{live}"
+            times[str(live)].append(trio.run(limiter_acquires, url, name, live, args.acquires))
+        times["bare"].append(bare_evalsha(port, args.acquires))
+        times["threaded"].append(trio.run(threaded_evalsha, port, args.acquires))
+    rate = {name: args.acquires / min(spent) for name, spent in times.items()}
+    empty, fullest = rate[str(sizes[0])], rate[str(sizes[-1])]
+    print(f"limiter on Redis, {args.acquires} acquires per figure, best of {args.rounds} rounds:")
+    print("  live permits   acquires/s   vs the first   vs bare EVALSHA")
+    for live in sizes:
+        figure = rate[str(live)]
+        share = figure / rate["bare"]
+        print(f"  {live:12,d}   {figure:10.0f}   {figure / empty:11.2f}x   {share:14.0%}")
+    # "forge =": the empty window's rate against each floor.
+    for floor, what in (
+        ("bare", "bare EVALSHA of a no-op script "),
+        ("threaded", "the same through trio.to_thread"),
+    ):
+        print(f"  {what}   {rate[floor]:8.0f} /s   forge = {empty / rate[floor]:.0%}")
+    met = fullest * GOAL >= empty
+    print(f"  {sizes[-1]:,d} live permits: {fullest / empty:.2f}x the rate of {sizes[0]:,d} "
+          f"(goal: at least {1 / GOAL:.2f}x): {verdict(args, met)}")  # fmt: skip
+
+
+def throughput(args: argparse.Namespace, folder: Path, url: str) -> None:
+    """A batch of no-op loops on three fleet hosts against one ``forge supervise``."""
+    dirs = make_loops(folder / "loops", args.loops)
+    fleet = run_fleet(folder, url, dirs, 3)
+    solo = run_supervise(folder, dirs)
+    print(f"{args.loops} loops of a no-op agent (one iteration, verify `true`):")
+    print(f"  3 x forge fleet work (8 at once each)  {fleet:6.2f} s   "
+          f"{args.loops / fleet:5.1f} loops/s")  # fmt: skip
+    print(f"  forge supervise (24 at once)           {solo:6.2f} s   "
+          f"{args.loops / solo:5.1f} loops/s   fleet = {solo / fleet:.2f}x")  # fmt: skip
+
+
+def live_sizes(text: str) -> list[int]:
+    """``0,1000,10000``: the live permits of each figure, in order."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected numbers separated by commas, got {text!r}"
+        ) from None
+    if not sizes or any(size < 0 for size in sizes):
+        raise argparse.ArgumentTypeError(f"expected numbers >= 0, got {text!r}")
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--acquires", type=int, default=500)
-    parser.add_argument("--live", type=int, default=100)
+    parser.add_argument("--live", type=live_sizes, default=[0, 1000, 10_000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loops", type=int, default=60)
-    args = parse_args(parser, acquires=20, live=10, rounds=1, loops=3)
+    args = parse_args(parser, acquires=20, live=[0, 10, 100], rounds=1, loops=3)
     with tempfile.TemporaryDirectory(prefix="forge-bench-fleet-") as scratch:
         folder = Path(scratch)
         process, port = start_server(folder)
         url = f"redis://127.0.0.1:{port}/0"
         try:
-            forge, bare, threaded = [], [], []
-            for round_number in range(args.rounds):
-                forge.append(
-                    trio.run(limiter_acquires, url, f"r{round_number}", args.live, args.acquires)
-                )
-                bare.append(bare_evalsha(port, args.acquires))
-                threaded.append(trio.run(threaded_evalsha, port, args.acquires))
-            per_second = {
-                name: args.acquires / min(times)
-                for name, times in (("forge", forge), ("bare", bare), ("threaded", threaded))
-            }
-            print(f"limiter on Redis, {args.live} live permits, {args.acquires} acquires, best of "
-                  f"{args.rounds}:")  # fmt: skip
-            print(f"  RateLimiter.acquire (Redis backend)  {per_second['forge']:8.0f} /s")
-            print(f"  bare EVALSHA of a no-op script       {per_second['bare']:8.0f} /s"
-                  f"   forge = {per_second['forge'] / per_second['bare']:.0%}")  # fmt: skip
-            print(f"  the same through trio.to_thread      {per_second['threaded']:8.0f} /s"
-                  f"   forge = {per_second['forge'] / per_second['threaded']:.0%}")  # fmt: skip
-
-            dirs = make_loops(folder / "loops", args.loops)
-            fleet = run_fleet(folder, url, dirs, 3)
-            solo = run_supervise(folder, dirs)
-            print(f"{args.loops} loops of a no-op agent (one iteration, verify `true`):")
-            print(f"  3 x forge fleet work (8 at once each)  {fleet:6.2f} s   "
-                  f"{args.loops / fleet:5.1f} loops/s")  # fmt: skip
-            print(f"  forge supervise (24 at once)           {solo:6.2f} s   "
-                  f"{args.loops / solo:5.1f} loops/s   fleet = {solo / fleet:.2f}x")  # fmt: skip
+            limiter_rates(args, url, port)
+            throughput(args, folder, url)
         finally:
             process.terminate()
             process.wait()

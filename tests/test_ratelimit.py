@@ -553,7 +553,7 @@ class CancelledMidTransaction:
 
     def try_acquire(self, rule: SlidingWindow, permits: int, who: str) -> BackendReading:
         trio.from_thread.run_sync(self.scope.cancel)
-        return BackendReading(granted=True, ages=(0.0,) * permits, wait=0.0)
+        return BackendReading(granted=True, wait=0.0, used=permits, oldest=((0.0, permits),))
 
     def peek(self, rule: SlidingWindow) -> BackendReading:
         raise NotImplementedError
@@ -612,7 +612,8 @@ def test_sqlite_counts_calls_made_before_a_restart(tmp_path: Path) -> None:
     restarted = SqliteBackend.open(path, clock=clock)
     refused = restarted.try_acquire(rule, 1, "c")
     assert not refused.granted
-    assert refused.ages == (600.0, 600.0, 500.0)
+    assert (refused.used, refused.oldest) == (3, ((600.0, 2), (500.0, 1)))
+    assert refused.next_free == 3000.0
     assert refused.wait == 3000.0
     clock.now += 3000
     assert restarted.try_acquire(rule, 2, "c").granted

@@ -1,7 +1,8 @@
 """The log as an array (orchestra/_ratelimit/_log.py) and the sqlite log's copy of it.
 
 What is proven here: the array holds exactly what :meth:`SlidingWindow.settle`
-would, views handed out never change, the sqlite backend's in-process copy
+would, a reading's bounded summary aged by the limiter's clock says what
+settling the whole log would, the sqlite backend's in-process copy
 always agrees with the file (several writers, shorter windows, a clock that
 went back, an older Forge's schema), and an acquisition does not walk the
 window (counted in operations, never timed).
@@ -31,7 +32,8 @@ from orchestra._ratelimit import (
     _log,
     _sqlite,
 )
-from orchestra._ratelimit._log import Ages, StampLog, seen_live
+from orchestra._ratelimit._backends import OLDEST_REPORTED, log_reading
+from orchestra._ratelimit._log import StampLog, seen_use
 
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=60)
 # Steps of a log's life: (seconds the clock moves, negative when it goes back; permits).
@@ -50,7 +52,6 @@ def test_the_array_holds_what_settle_would(window: float, steps: list[tuple[floa
     rule = SlidingWindow(calls=10**6, window=window)
     log = StampLog()
     reference: tuple[float, ...] = ()
-    views: list[tuple[Ages, tuple[float, ...]]] = []
     now = 1000.0
     with mock.patch.object(_log, "_COMPACT_AFTER", 2):  # compact often
         for moved, permits in steps:
@@ -58,43 +59,63 @@ def test_the_array_holds_what_settle_would(window: float, steps: list[tuple[floa
             log.settle(window, now)
             reference = rule.settle(reference, now)
             assert tuple(log) == reference
+            assert len(log) == len(reference)
+            if reference:
+                assert (log[0], log[-1], log.newest) == (reference[0], reference[-1], reference[-1])
             if permits:
                 log.append(now, permits)
                 reference = reference + (now,) * permits
-            views.append((log.ages(now), tuple(now - stamp for stamp in reference)))
-    # Every view still reads what it read when taken, whatever the log did since.
-    for view, ages in views:
-        assert view == ages
-        assert tuple(view) == ages
-        assert len(view) == len(ages)
 
 
-def test_a_view_reads_like_a_tuple() -> None:
+def test_a_log_reads_like_a_tuple_and_only_grows_at_its_end() -> None:
     log = StampLog([3.0, 1.0, 2.0])
-    ages = log.ages(10.0)
-    assert ages == (9.0, 8.0, 7.0)
-    assert (9.0, 8.0, 7.0) == ages  # noqa: SIM300 -- the reflected comparison is the point
-    assert (ages[0], ages[-1], ages[1:]) == (9.0, 7.0, (8.0, 7.0))
-    assert ages != (9.0, 8.0)
-    assert hash(ages) == hash((9.0, 8.0, 7.0))
+    assert (log[0], log[-1], log[1:]) == (1.0, 3.0, [2.0, 3.0])
     with pytest.raises(IndexError):
-        _ = ages[3]
+        _ = log[3]
     with pytest.raises(ValueError, match="before the newest"):
         log.append(2.5, 1)
 
 
+def runs_of(ages: tuple[float, ...]) -> tuple[tuple[float, int], ...]:
+    """Equal ages side by side, counted: (age, how many), in the order given."""
+    runs: list[tuple[float, int]] = []
+    for age in ages:
+        if runs and runs[-1][0] == age:
+            runs[-1] = (age, runs[-1][1] + 1)
+        else:
+            runs.append((age, 1))
+    return tuple(runs)
+
+
+# Quarters of a second: exact in binary, so that an age read back as a stamp is that stamp.
+QUARTERS = st.integers(0, 480).map(lambda quarters: quarters / 4)
+
+
 @DETERMINISTIC
 @given(
-    ages=st.lists(st.floats(-5, 100, allow_nan=False), max_size=30),
-    window=st.floats(0.5, 60, allow_nan=False),
-    later=st.floats(-5, 120, allow_nan=False),
+    ages=st.lists(QUARTERS, max_size=2 * OLDEST_REPORTED + 5),
+    calls=st.integers(1, 40),
+    window=QUARTERS.filter(lambda window: window > 0),
+    later=QUARTERS,
 )
-def test_seen_live_is_settle_of_the_ages(ages: list[float], window: float, later: float) -> None:
-    ages.sort(reverse=True)  # oldest first, as backends report them
+def test_a_reading_aged_by_the_clock_is_what_settling_the_log_would_say(
+    ages: list[float], calls: int, window: float, later: float
+) -> None:
+    rule = SlidingWindow(calls=calls, window=window)
     seen_at = 500.0
+    log = StampLog(seen_at - age for age in ages)
+    log.settle(window, seen_at)
+    reading = log_reading(False, rule, log, seen_at, 0.0, None, "")
+    assert reading.oldest == runs_of(tuple(seen_at - stamp for stamp in log))[:OLDEST_REPORTED]
     now = seen_at + later
-    expected = SlidingWindow(calls=1, window=window).settle([seen_at - age for age in ages], now)
-    assert tuple(seen_live(ages, seen_at, window, now)) == expected
+    live = rule.settle(log, now)
+    seen = reading.used, reading.oldest, reading.next_free
+    used, next_free = seen_use(*seen, seen_at, now, window)
+    if len(set(log)) <= OLDEST_REPORTED:
+        assert used == len(live)
+    else:  # past the reported oldest, use stays as read: never under the truth
+        assert len(live) <= used <= reading.used
+    assert next_free == rule.wait_for(live, now, 1)
 
 
 class CountingFloat(float):
@@ -115,7 +136,9 @@ def test_an_acquisition_does_not_walk_the_window() -> None:
     CountingFloat.additions = 0
     reading = backend.try_acquire(rule, 1, "one more")
     assert reading.granted
-    assert len(reading.ages) == 10_001
+    assert reading.used == 10_001
+    (_, prefilled), newest = reading.oldest  # two instants: oldest first
+    assert (prefilled, newest) == (10_000, (0.0, 1))
     # A bisection of 10,000 stamps, not one addition per permit.
     assert CountingFloat.additions < 64
 
@@ -191,7 +214,10 @@ def test_the_copy_of_each_writer_agrees_with_the_file(
                     live += (now,) * permits
             else:
                 reading = writers[who].peek(rule)
-            assert reading.ages == tuple(now - stamp for stamp in live)
+            ages = tuple(now - stamp for stamp in live)
+            assert reading.used == len(ages)
+            assert reading.oldest == runs_of(ages)[:OLDEST_REPORTED]
+            assert reading.next_free == rule.wait_for(live, now, 1)
             assert rows_at(path) == list(live)
 
 
@@ -207,7 +233,7 @@ def test_the_copy_is_caught_up_not_read_again(tmp_path: Path) -> None:
             clock.now += 1
             assert one.try_acquire(rule, 1, "one").granted
             assert other.try_acquire(rule, 2, "other").granted
-        assert len(one.peek(rule).ages) == 56
+        assert one.peek(rule).used == 56
 
 
 def test_a_row_written_outside_forge_still_counts(tmp_path: Path) -> None:
@@ -220,7 +246,7 @@ def test_a_row_written_outside_forge_still_counts(tmp_path: Path) -> None:
         connection.execute("INSERT INTO grants (at, who) VALUES (?, 'by hand')", (clock.now,))
     refused = backend.try_acquire(rule, 1, "forge")
     assert not refused.granted
-    assert refused.ages == (0.0, 0.0)
+    assert (refused.used, refused.oldest) == (2, ((0.0, 2),))
 
 
 def test_a_log_of_schema_version_1_is_brought_to_2_with_its_permits(tmp_path: Path) -> None:
@@ -243,7 +269,7 @@ def test_a_log_of_schema_version_1_is_brought_to_2_with_its_permits(tmp_path: Pa
     clock = Clock(1_700_000_020.0)
     backend = SqliteBackend.open(path, clock=clock)
     reading = backend.peek(SlidingWindow(calls=5, window=60))
-    assert reading.ages == (20.0, 15.0, 10.0)
+    assert (reading.used, reading.oldest) == (3, ((20.0, 1), (15.0, 1), (10.0, 1)))
     assert (reading.paused_for, reading.pause_reason) == (10.0, "429")
     with contextlib.closing(sqlite3.connect(path)) as connection:
         assert connection.execute("PRAGMA user_version").fetchone() == (_sqlite.SCHEMA_VERSION,)
@@ -297,8 +323,8 @@ def test_rows_pruned_by_a_writer_on_a_shorter_window_leave_every_copy(tmp_path: 
     hourly, minutely = SqliteBackend.open(path, clock=clock), SqliteBackend.open(path, clock=clock)
     assert hourly.try_acquire(SlidingWindow(calls=5, window=3600), 2, "hourly").granted
     clock.now += 120
-    assert len(minutely.peek(SlidingWindow(calls=5, window=60)).ages) == 0  # pruned both
-    assert hourly.peek(SlidingWindow(calls=5, window=3600)).ages == ()
+    assert minutely.peek(SlidingWindow(calls=5, window=60)).used == 0  # pruned both
+    assert hourly.peek(SlidingWindow(calls=5, window=3600)).oldest == ()
 
 
 def test_rows_rewritten_by_a_writer_whose_clock_is_behind_reach_every_copy(
@@ -309,5 +335,5 @@ def test_rows_rewritten_by_a_writer_whose_clock_is_behind_reach_every_copy(
     one, other = SqliteBackend.open(path, clock=ahead), SqliteBackend.open(path, clock=behind)
     rule = SlidingWindow(calls=5, window=3600)
     assert one.try_acquire(rule, 1, "ahead").granted
-    assert other.peek(rule).ages == (0.0,)  # rewrote it to its own now
-    assert one.peek(rule).ages == (100.0,)
+    assert other.peek(rule).oldest == ((0.0, 1),)  # rewrote it to its own now
+    assert one.peek(rule).oldest == ((100.0, 1),)

@@ -128,4 +128,4 @@ def test_a_restarted_process_still_counts_earlier_calls(tmp_path: Path) -> None:
     assert second["before"] == 3
     assert second["extra"] is False  # the sixth call of the hour had to wait
     rule = SlidingWindow(calls=5, window=3600)
-    assert len(SqliteBackend.open(path).peek(rule).ages) == 5
+    assert SqliteBackend.open(path).peek(rule).used == 5

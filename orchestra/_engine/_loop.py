@@ -551,6 +551,8 @@ class _Loop:
                 done_marker=self.plan.done_marker,
                 redact=self.plan.redact,
                 session=resume.session,
+                # A provider's "resets in N": N from the loop's clock (the server's in a fleet).
+                wall_clock=self.settings.wall_clock,
             )
         except BaseException:
             if self.plan.integrity is not None:

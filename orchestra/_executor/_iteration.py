@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -169,17 +170,20 @@ async def run_iteration(
     done_marker: str,
     redact: Redact | None = None,
     session: str | None = None,
+    wall_clock: Callable[[], float] = time.time,
 ) -> IterationOutcome:
     """Run one iteration of ``executor`` in its own process group and judge it.
 
     With ``redact``, every output line is redacted before it is logged, kept or
     parsed, and so is the report the executor leaves. With ``session``, an
-    executor that continues sessions continues that one.
+    executor that continues sessions continues that one. A provider's relative
+    reset ("try again in 30 seconds") is counted from ``wall_clock``.
     """
     with contextlib.suppress(FileNotFoundError):
         context.report_path.unlink()  # a report left by an earlier iteration is not this one's
     context.report_path.parent.mkdir(parents=True, exist_ok=True)
-    parser = make_parser(executor.spec.output, executor.spec.done_marker or done_marker)
+    marker = executor.spec.done_marker or done_marker
+    parser = make_parser(executor.spec.output, marker, clock=wall_clock)
     env = context.environment(executor.environment())
     if executor.templated and executor.spec.shell_guard:
         env.update(shell_guard_environment(context.state_dir, env))

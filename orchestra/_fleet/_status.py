@@ -98,7 +98,7 @@ def fleet_status(connection: Connection) -> FleetStatus:
         limiter = {
             "calls": batch.calls,
             "window": batch.window,
-            "used": len(reading.ages),
+            "used": reading.used,
             "next_free_in": round(reading.wait, 3),
             "paused_for": round(reading.paused_for, 3),
             "unavailable": reading.unavailable or None,

@@ -118,6 +118,8 @@ class RedisChangeStore:
         owns_circuit: The loop moves the loop circuit (always, in a fleet).
         after_commit: Called (in the committing thread) after each iteration's
             record is written, while the lease is still this host's.
+        trusted: Asked before every write: False once this host's watchdog may
+            have killed the loop's executor (then nothing more is written).
     """
 
     def __init__(
@@ -130,8 +132,10 @@ class RedisChangeStore:
         *,
         owns_circuit: bool = True,
         after_commit: Callable[[], None] | None = None,
+        trusted: Callable[[], bool] | None = None,
     ) -> None:
         self._after_commit = after_commit
+        self._trusted = trusted
         self._connection = connection
         self._keys = keys
         self.change = change
@@ -282,9 +286,14 @@ class RedisChangeStore:
         def stop_trying() -> bool:
             return self._gone() or (give_up is not None and give_up())
 
-        result = self._connection.retrying(
-            lambda client: self._script(keys=keys, args=args), give_up=stop_trying
-        )
+        def send(client: Any) -> Any:
+            # Asked at every try: a write waiting out an outage may outlive the trust.
+            if self._trusted is not None and not self._trusted():
+                self._revoked.set()
+                raise LeaseLost(self.change)
+            return self._script(keys=keys, args=args)
+
+        result = self._connection.retrying(send, give_up=stop_trying)
         if int(result) < 0:
             self._revoked.set()
             raise LeaseLost(self.change)

@@ -16,7 +16,10 @@ The worker is a trio program. Its tasks:
   once more when the host stops (finished or interrupted).
 
 Every executor's process group is handed to a watchdog process, which kills
-them if the worker itself is killed (see :mod:`._watchdog`). A ``repo`` loop
+them if the worker itself is killed, and also if the worker, alive but frozen
+or stuck, stops renewing its leases: each successful claim or renewal moves
+the watchdog's deadline on, which lapses half a heartbeat before the oldest
+lease could (see :mod:`._deadline`, :mod:`._watchdog`). A ``repo`` loop
 with ``push = true`` pushes its branch after every recorded iteration and when
 it is given back, so a host that takes it over continues from those commits.
 
@@ -58,6 +61,7 @@ from .._ratelimit import EventHandler, RateLimiter
 from .._supervise import LoopSetup, ensure_worktree, prepare
 from ._config import GROUP, FleetConfig
 from ._connection import Connection, FleetUnavailable, ServerClock, host_clock
+from ._deadline import LeaseDeadline
 from ._limiter import RedisBackend
 from ._queue import (
     CLAIM,
@@ -77,7 +81,7 @@ from ._queue import (
 )
 from ._source import SourceError, checkout_repo, push_branch
 from ._store import RedisChangeStore
-from ._watchdog import executors_die_with_this_process
+from ._watchdog import Watchdog, executors_die_with_this_process
 
 PUSH_FAILED = "push-failed"
 """The ending of a loop whose work could not be pushed to the remote."""
@@ -166,17 +170,24 @@ class Worker:
         # After the server was unreachable, leave others' loops alone for one
         # lease: the hosts running them renew first.
         self._quiet_until = 0.0
+        # The leases held, and the deadline they give the watchdog (once it runs).
+        self._watchdog: Watchdog | None = None
+        self.deadline = LeaseDeadline(config.lease, config.heartbeat, self._publish_deadline)
 
     async def run(self) -> WorkerResult:
         """Work until every loop of the batch has ended (on any host)."""
         await self._call_retrying(lambda _client: self.clock.sync())
         interrupted = True
         try:
-            with executors_die_with_this_process():
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._heartbeat)
-                    await self._claim_until_all_ended(nursery)
-                    nursery.cancel_scope.cancel()
+            with executors_die_with_this_process() as watchdog:
+                self._watchdog = watchdog
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._heartbeat)
+                        await self._claim_until_all_ended(nursery)
+                        nursery.cancel_scope.cancel()
+                finally:
+                    self._watchdog = None
             interrupted = False
         finally:
             # The last word, also when stopped: the status shows this host gone
@@ -223,6 +234,7 @@ class Worker:
         status = status_json(RUNNING, host=self.host, since=self.clock.iso())
         lease_ms = int(self.config.lease * 1000)
         keys = [self.keys.lease(spec.change), self.keys.fence(spec.change), self.keys.status]
+        sent = self.deadline.now()
         granted, detail = await self._call(
             lambda _client: self._claim(keys=keys, args=[self.host, lease_ms, spec.change, status])
         )
@@ -231,6 +243,7 @@ class Worker:
                 # Ended on some host whose acknowledgement was lost: acknowledge it here.
                 await self._call(lambda client: client.xack(self.keys.loops, GROUP, entry_id))
             return None
+        self.deadline.renewed(spec.change, sent)
         return entry_id, spec, int(detail)
 
     # -- one loop ---------------------------------------------------------------
@@ -238,6 +251,7 @@ class Worker:
     async def _run_one(self, entry_id: str, spec: LoopSpec, token: int) -> None:
         running = self.running[spec.change]
         pushing = bool(spec.repo and spec.push)
+        trusted = self.deadline.trust()
         store = RedisChangeStore(
             self.connection,
             self.keys,
@@ -245,6 +259,7 @@ class Worker:
             token,
             self.clock.iso,
             after_commit=partial(self._push_after_iteration, spec) if pushing else None,
+            trusted=trusted,
         )
         self.on_event("fleet", spec.change, f"claimed by {self.host} (fencing token {token})")
         try:
@@ -253,7 +268,7 @@ class Worker:
                 # The lease is renewed until the loop's ending is recorded (a push
                 # may take minutes): only then is the renewer cancelled.
                 scope = trio.CancelScope()
-                renew = partial(self._renew_lease, entry_id, spec.change, token, running)
+                renew = partial(self._renew_lease, entry_id, spec.change, token, running, trusted)
                 renewing.start_soon(renew, store, scope)
                 try:
                     with scope:
@@ -287,6 +302,7 @@ class Worker:
             else:
                 self.result.lost.append(spec.change)
         finally:
+            self.deadline.released(spec.change)
             del self.running[spec.change]
 
     async def _run_loop(
@@ -385,6 +401,7 @@ class Worker:
         change: str,
         token: int,
         running: Running,
+        trusted: Callable[[], bool],
         store: RedisChangeStore,
         scope: trio.CancelScope,
     ) -> None:
@@ -397,9 +414,15 @@ class Worker:
                 self.config.lease, self.config.heartbeat, running.grace
             )
             await trio.sleep(max(0.0, min(self.config.heartbeat, stop_at - trio.current_time())))
+            if not trusted():
+                # This host was frozen (or stuck) past the watchdog's deadline: the
+                # executor may have been killed, another host may run the loop.
+                self._revoke(store, scope)
+                return
             if trio.current_time() >= stop_at:
                 self._stop_unrenewed(store, scope)
                 return
+            sent = self.deadline.now()
             try:
                 kept = await self._call(lambda _client: self._renew(keys=keys, args=args))
             except FleetUnavailable as exc:
@@ -410,10 +433,22 @@ class Worker:
                 self._stop_unrenewed(store, scope)
                 return
             if int(kept) != 1:
-                store.revoke()
-                scope.cancel()
+                self._revoke(store, scope)
+                return
+            self.deadline.renewed(change, sent)
+            if not trusted():
+                self._revoke(store, scope)
                 return
             renewed_at = trio.current_time()
+
+    def _revoke(self, store: RedisChangeStore, scope: trio.CancelScope) -> None:
+        # The loop is not this host's any more: no write, and its executor stops now.
+        store.revoke()
+        scope.cancel()
+
+    def _publish_deadline(self, until: float | None) -> None:
+        if self._watchdog is not None:
+            self._watchdog.kill_at(until)
 
     def _stop_unrenewed(self, store: RedisChangeStore, scope: trio.CancelScope) -> None:
         # Not renewed for nearly a lease: stop the executor now, so that it is gone

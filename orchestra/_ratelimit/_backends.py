@@ -1,7 +1,10 @@
 """Where the sliding log lives: one small interface and the memory backend.
 
 A backend keeps the log in its own time base and answers in durations measured
-from its own "now" (ages, waits), never in absolute times. The limiter can
+from its own "now" (ages, waits), never in absolute times. It answers with a
+bounded summary of the log (how many permits are in use, when the next one
+frees, the ages of the oldest few), never the log itself, so that a reading
+costs the same whether the window holds ten permits or ten thousand. The limiter can
 therefore sleep on trio's clock whatever clock the backend keeps: the memory
 backend reads an injected monotonic clock, the sqlite backend (:mod:`._sqlite`)
 wall-clock epochs (so that a restart still counts the calls made before it). A
@@ -11,13 +14,21 @@ Redis backend, for several machines (``orchestra/_fleet``), implements the same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Protocol
 
 import attrs
 
 from ._log import StampLog
 from ._window import LONGEST_PAUSE, SlidingWindow
+
+OLDEST_REPORTED = 16
+"""How many of the oldest grant instants a reading reports (with their permits).
+
+Enough for the limiter's statistics to see use fall as those permits leave the
+window between two readings (exactly, while the window holds no more instants
+than this); a bound, so that no reading grows with the window.
+"""
 
 
 @attrs.frozen
@@ -26,22 +37,28 @@ class BackendReading:
 
     Attributes:
         granted: Whether the permits asked for were taken.
-        ages: Seconds since each permit still in use was granted, oldest first
-            (a permit granted by this very call has age 0). Any sequence; the
-            local backends hand out a view of their log (:class:`~._log.Ages`),
-            so that a reading costs the same whatever the window holds.
         wait: Seconds before the request could be granted (0 when granted); for a
             plain look, before one permit could be.
+        used: Permits in use after the call (granted less than a window ago,
+            including those granted by this very call).
+        next_free: Seconds until one more permit fits in the window, a pause
+            aside (0 when one fits now).
+        oldest: The oldest instants at which permits in use were granted, oldest
+            first, as (seconds since, permits granted then): at most
+            :data:`OLDEST_REPORTED` of them, all of them when the window holds
+            no more.
         paused_for: Seconds left of a provider's pause (0: not paused).
         pause_reason: Why the provider paused us ("" when not paused).
         unavailable: Why the shared log could not be reached ("" when it was);
             nothing is granted then (the limiter fails closed and asks again
-            after ``wait``).
+            after ``wait``), and the other fields say nothing.
     """
 
     granted: bool
-    ages: Sequence[float]
     wait: float
+    used: int = 0
+    next_free: float = 0.0
+    oldest: tuple[tuple[float, int], ...] = ()
     paused_for: float = 0.0
     pause_reason: str = ""
     unavailable: str = ""
@@ -86,13 +103,22 @@ class RateLimitBackend(Protocol):
 
 
 def log_reading(
-    granted: bool, log: StampLog, now: float, wait: float, paused_until: float | None, reason: str
+    granted: bool,
+    rule: SlidingWindow,
+    log: StampLog,
+    now: float,
+    wait: float,
+    paused_until: float | None,
+    reason: str,
 ) -> BackendReading:
+    """The summary of a settled local log at ``now``: O(1) in its length."""
     paused_for = paused_until - now if paused_until is not None and paused_until > now else 0.0
     return BackendReading(
         granted=granted,
-        ages=log.ages(now),
         wait=wait,
+        used=len(log),
+        next_free=rule.wait_for(log, now, 1),
+        oldest=log.runs(now, OLDEST_REPORTED),
         paused_for=paused_for,
         pause_reason=reason if paused_for > 0 else "",
     )
@@ -128,14 +154,18 @@ class MemoryBackend:
         wait = rule.wait_for(self._log, now, permits, paused_until=self._paused_until)
         if wait <= 0:
             self._log.append(now, permits)
-        return log_reading(wait <= 0, self._log, now, wait, self._paused_until, self._pause_reason)
+        return log_reading(
+            wait <= 0, rule, self._log, now, wait, self._paused_until, self._pause_reason
+        )
 
     def peek(self, rule: SlidingWindow) -> BackendReading:
         """See :meth:`RateLimitBackend.peek`."""
         now = self._clock()
         self._log.settle(rule.window, now)
         wait = rule.wait_for(self._log, now, 1, paused_until=self._paused_until)
-        return log_reading(False, self._log, now, wait, self._paused_until, self._pause_reason)
+        return log_reading(
+            False, rule, self._log, now, wait, self._paused_until, self._pause_reason
+        )
 
     def pause(self, seconds: float, reason: str) -> None:
         """See :meth:`RateLimitBackend.pause`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, TypeVarTuple
 
@@ -20,7 +20,7 @@ import trio
 from .._durations import Duration
 from .._errors import ConfigError
 from ._backends import BackendReading, MemoryBackend, RateLimitBackend
-from ._log import seen_live
+from ._log import seen_use
 from ._sqlite import SqliteBackend
 from ._window import SlidingWindow, warn_threshold
 
@@ -34,6 +34,12 @@ _Ts = TypeVarTuple("_Ts")
 @attrs.frozen
 class LimiterStatistics:
     """A snapshot of a limiter, as last seen from its backend.
+
+    Between two readings the last one is aged on the limiter's clock: the
+    permits it reported among the oldest leave ``used`` as they leave the
+    window. Exact while the window holds no more grant instants than a reading
+    reports (:data:`~._backends.OLDEST_REPORTED`); past them, ``used`` stays as
+    read until the next reading, which every acquire and :meth:`RateLimiter.refresh` make.
 
     Attributes:
         calls: Permits allowed in any window.
@@ -138,9 +144,9 @@ class RateLimiter:
         self._waiting = 0
         self._head_ready_at: float | None = None
         self._warned = False
-        # The log as last read from the backend (ages, oldest first, at `clock`'s
-        # `_seen_at`), kept as read: what statistics() reports, settled at its own now.
-        self._seen_ages: Sequence[float] = ()
+        # The log as last read from the backend (a bounded summary, at `clock`'s
+        # `_seen_at`), kept as read: what statistics() reports, aged to its own now.
+        self._seen = BackendReading(granted=False, wait=0.0)
         self._seen_at = 0.0
         self._seen_paused_until: float | None = None
         self._seen_pause_wall: float | None = None
@@ -234,16 +240,20 @@ class RateLimiter:
         :meth:`refresh` for a fresh reading.
         """
         now = self._clock()
-        live = seen_live(self._seen_ages, self._seen_at, self._rule.window, now)
-        paused = self._seen_paused_until is not None and self._seen_paused_until > now
-        paused_until = self._seen_paused_until if paused else None
+        seen = self._seen
+        used, next_free = seen_use(
+            seen.used, seen.oldest, seen.next_free, self._seen_at, now, self._rule.window
+        )
+        pause_end = self._seen_paused_until
+        pause_left = max(pause_end - now, 0.0) if pause_end is not None else 0.0
+        paused = pause_left > 0
         head_wait = 0.0 if self._head_ready_at is None else max(0.0, self._head_ready_at - now)
         return LimiterStatistics(
             calls=self._rule.calls,
             window=self._rule.window,
-            used=len(live),
-            remaining=max(0, self._rule.calls - len(live)),
-            next_free_in=self._rule.wait_for(live, now, 1, paused_until=paused_until),
+            used=used,
+            remaining=max(0, self._rule.calls - used),
+            next_free_in=max(next_free, pause_left),
             tasks_waiting=self._waiting,
             head_wait=head_wait,
             warned=self._warned,
@@ -270,14 +280,14 @@ class RateLimiter:
             return
         self._unavailable = None
         now = self._clock()
-        self._seen_ages, self._seen_at = reading.ages, now
+        self._seen, self._seen_at = reading, now
         if reading.paused_for > 0:
             self._seen_paused_until = now + reading.paused_for
             self._seen_pause_wall = self._wall_clock() + reading.paused_for
             self._seen_pause_reason = reading.pause_reason
         else:
             self._seen_paused_until = self._seen_pause_wall = self._seen_pause_reason = None
-        used_after = len(reading.ages)
+        used_after = reading.used
         # Re-arm only once use has fallen well below the threshold: a full window
         # dips under it each time a permit expires, and one warning is enough.
         if used_after <= self._threshold // 2:

@@ -1,13 +1,13 @@
-"""The sliding log as an array: what a backend keeps, and views of it that cost nothing.
+"""The sliding log as an array: what a local backend keeps, and what a reading says of it.
 
 A log holds the grant times of the permits still in use, oldest first. Permits
 leave at the front (they expire in the order they were granted) and join at the
 back, so a :class:`StampLog` is an array with a moving head: settling it at a
 new instant and appending to it cost the same whether the window holds ten
-permits or ten thousand. Readings hand out :class:`Ages`, a view of the array
-rather than a copy, and the limiter reads its statistics back through
-:func:`seen_live`, a view again; nothing on the path of an acquisition walks
-the whole window.
+permits or ten thousand. A reading summarises it (a count, the next free
+permit, the ages of the oldest few) and the limiter ages that summary with its
+own clock (:func:`seen_use`); nothing on the path of an acquisition walks the
+whole window.
 
 The comparisons are those of :class:`~._window.SlidingWindow` (a permit at
 ``t`` is in use while ``t + window > now``; a stamp after ``now`` counts as
@@ -18,64 +18,13 @@ by :meth:`SlidingWindow.settle` hold the same numbers.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import overload
 
 # Drop the expired front of the array only once it is this long and at least
 # half of the array: copying the live rest then costs at most as much as the
 # appends that filled it (amortized O(1) per permit).
 _COMPACT_AFTER = 1024
-
-
-class Ages(Sequence[float]):
-    """How long before one instant each permit of a log was granted, oldest first.
-
-    A read-only view of a :class:`StampLog`'s array, taken in O(1). It stays as
-    it was when taken: the log only appends past its end, and starts a new array
-    whenever it drops or rewrites stamps. It compares equal to any sequence of
-    the same ages (a tuple, say).
-    """
-
-    __slots__ = ("_now", "_stamps", "_start", "_stop")
-
-    def __init__(self, stamps: list[float], start: int, stop: int, now: float) -> None:
-        self._stamps = stamps
-        self._start = start
-        self._stop = stop
-        self._now = now
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
-    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
-        if isinstance(index, slice):
-            return tuple(self)[index]
-        size = self._stop - self._start
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise IndexError("age index out of range")
-        return self._now - self._stamps[self._start + index]
-
-    def __iter__(self) -> Iterator[float]:
-        now = self._now
-        for position in range(self._start, self._stop):
-            yield now - self._stamps[position]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return f"Ages({tuple(self)!r})"
 
 
 class StampLog(Sequence[float]):
@@ -138,6 +87,20 @@ class StampLog(Sequence[float]):
         else:
             self._head = head
 
+    def runs(self, now: float, limit: int) -> tuple[tuple[float, int], ...]:
+        """The oldest ``limit`` distinct grant times as (age at ``now``, permits then).
+
+        O(``limit`` log n): each run's end is found by bisection.
+        """
+        stamps, end = self._stamps, len(self._stamps)
+        runs: list[tuple[float, int]] = []
+        start = self._head
+        while start < end and len(runs) < limit:
+            stop = bisect.bisect_right(stamps, stamps[start], lo=start, hi=end)
+            runs.append((now - stamps[start], stop - start))
+            start = stop
+        return tuple(runs)
+
     def append(self, now: float, permits: int) -> None:
         """Add ``permits`` granted at ``now`` (no earlier than the newest stamp)."""
         newest = self.newest
@@ -145,48 +108,24 @@ class StampLog(Sequence[float]):
             raise ValueError(f"a stamp at {now!r} would come before the newest, {newest!r}")
         self._stamps.extend([now] * permits)
 
-    def ages(self, now: float) -> Ages:
-        """The log as ages at ``now``, oldest first: a view, O(1)."""
-        return Ages(self._stamps, self._head, len(self._stamps), now)
 
+def seen_use(
+    used: int,
+    oldest: Sequence[tuple[float, int]],
+    next_free: float,
+    seen_at: float,
+    now: float,
+    window: float,
+) -> tuple[int, float]:
+    """Permits in use at ``now``, and seconds until one more fits, of a reading at ``seen_at``.
 
-class _SeenLive(Sequence[float]):
-    """Stamps on a reader's clock, rebuilt on demand from ages read at ``seen_at``."""
-
-    __slots__ = ("_ages", "_now", "_seen_at", "_start")
-
-    def __init__(self, ages: Sequence[float], start: int, seen_at: float, now: float) -> None:
-        self._ages = ages
-        self._start = start
-        self._seen_at = seen_at
-        self._now = now
-
-    def __len__(self) -> int:
-        return len(self._ages) - self._start
-
-    @overload
-    def __getitem__(self, index: int) -> float: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[float, ...]: ...
-    def __getitem__(self, index: int | slice) -> float | tuple[float, ...]:
-        if isinstance(index, slice):
-            return tuple(self)[index]
-        size = len(self)
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise IndexError("stamp index out of range")
-        return min(self._seen_at - self._ages[self._start + index], self._now)
-
-
-def seen_live(ages: Sequence[float], seen_at: float, window: float, now: float) -> Sequence[float]:
-    """The permits still in use at ``now`` of a log read as ``ages`` at ``seen_at``.
-
-    The same numbers as ``SlidingWindow(…, window).settle(seen_at - age for age
-    in ages, now)``, as a view built in O(log n): ``ages`` must be oldest first,
-    as every backend reports them.
+    ``used``, ``oldest`` and ``next_free`` are a reading's (see
+    :class:`~._backends.BackendReading`); what other users of a shared log did
+    since is not known. Use falls as the reported oldest permits leave the
+    window (the comparison of :meth:`SlidingWindow.settle`, on the same floats);
+    past them it stays as read: exact while the reading reported every instant,
+    an overestimate at worst. The next permit
+    frees when the reading said it would.
     """
-    start = bisect.bisect_left(
-        range(len(ages)), True, key=lambda index: seen_at - ages[index] + window > now
-    )
-    return _SeenLive(ages, start, seen_at, now)
+    left = sum(count for age, count in oldest if not seen_at - age + window > now)
+    return used - left, max(seen_at + next_free - now, 0.0)

@@ -3,12 +3,13 @@
 The file is the truth: every decision is made inside one ``BEGIN IMMEDIATE``
 transaction from a count the database keeps itself (triggers on the grants
 table), so two processes can never both take the last permit. What a reading
-reports about each permit (its age) comes from a copy of the log this process
-keeps in memory and brings up to date from the rows added since it last
-looked; the copy is checked against the database's count and epoch in every
-transaction and read again whole when they disagree. Nothing in a transaction
-walks the window: expired rows are deleted by a range of the time index, new
-rows are read by a range of their ids.
+reports beyond that (when the next permit frees, the oldest grant instants)
+comes from a copy of the log this process keeps in memory and brings up to
+date from the rows added since it last looked; the copy is checked against
+the database's count and epoch in every transaction and read again whole when
+they disagree. Nothing in a transaction walks the window: expired rows are
+deleted by a range of the time index, new rows are read by a range of their
+ids.
 """
 
 from __future__ import annotations
@@ -273,7 +274,7 @@ class SqliteBackend:
                 )
                 self._copy.append(now, permits)
                 self._copy_through = _last_id(cursor)
-            return log_reading(wait <= 0, self._copy, now, wait, paused_until, reason)
+            return log_reading(wait <= 0, rule, self._copy, now, wait, paused_until, reason)
 
     def peek(self, rule: SlidingWindow) -> BackendReading:
         """See :meth:`RateLimitBackend.peek`.
@@ -285,7 +286,7 @@ class SqliteBackend:
             now = self._clock()
             paused_until, reason = self._settle(connection, rule, now)
             wait = rule.wait_for(self._copy, now, 1, paused_until=paused_until)
-            return log_reading(False, self._copy, now, wait, paused_until, reason)
+            return log_reading(False, rule, self._copy, now, wait, paused_until, reason)
 
     def pause(self, seconds: float, reason: str) -> None:
         """See :meth:`RateLimitBackend.pause`.

@@ -20,6 +20,8 @@ limit in particular.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from .._observation import Observation
@@ -50,12 +52,20 @@ class OutputParser(Protocol):
     def finish(self) -> Observation: ...
 
 
-def make_parser(output_format: str, done_marker: str) -> OutputParser:
-    """The parser for one of ``OUTPUT_FORMATS``."""
+def make_parser(
+    output_format: str, done_marker: str, *, clock: Callable[[], float] = time.time
+) -> OutputParser:
+    """The parser for one of ``OUTPUT_FORMATS``.
+
+    ``clock`` (wall-clock epoch seconds) turns a provider's relative reset
+    ("try again in 30 seconds") into a time: the loop's wall clock, which in a
+    fleet is the server's, so that a host whose own clock is off pauses as long
+    as the provider said.
+    """
     if output_format in ("claude-json", "claude-stream-json"):
-        return ClaudeParser(output_format, done_marker)
+        return ClaudeParser(output_format, done_marker, clock=clock)
     if output_format == "codex-json":
-        return CodexParser(done_marker)
+        return CodexParser(done_marker, clock=clock)
     if output_format == "gemini-json":
-        return GeminiParser(done_marker)
+        return GeminiParser(done_marker, clock=clock)
     return TextParser(done_marker)

@@ -45,8 +45,7 @@ class ClaudeParser(EventParser):
     def __init__(
         self, output_format: str, done_marker: str, *, clock: Callable[[], float] = time.time
     ) -> None:
-        super().__init__(output_format, done_marker)
-        self._clock = clock
+        super().__init__(output_format, done_marker, clock=clock)
         self._retry_delay: float | None = None  # seconds, before the last 429 retried
         self._result_at = 0.0
         self._result: dict[str, Any] | None = None
@@ -79,7 +78,7 @@ class ClaudeParser(EventParser):
                 self._take(event)
         result = self._result
         tools = self._tools_before + len(self._message_tools)
-        stderr_limit = detect_limit(self._stderr.text())
+        stderr_limit = detect_limit(self._stderr.text(), self._clock())
         if result is None:
             return Observation(
                 format=self._format,
@@ -133,12 +132,14 @@ class ClaudeParser(EventParser):
             return self._rate_limit
         # Some releases end a refused run with subtype success and the limit as
         # the whole answer: that answer is read for it too.
-        if (is_error or is_limit_answer(text)) and (limit := detect_limit(text)) is not None:
+        if (is_error or is_limit_answer(text)) and (
+            limit := detect_limit(text, self._clock())
+        ) is not None:
             return limit
         if not is_error:
             return None  # stderr speaks only for a run that failed: a success stands
         # The API's status for the error (429: a limit, 529: overloaded).
-        limit = limit_from_status(result.get("api_error_status"), text)
+        limit = limit_from_status(result.get("api_error_status"), text, self._clock())
         if limit is not None and limit.status == REJECTED:
             return _with_reset(limit, self._retry_delay, self._result_at)
         return limit if limit is not None else stderr_limit

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 from .._limits import detect_limit
@@ -20,8 +22,8 @@ class CodexParser(EventParser):
     and is no error of the iteration.
     """
 
-    def __init__(self, done_marker: str) -> None:
-        super().__init__("codex-json", done_marker)
+    def __init__(self, done_marker: str, *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__("codex-json", done_marker, clock=clock)
         self._events = 0
         self._tokens_in = 0
         self._tokens_cached = 0
@@ -35,7 +37,7 @@ class CodexParser(EventParser):
 
     def finish(self) -> Observation:
         text_view = self._drain()
-        stderr_limit = detect_limit(self._stderr.text())
+        stderr_limit = detect_limit(self._stderr.text(), self._clock())
         if not self._events:
             return Observation(
                 format="codex-json",
@@ -44,7 +46,7 @@ class CodexParser(EventParser):
                 note="no Codex JSON events in the output; read as plain text",
             )
         error = self._error
-        rate_limit = detect_limit(error) if error else None
+        rate_limit = detect_limit(error, self._clock()) if error else None
         if rate_limit is None and not self._completed:
             # stderr speaks only for a turn that did not complete: a completed one stands.
             rate_limit = stderr_limit

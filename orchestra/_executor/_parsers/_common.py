@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import json
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -133,8 +134,11 @@ class EventParser(abc.ABC):
     as plain text, the done marker included.
     """
 
-    def __init__(self, output_format: str, done_marker: str) -> None:
+    def __init__(
+        self, output_format: str, done_marker: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self._format = output_format
+        self._clock = clock  # wall-clock epoch seconds: what a relative reset counts from
         self._marker = done_marker.strip()
         self._lines = JsonLines()
         self._text = TextParser(done_marker, output_format)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from .._limits import OVERLOADED, detect_limit, limit_from_status
@@ -35,7 +37,8 @@ class GeminiParser:
     its errors, before the JSON error it exits with.
     """
 
-    def __init__(self, done_marker: str) -> None:
+    def __init__(self, done_marker: str, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock  # wall-clock epoch seconds: what a relative reset counts from
         self._marker = done_marker.strip()
         self._text = TextParser(done_marker, "gemini-json")
         self._document = bytearray()
@@ -67,7 +70,7 @@ class GeminiParser:
             return Observation(
                 format="gemini-json",
                 done=text_view.done,
-                rate_limit=detect_limit(stderr_text),
+                rate_limit=detect_limit(stderr_text, self._clock()),
                 note="no Gemini JSON document in the output; read as plain text",
             )
         response = as_str(parsed.get("response")) or ""
@@ -108,9 +111,10 @@ class GeminiParser:
         tools = as_dict(stats.get("tools"))
         rate_limit = None
         if message is not None:
-            rate_limit = detect_limit(f"{limit_text} {message}")
+            now = self._clock()
+            rate_limit = detect_limit(f"{limit_text} {message}", now)
             if rate_limit is None and isinstance(error, dict):
-                rate_limit = _limit_from_error(error, message)
+                rate_limit = _limit_from_error(error, message, now)
         return Observation(
             format="gemini-json",
             done=message is None and has_marker_line(response, self._marker),
@@ -141,11 +145,11 @@ def _last_error(stderr: str) -> dict[str, Any] | None:
     return last_json_object(stderr, lambda found: bool(found.get("error")))
 
 
-def _limit_from_error(error: dict[str, Any], message: str) -> RateLimitEvent | None:
+def _limit_from_error(error: dict[str, Any], message: str, now: float) -> RateLimitEvent | None:
     """The limit the API's own error object says: 429 or RESOURCE_EXHAUSTED, 503 overloaded."""
     code = error.get("code")
     if error.get("status") == "RESOURCE_EXHAUSTED":
         code = 429
     if code == _UNAVAILABLE or error.get("status") == "UNAVAILABLE":
         return RateLimitEvent(status=OVERLOADED, kind="overloaded")
-    return limit_from_status(code, message)
+    return limit_from_status(code, message, now)
