@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import EXIT_OK
+from .._errors import EXIT_OK, ForgeError
 from .._fleet import Connection, FleetConfig, FleetUnavailable, Keys
 from .._fleet._status import FleetStatus, fleet_status
 from .._fleet._store import read_state
@@ -34,17 +34,25 @@ def fleet_status_view(args: argparse.Namespace, out: Output, project: Project) -
     submitted, or one that cannot be reached (said on stderr), leaves the
     status to this host's files, as ``forge timeline`` does.
     """
-    config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
+    fleet = bool(getattr(args, "fleet", False))
+    try:
+        config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
+    except ForgeError as exc:
+        if fleet:
+            raise
+        # FORGE_REDIS_URL alone: a policy that cannot name the fleet leaves the files.
+        out.note(f"note: no fleet to read ({exc.message}); showing this host's files")
+        return None
     connection = Connection(config)
     try:
         try:
             status = fleet_status(connection)
         except FleetUnavailable as exc:
-            if getattr(args, "fleet", False):
+            if fleet:
                 raise
             out.note(f"{exc.message}; showing this host's files")
             return None
-        if status.batch is None and not getattr(args, "fleet", False):
+        if status.batch is None and not fleet:
             return None  # a fleet named, but no batch on it: this host's files
         rows = [
             fleet_row(change, loop, *connection.once(partial(_read, config.keys, change)))
