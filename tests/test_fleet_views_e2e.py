@@ -86,6 +86,8 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
         assert "v2" in text
         assert endings["v2"] in text
         assert f"{tmp_path / 'loops' / 'v2'} (last on host w1)" in text
+        assert "forge timeline --fleet v2\nforge status --fleet\n" in text
+        assert "forge supervise --only" not in text
         assert {loop["change"]: loop["ending"] for loop in shown["loops"]} == endings
         assert shown["outcome"].startswith("NEEDS A PERSON — 1 of 2 loop(s) escalated, 1 done")
         # The loop's every iteration is in the page, read from the server's streams.
@@ -116,7 +118,9 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
             assert again["outcome"] == shown["outcome"]
             assert Path(again["html"]).is_file()
             assert Path(again["html"]).parent == elsewhere / ".forge" / "runs" / shown["run_id"]
-            assert endings["v2"] in Path(again["markdown"]).read_text()
+            exported_text = Path(again["markdown"]).read_text()
+            assert endings["v2"] in exported_text
+            assert "forge timeline --fleet v2" in exported_text
 
 
 def test_a_fleet_report_with_nothing_submitted_is_a_usage_error(

@@ -104,6 +104,7 @@ def test_a_fleet_report_counts_the_waits_for_a_permit_its_timelines_tell() -> No
     [loop] = report.loops
     assert loop.where == "branch forge/a (last on host w1)"
     assert loop.ending == "unfinished"
+    assert loop.resume == ("forge timeline --fleet a", "forge status --fleet")
     unknown = build_fleet_report(summary, {"a": timeline}, root="/nowhere")
     assert unknown.loops[0].where == "last on host w1"
     assert unknown.loops[0].root == "/nowhere"

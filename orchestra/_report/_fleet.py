@@ -131,4 +131,19 @@ def build_fleet_report(
     report = build_report(run_id, plain, facts, root=root, notes=said, whole=True)
     # No host counted the fleet's waits for a permit: the timelines tell them.
     waits = sum(1 for loop in report.loops for mark in loop.marks if mark.kind == LIMITER_WAIT)
-    return attrs.evolve(report, limiter_waits=waits)
+    loops = tuple(
+        attrs.evolve(loop, resume=fleet_resume(loop.change, loop.ending)) for loop in report.loops
+    )
+    return attrs.evolve(report, limiter_waits=waits, loops=loops)
+
+
+def fleet_resume(change: str, ending: str) -> tuple[str, ...]:
+    """The commands to look at a fleet loop that did not end done.
+
+    A fleet loop's state is on the server: the local commands (``forge
+    supervise --only``, a circuit's reset in a folder) would act on files no
+    host reads, so only the fleet's own views are named.
+    """
+    if ending == "done":
+        return ()
+    return (f"forge timeline --fleet {change}", "forge status --fleet")

@@ -21,7 +21,7 @@ from .._git import git_output
 from .._redact import Redact
 from .._state import STATE_DIR, ChangePaths, IterationFinished, list_changes, parse_timeline
 from ._build import LoopFacts, build_report, is_forge_file
-from ._fleet import EXPORTED_KEY, FLEET_KEY, is_fleet_batch
+from ._fleet import EXPORTED_KEY, FLEET_KEY, fleet_resume, is_fleet_batch
 from ._gitdiff import work_diff
 from ._model import BatchReport
 
@@ -197,6 +197,12 @@ def gather_report(
     report = build_report(
         run_id, summary, facts, root=str(root.resolve()), notes=notes, whole=whole
     )
+    if whole:
+        loops = tuple(
+            attrs.evolve(loop, resume=fleet_resume(loop.change, loop.ending))
+            for loop in report.loops
+        )
+        report = attrs.evolve(report, loops=loops)
     return with_diffs(report, redact=redact, own=own)
 
 
