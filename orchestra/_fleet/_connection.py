@@ -56,7 +56,15 @@ _AUTH_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.NoPermissionError,
     redis.exceptions.AuthenticationWrongNumberOfArgsError,
 )
-_AUTH_REPLIES = re.compile(r"^(NOAUTH|WRONGPASS|NOPERM)\b|invalid username-password", re.I)
+_AUTH_REPLIES = re.compile(
+    r"^(NOAUTH|WRONGPASS|NOPERM)\b|invalid username-password|HELLO must be called with the client"
+    r" already authenticated",
+    re.I,
+)
+# What a server that needs a password says to a client that sent none.
+_NO_CREDENTIALS = re.compile(
+    r"^NOAUTH\b|HELLO must be called with the client already authenticated"
+)
 # A TLS failure that waiting does not mend: an untrusted certificate, a
 # handshake with something that does not speak TLS, a missing certificate file.
 _TLS_REASONS = re.compile(
@@ -249,6 +257,8 @@ class Connection:
         if isinstance(exc, _AUTH_ERRORS) or (
             isinstance(exc, redis.exceptions.ResponseError) and _AUTH_REPLIES.search(reason)
         ):
+            if _NO_CREDENTIALS.search(reason):
+                reason = f"it needs a password, and the URL gives none ({reason})"
             return refused_credentials(url, reason)
         if isinstance(exc, OUTAGE_ERRORS):
             if _is_tls_failure(exc, reason):
