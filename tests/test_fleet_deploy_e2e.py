@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.crc import key_slot
@@ -49,7 +50,10 @@ def sentinel(tmp_path: Path) -> Iterator[SentinelSet]:
 
 
 def batch_of(fleet: Fleet, count: int, *, hold: float = 0.05, iterations: int = 1) -> str:
-    """``count`` loops of ``iterations`` iterations each (the last one says FORGE_DONE)."""
+    """``count`` loops of ``iterations`` iterations each (the last one says FORGE_DONE).
+
+    At most 3: the iterations change no file, and stagnation stops a 4th.
+    """
     steps = [{"hold": hold, "print": "working\n"} for _ in range(iterations - 1)]
     steps.append({"hold": hold, "print": "FORGE_DONE\n"})
     agent = stamping_agent(fleet.tmp, "agent", fleet.stamps, *steps)
@@ -70,10 +74,10 @@ def submit(fleet: Fleet, url: str, batch: str, *more: str) -> Completed:
     )
 
 
-def status(fleet: Fleet, url: str) -> dict[str, object]:
+def status(fleet: Fleet, url: str) -> dict[str, Any]:
     done = fleet.forge("fleet", "status", "--json", extra={"FORGE_REDIS_URL": url})
     assert done.code == 0, done
-    data: dict[str, object] = json.loads(done.out)
+    data: dict[str, Any] = json.loads(done.out)
     return data
 
 
@@ -108,24 +112,41 @@ def test_a_batch_runs_on_a_three_node_cluster(tmp_path: Path, cluster: RedisClus
 
 
 def test_a_batch_goes_on_through_a_sentinel_failover(tmp_path: Path, sentinel: SentinelSet) -> None:
-    with fleet_of(tmp_path, sentinel.master) as fleet:
+    # A lease long enough to outlast the failover (the sentinel waits 1 s for a
+    # master that stopped answering, then promotes the replica).
+    with fleet_of(tmp_path, sentinel.master, lease="8s", heartbeat="0.5s") as fleet:
         assert submit(fleet, sentinel.url, batch_of(fleet, 2, hold=0.4, iterations=3)).code == 0
         for host in ("w1", "w2"):
             fleet.spawn(host, max_parallel=1, extra={"FORGE_REDIS_URL": sentinel.url})
-        # Both loops are under way when the replica takes over.
+        # Both loops are under way when the master dies.
         wait_for(lambda: len(read_stamps(fleet.stamps)) >= 2, what="both loops to start")
-        promoted = sentinel.fail_over()
-        assert promoted == sentinel.replica.port
+        sentinel.master.stop()
+        wait_for(
+            lambda: sentinel.master_port() == sentinel.replica.port, what="the sentinel's failover"
+        )
         assert fleet.wait_all() == [0, 0], [fleet.output(h) for h in ("w1", "w2")]
         counts = status(fleet, sentinel.url)["counts"]
         assert counts == {"queued": 0, "running": 0, "waiting": 0, "done": 2, "escalated": 0}
-    # The ending was written to the new master.
+        # The loops waited for the server rather than ending early, and nothing ran twice.
+        ends = sorted(s.change for s in read_stamps(fleet.stamps) if s.what == "end")
+        assert ends == ["c1"] * 3 + ["c2"] * 3, ends
     with sentinel.replica.client() as client:
-        assert client.hlen("forge:{nightly}:status") == 2
         assert client.info("replication")["role"] == "master"
-    ends = sorted(s.change for s in read_stamps(fleet.stamps) if s.what == "end")
-    assert ends.count("c1") == 3, ends
-    assert ends.count("c2") == 3, ends
+        assert client.hlen("forge:{nightly}:status") == 2
+
+
+def test_a_forced_failover_is_followed_while_the_old_master_lives(
+    tmp_path: Path, sentinel: SentinelSet
+) -> None:
+    with fleet_of(tmp_path, sentinel.master) as fleet:
+        assert submit(fleet, sentinel.url, batch_of(fleet, 1)).code == 0
+        # The sentinels name the replica; the old master still answers, as a master.
+        assert sentinel.fail_over() == sentinel.replica.port
+        fleet.spawn("w1", extra={"FORGE_REDIS_URL": sentinel.url})
+        assert fleet.wait_all() == [0], fleet.output("w1")
+        assert status(fleet, sentinel.url)["counts"]["done"] == 1
+    with sentinel.replica.client() as client:
+        assert client.hlen("forge:{nightly}:status") == 1
 
 
 def _refused(done: Completed, *words: str) -> None:

@@ -14,6 +14,7 @@ with what to do about them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -36,6 +37,8 @@ CLOCK_SKEW_ENV = "FORGE_CLOCK_SKEW"
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 1.0
 OLDEST_SERVER = (6, 2)
+# How often a sentinel deployment's client asks which server is the master.
+_MASTER_CHECK = 0.2
 
 # What a lost server looks like from redis-py (a refused or dropped connection,
 # a timeout, a server still loading its data after a restart, a cluster
@@ -225,6 +228,7 @@ class Connection:
             command_timeout=config.command_timeout,
         )
         self._on_outage = on_outage
+        self._master_checked = -_MASTER_CHECK
         self._down = False
         self._lock = threading.Lock()
         self.closing = threading.Event()
@@ -238,6 +242,8 @@ class Connection:
             FleetRefused: it refused the credentials, or TLS cannot work.
             BatchVanished: the batch's stream is gone from the server.
         """
+        if self.deployment.kind == "sentinel":
+            self._follow_master()
         try:
             result = call(self.client)
         except Exception as exc:
@@ -249,6 +255,23 @@ class Connection:
             raise problem from exc
         self._note_up()
         return result
+
+    def _follow_master(self) -> None:
+        """Ask the sentinels which server is the master, at most every ``_MASTER_CHECK`` s.
+
+        A server that died is left on the outage path (the next connection asks
+        the sentinels). One that was failed over while alive (``SENTINEL
+        FAILOVER``, a maintenance) stays a master until the sentinels demote it,
+        and would take writes it then drops: asking the sentinels bounds that to
+        one check, as idle connections to the old master are dropped at once.
+        """
+        now = time.monotonic()
+        if now < self._master_checked + _MASTER_CHECK:
+            return
+        self._master_checked = now
+        # Not reachable, or no master named yet: the call itself will say so.
+        with contextlib.suppress(redis.exceptions.RedisError):
+            self.client.connection_pool.get_master_address()
 
     def _judge(self, exc: Exception) -> FleetUnavailable | None:
         """What a failed call means for the fleet (None: not a Redis error)."""
