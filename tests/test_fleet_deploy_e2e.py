@@ -16,6 +16,8 @@ import pytest
 from redis.crc import key_slot
 
 from orchestra._fleet import Keys
+from orchestra._fleet._connection import older_than_needed
+from orchestra._fleet._deployment import parse_url, redact
 
 from .fleet_support import Fleet, fleet_of, git_repo, read_stamps, stamping_agent, wait_for
 from .redis_server import (
@@ -285,3 +287,30 @@ def test_a_cluster_key_outside_the_batch_slot_is_never_built() -> None:
     assert {key_slot(key.encode()) for key in built} == {key_slot(b"nightly")}
     assert key_slot(Keys("other").batch.encode()) != key_slot(b"nightly")
     assert all(key.startswith("forge:{nightly}:") for key in built)
+
+
+def test_deployment_urls_are_taken_apart() -> None:
+    sentinel = parse_url(
+        "redis+sentinel://app:p%40ss@s1:26379,s2/forgemaster/2?ssl_ca_certs=/ca.crt",
+        source="fleet.redis",
+    )
+    assert sentinel.kind == "sentinel"
+    assert sentinel.nodes == (("s1", 26379), ("s2", 26379))
+    assert (sentinel.service, sentinel.db) == ("forgemaster", 2)
+    assert (sentinel.username, sentinel.password) == ("app", "p@ss")
+    assert sentinel.options == (("ssl_ca_certs", "/ca.crt"),)
+    assert not sentinel.tls
+    cluster = parse_url("rediss+cluster://:pw@n1:7000,n2:7001/", source="fleet.redis")
+    assert (cluster.kind, cluster.tls, cluster.password) == ("cluster", True, "pw")
+    assert cluster.nodes == (("n1", 7000), ("n2", 7001))
+    assert parse_url("rediss://h:6380/0", source="x").kind == "server"
+    assert redact("redis://user:secret@h:6379/0") == "redis://***@h:6379/0"
+    assert redact("redis+cluster://:pw@a:1,b:2/") == "redis+cluster://***@a:1,b:2/"
+
+
+def test_only_a_server_older_than_6_2_is_called_too_old() -> None:
+    assert older_than_needed("6.0.16")
+    assert older_than_needed("5.0.14")
+    assert not older_than_needed("6.2.0")
+    assert not older_than_needed("7.0.15")
+    assert not older_than_needed("10.0.1")

@@ -295,7 +295,7 @@ class Connection:
             return BatchVanished(url, self.config.name, reason)
         if isinstance(exc, redis.exceptions.RedisError):
             version = self._server_version()
-            if version is not None and _older_than_needed(version):
+            if version is not None and older_than_needed(version):
                 return too_old(url, reason, version)
             return FleetUnavailable(url, reason, outage=False)
         return None
@@ -406,7 +406,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
 
 
-def _older_than_needed(version: str) -> bool:
+def older_than_needed(version: str) -> bool:
     return _version_tuple(version)[:2] < OLDEST_SERVER
 
 
