@@ -284,13 +284,11 @@ class Connection:
                 reason = f"it needs a password, and the URL gives none ({reason})"
             return refused_credentials(url, reason)
         if isinstance(exc, OUTAGE_ERRORS):
-            if _is_tls_failure(exc, reason):
+            if self.deployment.tls and _is_tls_failure(exc, reason):
                 return tls_failure(url, reason)
             if not self.deployment.tls and _closed_at_once(reason) and self._speaks_tls():
                 return plain_to_tls(url, reason)
             return FleetUnavailable(url, reason)
-        if isinstance(exc, ssl.SSLError | FileNotFoundError):
-            return tls_failure(url, reason)
         if isinstance(exc, redis.exceptions.ResponseError) and reason.startswith("NOGROUP"):
             return BatchVanished(url, self.config.name, reason)
         if isinstance(exc, redis.exceptions.RedisError):
@@ -407,6 +405,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 def older_than_needed(version: str) -> bool:
+    """Whether a server's ``redis_version`` is older than the fleet needs (6.2)."""
     return _version_tuple(version)[:2] < OLDEST_SERVER
 
 
