@@ -264,9 +264,13 @@ class RedisClusterNodes:
     """Three cluster nodes (masters, no replicas) sharing the 16384 slots."""
 
     def __init__(self, binary: str, folder: Path, count: int = 3) -> None:
-        self.nodes = [
-            started(partial_node(binary, folder / f"node{number}")) for number in range(count)
-        ]
+        self.nodes: list[RedisServer] = []
+        try:
+            for number in range(count):
+                self.nodes.append(started(_cluster_node(binary, folder / f"node{number}")))
+        except BaseException:
+            self.stop()
+            raise
 
     @property
     def url(self) -> str:
@@ -301,7 +305,9 @@ class RedisClusterNodes:
             node.stop()
 
 
-def partial_node(binary: str, folder: Path) -> Callable[[], RedisServer]:
+def _cluster_node(binary: str, folder: Path) -> Callable[[], RedisServer]:
+    """Makes a cluster-enabled server, each time on a fresh port."""
+
     def make() -> RedisServer:
         args = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", "5000")  # fmt: skip
@@ -319,14 +325,15 @@ class SentinelSet:
     def __init__(self, binary: str, folder: Path) -> None:
         self.binary = binary
         self.folder = folder
-        self.master = started(lambda: RedisServer(binary, folder / "master"))
-        self.replica = started(
-            lambda: RedisServer(
-                binary, folder / "replica", args=("--replicaof", "127.0.0.1", str(self.master.port))
-            )
-        )
         self.sentinel_port = _free_port()
         self.sentinel: subprocess.Popen[bytes] | None = None
+        self.master = started(lambda: RedisServer(binary, folder / "master"))
+        replica_of = ("--replicaof", "127.0.0.1", str(self.master.port))
+        try:
+            self.replica = started(lambda: RedisServer(binary, folder / "replica", args=replica_of))
+        except BaseException:
+            self.master.stop()
+            raise
 
     @property
     def url(self) -> str:

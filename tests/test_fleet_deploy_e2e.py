@@ -30,6 +30,8 @@ from .redis_server import (
 )
 from .support import Completed
 
+NIGHTLY = Keys("nightly")  # the batch's keys (tests/fleet_support.py names it "nightly")
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterNodes]:
@@ -106,7 +108,7 @@ def test_a_batch_runs_on_a_three_node_cluster(tmp_path: Path, cluster: RedisClus
     slots, holders = set(), []
     for node in cluster.nodes:
         with node.client() as client:
-            keys = list(client.scan_iter(match="forge:{nightly}:*"))
+            keys = list(client.scan_iter(match=f"{NIGHTLY.prefix}*"))
             slots |= {client.cluster("keyslot", key) for key in keys}
             holders += [node.port] if keys else []
     assert len(slots) == 1, slots
@@ -134,7 +136,7 @@ def test_a_batch_goes_on_through_a_sentinel_failover(tmp_path: Path, sentinel: S
         assert ends == ["c1"] * 3 + ["c2"] * 3, ends
     with sentinel.replica.client() as client:
         assert client.info("replication")["role"] == "master"
-        assert client.hlen("forge:{nightly}:status") == 2
+        assert client.hlen(NIGHTLY.status) == 2
 
 
 def test_a_forced_failover_is_followed_while_the_old_master_lives(
@@ -148,7 +150,7 @@ def test_a_forced_failover_is_followed_while_the_old_master_lives(
         assert fleet.wait_all() == [0], fleet.output("w1")
         assert status(fleet, sentinel.url)["counts"]["done"] == 1
     with sentinel.replica.client() as client:
-        assert client.hlen("forge:{nightly}:status") == 1
+        assert client.hlen(NIGHTLY.status) == 1
 
 
 def _refused(done: Completed, *words: str) -> None:
@@ -185,7 +187,7 @@ def test_a_wrong_password_or_user_is_named_not_waited_for(tmp_path: Path) -> Non
             assert fleet.wait_all() == [0], fleet.output("w1")
         with server.client() as client:
             client.select(3)
-            assert client.exists("forge:{nightly}:batch")
+            assert client.exists(NIGHTLY.batch)
     finally:
         server.stop()
 

@@ -354,7 +354,17 @@ class Connection:
         Raises:
             FleetUnavailable: the server cannot be reached.
         """
-        seconds, micros = self.once(lambda client: client.time())
+        if self.deployment.kind == "cluster":
+            # The clock of the node holding the batch's slot: the one its
+            # scripts and lease expiries go by.
+            batch = self.config.keys.batch
+
+            def read(client: Any) -> Any:
+                return client.time(target_nodes=client.get_node_from_key(batch))
+
+            seconds, micros = self.once(read)
+        else:
+            seconds, micros = self.once(lambda client: client.time())
         return float(seconds) + float(micros) / 1e6
 
     def script(self, source: str) -> Any:
