@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -70,6 +71,15 @@ def openssl_binary() -> str:
     return _binary("openssl", "openssl", "openssl")
 
 
+def _is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -117,6 +127,7 @@ class RedisServer:
         users: ACL rules, one ``user …`` line each (``--user`` of redis-server).
         tls: Serve TLS only on the port, with these certificates (clients need no cert).
         args: More ``redis-server`` arguments.
+        port: The port (default: a free one).
     """
 
     def __init__(
@@ -128,6 +139,7 @@ class RedisServer:
         users: Sequence[str] = (),
         tls: Certificates | None = None,
         args: Sequence[str] = (),
+        port: int | None = None,
     ) -> None:
         self.binary = binary
         self.folder = folder
@@ -135,7 +147,7 @@ class RedisServer:
         self.users = tuple(users)
         self.tls = tls
         self.args = tuple(args)
-        self.port = _free_port()
+        self.port = port or _free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -309,9 +321,17 @@ def _cluster_node(binary: str, folder: Path) -> Callable[[], RedisServer]:
     """Makes a cluster-enabled server, each time on a fresh port."""
 
     def make() -> RedisServer:
+        # A start that failed leaves its node id behind: each try is a new node.
+        (folder / "nodes.conf").unlink(missing_ok=True)
+        # A cluster node also listens on its port + 10000 (the cluster bus).
+        port = next(
+            port
+            for port in iter(lambda: random.randrange(20000, 55535), None)
+            if _is_free(port) and _is_free(port + 10000)
+        )
         args = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--cluster-node-timeout", "5000")  # fmt: skip
-        return RedisServer(binary, folder, args=args)
+        return RedisServer(binary, folder, args=args, port=port)
 
     return make
 
