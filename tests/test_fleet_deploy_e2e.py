@@ -8,7 +8,9 @@ every command is the real ``forge``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,16 @@ from orchestra._fleet import Keys
 from orchestra._fleet._connection import older_than_needed
 from orchestra._fleet._deployment import parse_url, redact
 
-from .fleet_support import Fleet, fleet_of, git_repo, read_stamps, stamping_agent, wait_for
+from .fleet_support import (
+    Fleet,
+    children_of,
+    fleet_of,
+    git_repo,
+    group_members,
+    read_stamps,
+    stamping_agent,
+    wait_for,
+)
 from .redis_server import (
     RedisClusterNodes,
     RedisServer,
@@ -153,6 +164,17 @@ def test_a_forced_failover_is_followed_while_the_old_master_lives(
         assert client.hlen(NIGHTLY.status) == 1
 
 
+def executor_groups(worker: int) -> list[int]:
+    """The process groups of the executors a worker started (they lead groups of their own)."""
+    groups = []
+    for child in children_of(worker):
+        with suppress(ProcessLookupError):
+            group = os.getpgid(child)
+            if group != worker:
+                groups.append(group)
+    return groups
+
+
 def _refused(done: Completed, *words: str) -> None:
     assert done.code == 2, done
     assert "Traceback" not in done.err, done.err
@@ -200,14 +222,18 @@ def test_a_password_changed_mid_batch_stops_the_worker(tmp_path: Path) -> None:
             assert submit(fleet, server.url, batch_of(fleet, 1, hold=30)).code == 0
             worker = fleet.spawn("w1", extra={"FORGE_REDIS_URL": server.url})
             wait_for(lambda: read_stamps(fleet.stamps), what="the loop to start")
+            agents = executor_groups(worker.pid)
             with server.client() as client:
                 client.config_set("requirepass", "rotated")
                 # Connections already authenticated stay so: make the worker connect again.
                 client.client_kill_filter(_type="normal", skipme=True)
+            # Not waited out as an outage: the worker stops, and its agent with it.
             assert worker.wait(timeout=60) == 2, fleet.output("w1")
             out = fleet.output("w1")
             assert "the Redis server refused the credentials" in out, out
             assert "Traceback" not in out, out
+            assert agents, "the agent's process group was not found"
+            wait_for(lambda: not any(group_members(g) for g in agents), what="the agent to stop")
     finally:
         server.stop()
 
@@ -242,9 +268,12 @@ def test_a_batch_lost_in_a_restart_without_persistence_is_named(
         assert fleet.submit(batch_of(fleet, 1, hold=30)).code == 0
         worker = fleet.spawn("w1")
         wait_for(lambda: read_stamps(fleet.stamps), what="the loop to start")
+        agents = executor_groups(worker.pid)
         redis_server.stop()
         redis_server.start()  # the same port, nothing kept
         assert worker.wait(timeout=60) == 1, fleet.output("w1")
+        assert agents, "the agent's process group was not found"
+        wait_for(lambda: not any(group_members(g) for g in agents), what="the agent to stop")
         out = fleet.output("w1")
         assert "the batch nightly is no longer on the server" in out, out
         assert "submit it again" in out
