@@ -295,6 +295,10 @@ def test_bad_deployment_urls_are_refused_before_anything_runs(tmp_path: Path) ->
             "redis+cluster://127.0.0.1:7000/2": "only database 0",
             "redis+cluster:///": "no node",
             "redis+cluster://127.0.0.1:7000/?colour=red": "unknown URL parameter(s) colour",
+            "redis://127.0.0.1:port/0": "Port could not be cast to integer",
+            "redis://127.0.0.1:6379/zero": "the database must be a number",
+            "rediss://127.0.0.1:6379/0?ssl_cert_reqs=maybe": "ssl_cert_reqs must be one of",
+            "redis://127.0.0.1:6379/0?socket_timeout=soon": "Invalid value for 'socket_timeout'",
         }
         for url, words in cases.items():
             _refused(submit(fleet, url, batch), words)

@@ -22,6 +22,7 @@ import attrs
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.connection import parse_url as parse_server_url
 from redis.retry import Retry
 from redis.sentinel import Sentinel
 
@@ -40,6 +41,7 @@ SCHEMES: dict[str, tuple[Kind, bool]] = {
 # The query parameters a cluster or sentinel URL passes on to each connection.
 _TLS_OPTIONS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_ca_path")
 _DEFAULT_PORT = {"cluster": 6379, "sentinel": 26379}
+_CERT_REQS = ("none", "optional", "required")
 
 
 @attrs.frozen
@@ -92,9 +94,10 @@ def parse_url(url: str, *, source: str) -> Deployment:
             problems=(f"{source}: the scheme must be one of {known}",),
         )
     kind, tls = SCHEMES[scheme.lower()]
-    if kind == "server":
-        return Deployment(url=url, kind=kind, tls=tls)
     parts = urlsplit(url)
+    _check_cert_reqs(dict(parse_qsl(parts.query)), url, source)
+    if kind == "server":
+        return _server(url, tls, source)
     userinfo, _, hosts = parts.netloc.rpartition("@")
     username, password = _credentials(userinfo)
     nodes = tuple(_node(entry, kind, url, source) for entry in hosts.split(",") if entry)
@@ -136,6 +139,34 @@ def parse_url(url: str, *, source: str) -> Deployment:
         password=password,
         options=options,
     )
+
+
+def _server(url: str, tls: bool, source: str) -> Deployment:
+    """One server's URL, checked by redis-py's own parser (port, db, query parameters)."""
+    parts = urlsplit(url)
+    problem = ""
+    if parts.scheme != "unix" and parts.path.strip("/") and not parts.path.strip("/").isdigit():
+        problem = f"the database must be a number, got {parts.path.strip('/')!r}"
+    else:
+        try:
+            parse_server_url(url)  # type: ignore[no-untyped-call]
+        except ValueError as exc:
+            problem = str(exc)
+    if problem:
+        raise ConfigError(
+            f"{source}: {redact(url)!r}: {problem.rstrip('.')}",
+            problems=(f"{source}: expected redis://[user:password@]host:port/db[?parameters]",),
+        )
+    return Deployment(url=url, kind="server", tls=tls)
+
+
+def _check_cert_reqs(query: dict[str, str], url: str, source: str) -> None:
+    value = query.get("ssl_cert_reqs")
+    if value is not None and value.lower() not in _CERT_REQS:
+        raise ConfigError(
+            f"{source}: ssl_cert_reqs must be one of {', '.join(_CERT_REQS)}, got {value!r}",
+            problems=(f"{source}: {redact(url)!r}",),
+        )
 
 
 def _credentials(userinfo: str) -> tuple[str | None, str | None]:
