@@ -214,19 +214,25 @@ def test_a_wrong_password_or_user_is_named_not_waited_for(tmp_path: Path) -> Non
         server.stop()
 
 
-def test_a_password_changed_mid_batch_stops_the_worker(tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", ["password rotated", "permission withdrawn"])
+def test_credentials_refused_mid_batch_stop_the_worker(tmp_path: Path, change: str) -> None:
     binary = redis_server_binary()
-    server = started(lambda: RedisServer(binary, tmp_path / "redis", password="s3cret"))
+    rules = ("worker on >workpw ~forge:* +@all",)
+    server = started(lambda: RedisServer(binary, tmp_path / "redis", users=rules))
+    url = f"redis://worker:workpw@127.0.0.1:{server.port}/0"
     try:
         with fleet_of(tmp_path, server) as fleet:
-            assert submit(fleet, server.url, batch_of(fleet, 1, hold=30)).code == 0
-            worker = fleet.spawn("w1", extra={"FORGE_REDIS_URL": server.url})
+            assert submit(fleet, url, batch_of(fleet, 1, hold=30)).code == 0
+            worker = fleet.spawn("w1", extra={"FORGE_REDIS_URL": url})
             wait_for(lambda: read_stamps(fleet.stamps), what="the loop to start")
             agents = executor_groups(worker.pid)
             with server.client() as client:
-                client.config_set("requirepass", "rotated")
-                # Connections already authenticated stay so: make the worker connect again.
-                client.client_kill_filter(_type="normal", skipme=True)
+                if change == "password rotated":
+                    client.acl_setuser("worker", passwords=["-workpw", "+rotated"])
+                    # Connections already authenticated stay so: make the worker connect again.
+                    client.client_kill_filter(_type="normal", skipme=True)
+                else:
+                    client.acl_setuser("worker", commands=["-@write"])
             # Not waited out as an outage: the worker stops, and its agent with it.
             assert worker.wait(timeout=60) == 2, fleet.output("w1")
             out = fleet.output("w1")
