@@ -51,7 +51,8 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
         if group.subgroup(KeyboardInterrupt) is not None:
             raise KeyboardInterrupt from None
         leaves = list(_leaves(group))
-        if len(leaves) == 1:
+        # Tasks that met the same error (a server refusing each its credentials) met one.
+        if len({(type(leaf), str(leaf)) for leaf in leaves}) == 1:
             raise leaves[0] from None
         raise
     finally:

@@ -8,6 +8,7 @@ import attrs
 
 from .._errors import ConfigError
 from .._policy import FleetPolicy
+from ._deployment import Deployment, parse_url
 
 REDIS_URL_ENV = "FORGE_REDIS_URL"
 
@@ -17,8 +18,9 @@ class FleetConfig:
     """The ``[fleet]`` table made concrete: a server to reach and a key prefix.
 
     Attributes:
-        url: The Redis server (``redis://host:6379/0``).
-        name: The batch's name; every key starts with ``forge:<name>:``.
+        url: The Redis server (``redis://host:6379/0``), cluster
+            (``redis+cluster://…``) or sentinels (``redis+sentinel://…``).
+        name: The batch's name; every key starts with ``forge:{<name>}:``.
         lease: Seconds a loop's lease lasts without renewal.
         heartbeat: Seconds between renewals (and host heartbeats).
         connect_timeout: Seconds allowed to connect.
@@ -39,7 +41,8 @@ class FleetConfig:
         """The fleet a policy names; ``FORGE_REDIS_URL`` wins over ``[fleet] redis``.
 
         Raises:
-            ConfigError: when no server is named, or the variable is not a Redis URL.
+            ConfigError: when no server is named, or the URL is not one of a Redis
+                server, cluster or sentinel (see :mod:`._deployment`).
         """
         env = os.environ if environ is None else environ
         url = env.get(REDIS_URL_ENV, "").strip() or policy.redis
@@ -49,11 +52,8 @@ class FleetConfig:
                 problems=("fleet.redis: not set (and FORGE_REDIS_URL is not set)",),
                 hint='set [fleet] redis = "redis://host:6379/0" in forge.toml, or FORGE_REDIS_URL',
             )
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(
-                f"{REDIS_URL_ENV}: expected a URL like redis://host:6379/0, got {url!r}",
-                problems=(f"{REDIS_URL_ENV}: {url!r}",),
-            )
+        source = REDIS_URL_ENV if env.get(REDIS_URL_ENV, "").strip() else "fleet.redis"
+        parse_url(url, source=source)
         return cls(
             url=url,
             name=policy.name,
@@ -64,13 +64,22 @@ class FleetConfig:
         )
 
     @property
+    def deployment(self) -> Deployment:
+        """The server, cluster or sentinel the URL names."""
+        return parse_url(self.url, source="fleet.redis")
+
+    @property
     def keys(self) -> Keys:
         return Keys(self.name)
 
 
 @attrs.frozen
 class Keys:
-    """Every key of one batch, under ``forge:<name>:``.
+    """Every key of one batch, under ``forge:{<name>}:``.
+
+    The braces are a Redis Cluster hash tag: only the name between them is
+    hashed, so every key of a batch lives in one slot (one node), and a script
+    or a pipeline may touch several of them. Every key is built here.
 
     Per change: ``change:<c>`` (a hash: circuit, verify, spend, seq), ``timeline:<c>``
     (a stream of its events), ``fence:<c>`` (the fencing token), ``lease:<c>``.
@@ -83,7 +92,7 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        return f"forge:{self.name}:"
+        return f"forge:{{{self.name}}}:"
 
     def change(self, change: str) -> str:
         return f"{self.prefix}change:{change}"

@@ -1,25 +1,34 @@
 """One host's connection to the fleet's Redis server, and the server's clock.
 
-redis-py's blocking client, with connect and command timeouts; its calls
+redis-py's blocking client (one server, a cluster or a sentinel's master:
+see :mod:`._deployment`), with connect and command timeouts; its calls
 block, so the fleet runs them in worker threads (``trio.to_thread``). Every
 time the fleet keeps (lease expiry, the limiter's log, cooldowns) is the
 server's: hosts' own clocks differ, and the server's is the one all share.
+
+What goes wrong is told apart: a server that cannot be reached is an outage
+(waited out); refused credentials, a TLS setup that cannot work, a batch that
+is gone from the server and a server too old are not, and stop the command
+with what to do about them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
-from .._errors import StateError
+from .._errors import EXIT_USAGE, StateError
 from ._config import FleetConfig
+from ._deployment import Deployment, open_client, redact
 
 _T = TypeVar("_T")
 
@@ -27,13 +36,44 @@ CLOCK_SKEW_ENV = "FORGE_CLOCK_SKEW"
 # Retrying an unreachable server: quickly at first, then once a second.
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 1.0
+OLDEST_SERVER = (6, 2)
+# How often a sentinel deployment's client asks which server is the master.
+_MASTER_CHECK = 0.2
 
 # What a lost server looks like from redis-py (a refused or dropped connection,
-# a timeout, a server still loading its data after a restart).
+# a timeout, a server still loading its data after a restart, a cluster
+# reshaping itself or a sentinel with no master to name yet).
 OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
     redis.exceptions.BusyLoadingError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterUnreachableError,
+    redis.exceptions.SlotNotCoveredError,
+)
+# Credentials refused: at connect (AUTH) or by a command (ACL permissions).
+_AUTH_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.AuthenticationError,
+    redis.exceptions.AuthorizationError,
+    redis.exceptions.NoPermissionError,
+    redis.exceptions.AuthenticationWrongNumberOfArgsError,
+)
+_AUTH_REPLIES = re.compile(
+    r"^(NOAUTH|WRONGPASS|NOPERM)\b|invalid username-password|HELLO must be called with the client"
+    r" already authenticated",
+    re.I,
+)
+# What a server that needs a password says to a client that sent none.
+_NO_CREDENTIALS = re.compile(
+    r"^NOAUTH\b|HELLO must be called with the client already authenticated"
+)
+# A TLS failure that waiting does not mend: an untrusted certificate, a
+# handshake with something that does not speak TLS, a missing certificate file.
+_TLS_REASONS = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|WRONG_VERSION_NUMBER|wrong version"
+    r"|UNKNOWN_PROTOCOL|PEM lib|No such file|hostname mismatch|doesn't match",
+    re.I,
 )
 
 
@@ -45,18 +85,54 @@ class FleetUnavailable(StateError):
             it answered with an error (an old server, a refused command).
     """
 
-    def __init__(self, url: str, reason: str, *, outage: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        reason: str,
+        *,
+        outage: bool = True,
+        message: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         what = "cannot be reached" if outage else "refused a command"
         super().__init__(
-            f"the fleet's Redis server {what}: {reason}",
-            context=(f"server: {_without_password(url)}",),
-            hint="start it, or check [fleet] redis / FORGE_REDIS_URL"
-            if outage
-            else "the fleet needs Redis 6.2 or newer",
+            message or f"the fleet's Redis server {what}: {reason}",
+            context=(f"server: {redact(url)}",),
+            hint=hint
+            or (
+                "start it, or check [fleet] redis / FORGE_REDIS_URL"
+                if outage
+                else "check what the server says above"
+            ),
         )
         self.url = url
         self.reason = reason
         self.outage = outage
+
+
+class FleetRefused(FleetUnavailable):
+    """The server cannot be used as configured: its credentials or TLS (exit 2).
+
+    Not an outage: waiting does not mend it, so it is never waited out.
+    """
+
+    exit_code = EXIT_USAGE
+
+
+class BatchVanished(FleetUnavailable):
+    """The batch's keys are gone from the server (one restarted without persistence)."""
+
+    def __init__(self, url: str, name: str, reason: str) -> None:
+        super().__init__(
+            url,
+            reason,
+            outage=False,
+            message=f"the batch {name} is no longer on the server "
+            f"(restarted without persistence?) — submit it again",
+            hint="forge fleet submit --batch FILE (add --replace if part of it is left); "
+            "keep the server's data across restarts with appendonly yes",
+        )
+        self.name = name
 
 
 class LeaseLost(StateError):
@@ -71,11 +147,49 @@ class LeaseLost(StateError):
         self.change = change
 
 
-def _without_password(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    if "@" in rest:
-        rest = "***@" + rest.split("@", 1)[1]
-    return f"{scheme}{sep}{rest}"
+def refused_credentials(url: str, reason: str) -> FleetRefused:
+    return FleetRefused(
+        url,
+        reason,
+        outage=False,
+        message=f"the Redis server refused the credentials: {reason}",
+        hint="check the user and password in [fleet] redis / FORGE_REDIS_URL "
+        "(redis://user:password@host:6379/0), and that the ACL user may run the "
+        "fleet's commands (streams, hashes, scripts: +@all ~forge:* is enough)",
+    )
+
+
+def tls_failure(url: str, reason: str) -> FleetRefused:
+    return FleetRefused(
+        url,
+        reason,
+        outage=False,
+        message=f"the TLS connection to the Redis server failed: {reason}",
+        hint="a rediss:// URL names the CA that signed the server's certificate "
+        "(?ssl_ca_certs=/path/ca.crt); a client certificate with ssl_certfile and "
+        "ssl_keyfile; a server that speaks TLS needs rediss://, one that does not redis://",
+    )
+
+
+def plain_to_tls(url: str, reason: str) -> FleetRefused:
+    return FleetRefused(
+        url,
+        reason,
+        outage=False,
+        message="the Redis server speaks TLS, and the URL asks for a plain connection",
+        hint="use rediss:// (with ?ssl_ca_certs=/path/ca.crt when a private CA signed "
+        "its certificate)",
+    )
+
+
+def too_old(url: str, reason: str, version: str) -> FleetUnavailable:
+    return FleetUnavailable(
+        url,
+        reason,
+        outage=False,
+        message=f"the fleet's Redis server is version {version}: {reason}",
+        hint="the fleet needs Redis 6.2 or newer",
+    )
 
 
 def host_clock() -> float:
@@ -106,39 +220,114 @@ class Connection:
         self, config: FleetConfig, *, on_outage: Callable[[str | None], None] | None = None
     ) -> None:
         self.config = config
-        self.client: redis.Redis = redis.Redis.from_url(
-            config.url,
-            socket_connect_timeout=config.connect_timeout,
-            socket_timeout=config.command_timeout,
-            decode_responses=True,
-            # No retries inside the client (its default backs off for seconds):
-            # a lost server is reported at once, and the fleet decides what to
-            # do (the limiter fails closed, writes wait, leases are judged).
-            retry=Retry(NoBackoff(), 0),
+        self.deployment: Deployment = config.deployment
+        # redis.Redis, or redis.cluster.RedisCluster: the same commands either way.
+        self.client: Any = open_client(
+            self.deployment,
+            connect_timeout=config.connect_timeout,
+            command_timeout=config.command_timeout,
         )
         self._on_outage = on_outage
+        self._master_checked = -_MASTER_CHECK
         self._down = False
         self._lock = threading.Lock()
         self.closing = threading.Event()
 
-    def once(self, call: Callable[[redis.Redis], _T]) -> _T:
+    def once(self, call: Callable[[Any], _T]) -> _T:
         """Run ``call(client)`` once.
 
         Raises:
-            FleetUnavailable: the server cannot be reached.
+            FleetUnavailable: the server cannot be reached (``outage``), or
+                answered with an error.
+            FleetRefused: it refused the credentials, or TLS cannot work.
+            BatchVanished: the batch's stream is gone from the server.
         """
+        if self.deployment.kind == "sentinel":
+            self._follow_master()
         try:
             result = call(self.client)
-        except OUTAGE_ERRORS as exc:
-            self._note_down(str(exc) or type(exc).__name__)
-            raise FleetUnavailable(self.config.url, str(exc) or type(exc).__name__) from exc
-        except redis.exceptions.RedisError as exc:
-            raise FleetUnavailable(self.config.url, str(exc), outage=False) from exc
+        except Exception as exc:
+            problem = self._judge(exc)
+            if problem is None:
+                raise
+            if problem.outage:
+                self._note_down(problem.reason)
+            raise problem from exc
         self._note_up()
         return result
 
+    def _follow_master(self) -> None:
+        """Ask the sentinels which server is the master, at most every ``_MASTER_CHECK`` s.
+
+        A server that died is left on the outage path (the next connection asks
+        the sentinels). One that was failed over while alive (``SENTINEL
+        FAILOVER``, a maintenance) stays a master until the sentinels demote it,
+        and would take writes it then drops: asking the sentinels bounds that to
+        one check, as idle connections to the old master are dropped at once.
+        """
+        now = time.monotonic()
+        if now < self._master_checked + _MASTER_CHECK:
+            return
+        self._master_checked = now
+        # Not reachable, or no master named yet: the call itself will say so.
+        with contextlib.suppress(redis.exceptions.RedisError):
+            self.client.connection_pool.get_master_address()
+
+    def _judge(self, exc: Exception) -> FleetUnavailable | None:
+        """What a failed call means for the fleet (None: not a Redis error)."""
+        url = self.config.url
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, _AUTH_ERRORS) or (
+            isinstance(exc, redis.exceptions.ResponseError) and _AUTH_REPLIES.search(reason)
+        ):
+            if _NO_CREDENTIALS.search(reason):
+                reason = f"it needs a password, and the URL gives none ({reason})"
+            return refused_credentials(url, reason)
+        if isinstance(exc, OUTAGE_ERRORS):
+            if self.deployment.tls and _is_tls_failure(exc, reason):
+                return tls_failure(url, reason)
+            if not self.deployment.tls and _closed_at_once(reason) and self._speaks_tls():
+                return plain_to_tls(url, reason)
+            return FleetUnavailable(url, reason)
+        if isinstance(exc, redis.exceptions.ResponseError) and reason.startswith("NOGROUP"):
+            return BatchVanished(url, self.config.name, reason)
+        if isinstance(exc, redis.exceptions.RedisError):
+            version = self._server_version()
+            if version is not None and older_than_needed(version):
+                return too_old(url, reason, version)
+            return FleetUnavailable(url, reason, outage=False)
+        return None
+
+    def _server_version(self) -> str | None:
+        """``redis_version`` from ``INFO server`` (None when it cannot be read)."""
+        try:
+            info = self.client.info("server")
+        except redis.exceptions.RedisError:
+            return None
+        # A cluster answers per node: any node's version will do (the oldest matters).
+        if isinstance(info, dict) and "redis_version" not in info:
+            versions = [str(v.get("redis_version")) for v in info.values() if isinstance(v, dict)]
+            return min(versions, key=_version_tuple) if versions else None
+        return str(info.get("redis_version")) if isinstance(info, dict) else None
+
+    def _speaks_tls(self) -> bool:
+        """Whether the server completes a TLS handshake (checked when a plain one fails)."""
+        if self.deployment.kind != "server" or self.config.url.startswith("unix://"):
+            return False
+        host, _, port = self.deployment.where.rpartition(":")
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        try:
+            with socket.create_connection((host, int(port)), self.config.connect_timeout) as raw:
+                raw.settimeout(self.config.connect_timeout)
+                with context.wrap_socket(raw, server_hostname=host):
+                    return True
+        except (OSError, ValueError):
+            return False
+
     def retrying(
-        self, call: Callable[[redis.Redis], _T], *, give_up: Callable[[], bool] | None = None
+        self, call: Callable[[Any], _T], *, give_up: Callable[[], bool] | None = None
     ) -> _T:
         """Run ``call(client)``, waiting out an outage until the server answers.
 
@@ -165,7 +354,17 @@ class Connection:
         Raises:
             FleetUnavailable: the server cannot be reached.
         """
-        seconds, micros = self.once(lambda client: client.time())
+        if self.deployment.kind == "cluster":
+            # The clock of the node holding the batch's slot: the one its
+            # scripts and lease expiries go by.
+            batch = self.config.keys.batch
+
+            def read(client: Any) -> Any:
+                return client.time(target_nodes=client.get_node_from_key(batch))
+
+            seconds, micros = self.once(read)
+        else:
+            seconds, micros = self.once(lambda client: client.time())
         return float(seconds) + float(micros) / 1e6
 
     def script(self, source: str) -> Any:
@@ -197,6 +396,27 @@ class Connection:
             self._down = False
         if was and self._on_outage is not None:
             self._on_outage(None)
+
+
+def _is_tls_failure(exc: BaseException, reason: str) -> bool:
+    causes = [exc, exc.__cause__, exc.__context__]
+    if any(isinstance(cause, ssl.SSLCertVerificationError) for cause in causes):
+        return True
+    return bool(_TLS_REASONS.search(reason))
+
+
+def _closed_at_once(reason: str) -> bool:
+    # A TLS server drops a plain client's first command without a word.
+    return "closed by server" in reason.lower() or "reset by peer" in reason.lower()
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def older_than_needed(version: str) -> bool:
+    """Whether a server's ``redis_version`` is older than the fleet needs (6.2)."""
+    return _version_tuple(version)[:2] < OLDEST_SERVER
 
 
 class ServerClock:

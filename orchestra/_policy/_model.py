@@ -775,7 +775,8 @@ class FleetPolicy:
     redis: str = attrs.field(
         default="",
         validator=_pattern(
-            r"((redis|rediss|unix)://\S+)?", 'a URL like "redis://host:6379/0" (or "")'
+            r"((rediss?(\+(cluster|sentinel))?|unix)://\S+)?",
+            'a URL like "redis://host:6379/0" (or "")',
         ),
         metadata=_doc(
             "The Redis server of the fleet (FORGE_REDIS_URL wins when set).",
