@@ -15,7 +15,10 @@ The tree (every subclass, wherever it is defined)::
     ├── StateError                exit 1  a state file that cannot be read or written
     │   ├── CorruptStateError     exit 1  moved aside; the gate that needed it blocks
     │   ├── RateLimitStoreError   exit 1  the sqlite rate-limit log cannot be used
+    │   ├── ForeignLimiterKey     exit 1  a fleet limiter key holds a value Forge did not write
     │   ├── FleetUnavailable      exit 1  the fleet's Redis server cannot be reached
+    │   │   ├── FleetRefused      exit 2  its credentials or TLS refused: waiting will not mend it
+    │   │   └── BatchVanished     exit 1  the batch's keys are gone (a restart without persistence)
     │   └── LeaseLost             exit 1  another host took the loop over (its fencing token)
     ├── BudgetExhausted           exit 1  another fix iteration asked for with none left
     ├── GoalStepsExhausted        exit 1  another goal step asked for with none left
@@ -27,7 +30,8 @@ Defined elsewhere, next to what raises them: ``ContractError``,
 ``BudgetExhausted`` and ``GoalStepsExhausted`` in :mod:`orchestra._contract`,
 ``LimitTooLarge`` and ``RateLimitStoreError`` in :mod:`orchestra._ratelimit`,
 ``WorktreeError`` and ``WorktreeImportError`` in :mod:`orchestra._supervise`,
-``FleetUnavailable``, ``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test
+``FleetUnavailable``, ``FleetRefused``, ``BatchVanished``, ``ForeignLimiterKey``,
+``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test
 keeps this tree complete.
 
 This module imports nothing from the rest of the package.

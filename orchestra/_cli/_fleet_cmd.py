@@ -24,17 +24,18 @@ from .._fleet import (
     FleetStatus,
     LoopSpec,
     Worker,
+    batch_record,
     default_host,
     export_state,
+    export_summary,
     fleet_status,
     host_clock,
     open_worker_batch,
     submit,
 )
-from .._fleet._status import batch_record, export_summary
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
-from .._report._fleet import fleet_run_id
+from .._report import fleet_run_id
 from .._state import STATE_DIR, atomic_write
 from .._supervise import Dashboard, LoopSetup, limiter_line, prepare, resolve_loops
 from ._common import policy_from, project_from

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ForgeError
-from .._fleet import Connection, FleetUnavailable
-from .._fleet._status import batch_record
-from .._report import run_folder, write_report
-from .._report._fleet import build_fleet_report
+from .._fleet import Connection, FleetUnavailable, batch_record
+from .._report import build_fleet_report, run_folder, write_report
 from .._state import atomic_write
 
 if TYPE_CHECKING:
@@ -156,7 +154,7 @@ async def watch_lost_hosts(
     """Every heartbeat, look for hosts lost since; say so, and send the alert once."""
     import trio
 
-    from .._fleet._status import LOST, read_hosts
+    from .._fleet import LOST, read_hosts
 
     told: set[str] = set()
     while True:

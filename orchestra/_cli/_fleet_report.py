@@ -9,21 +9,15 @@ or where ``--html`` and ``--markdown`` say.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._fleet import Connection, FleetConfig
-from .._fleet._status import batch_record
-from .._report import BatchReport, ReportFiles, write_report
-from .._report._fleet import build_fleet_report
-from .._report._gather import with_diffs
+from .._fleet import Connection, FleetConfig, batch_record
+from .._report import build_fleet_report, with_diffs, write_report
 from .._workspace import Project
 from ._common import policy_from
 from ._console import Output
-
-JsonDocument = Callable[[BatchReport, ReportFiles], dict[str, Any]]
+from ._report_show import json_document, report_redactor, show_report
 
 
 def fleet_report(
@@ -31,7 +25,6 @@ def fleet_report(
     out: Output,
     project: Project,
     paths: tuple[Path | None, Path | None],
-    document: JsonDocument,
 ) -> int:
     """Write the fleet batch's report (see the module's docstring).
 
@@ -39,8 +32,6 @@ def fleet_report(
         UsageError: nothing is submitted under the fleet's name, or ``--run``
             names another batch.
     """
-    from ._report_cmd import _redactor, show_report
-
     policy = policy_from(project, args=args).policy
     config = FleetConfig.from_policy(policy.fleet)
     connection = Connection(config)
@@ -63,7 +54,7 @@ def fleet_report(
         record.summary(), record.timelines, root=str(project.root), dirs=record.dirs
     )
     try:
-        redact = _redactor(policy.secscan, project.root, out)
+        redact = report_redactor(policy.secscan, project.root, out)
     except ForgeError:
         redact = None
     own = (policy.recovery.lessons,)
@@ -74,5 +65,5 @@ def fleet_report(
     )
     show_report(report, files, args, out)
     if out.json_mode:
-        out.document({**document(report, files), "fleet": config.name})
+        out.document({**json_document(report, files), "fleet": config.name})
     return EXIT_OK

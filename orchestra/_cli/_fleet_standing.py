@@ -15,9 +15,15 @@ from typing import Any
 import attrs
 
 from .._errors import EXIT_OK, ForgeError
-from .._fleet import Connection, FleetConfig, FleetUnavailable, Keys
-from .._fleet._status import FleetStatus, fleet_status
-from .._fleet._store import read_state
+from .._fleet import (
+    Connection,
+    FleetConfig,
+    FleetStatus,
+    FleetUnavailable,
+    Keys,
+    fleet_status,
+    read_state,
+)
 from .._state import event_name, event_record
 from .._workspace import Project
 from ._common import policy_from

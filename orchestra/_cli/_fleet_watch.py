@@ -22,8 +22,7 @@ from typing import Any
 
 import trio
 
-from .._fleet import Connection, FleetUnavailable
-from .._fleet._status import LOST, WAITING, FleetStatus, fleet_status
+from .._fleet import LOST, WAITING, Connection, FleetStatus, FleetUnavailable, fleet_status
 from ._console import Output
 from ._devnull import to_devnull
 

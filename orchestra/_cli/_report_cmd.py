@@ -11,26 +11,28 @@ from __future__ import annotations
 
 import argparse
 import os
-import webbrowser
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._fleet._config import REDIS_URL_ENV
-from .._report import gather_report, known_runs, resolve_run, run_folder, write_report
-from .._report._gather import is_fleet_host_run
+from .._fleet import REDIS_URL_ENV
+from .._report import (
+    gather_report,
+    is_fleet_host_run,
+    known_runs,
+    resolve_run,
+    run_folder,
+    write_report,
+)
 from ._common import policy_from, project_from
 from ._console import Output
+from ._report_show import json_document, report_redactor, show_report
 from ._status_cmd import _declared_roots
 
 if TYPE_CHECKING:
     from .._notify import LiveNotices
     from .._policy import Policy, SecscanPolicy
-    from .._redact import Redact
-    from .._report import BatchReport, ReportFiles
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if not source and _from_fleet(args, roots):
         from ._fleet_report import fleet_report
 
-        return fleet_report(args, out, project, _report_files(args), _json_document)
+        return fleet_report(args, out, project, _report_files(args))
     run_id = resolve_run(roots, args.run)
     output_lines = 20
     lessons = "memory/forge-lessons.md"
@@ -71,13 +73,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         other_roots=roots[1:],
         output_lines=output_lines,
         forge_files=(lessons,),
-        redact=_redactor(secscan, root, out),
+        redact=report_redactor(secscan, root, out),
     )
     html, markdown = _report_files(args)
     files = write_report(report, root, html=html, markdown=markdown, markdown_max=markdown_max)
     show_report(report, files, args, out)
     if out.json_mode:
-        out.document(_json_document(report, files))
+        out.document(json_document(report, files))
     return EXIT_OK
 
 
@@ -104,59 +106,6 @@ def _fleet_hosts_here(roots: list[Path]) -> bool:
 def _report_files(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
     """Where ``--html`` and ``--markdown`` ask the files to be written (None: the run's folder)."""
     return _output_path(args.html, "--html"), _output_path(args.markdown, "--markdown")
-
-
-def show_report(
-    report: BatchReport, files: ReportFiles, args: argparse.Namespace, out: Output
-) -> None:
-    """Print the report's notes, its outcome and where its files are; open it when asked."""
-    for note in report.notes:
-        out.note(note)
-    out.line(report.outcome)
-    out.line(f"report: {files.html}")
-    out.line(f"markdown: {files.markdown}")
-    if args.open and files.html is not None:
-        opened = webbrowser.open(files.html.resolve().as_uri())
-        if not opened:
-            out.note("--open: no browser found; open the file above")
-
-
-def _json_document(report: BatchReport, files: ReportFiles) -> dict[str, Any]:
-    return {
-        "run_id": report.run_id,
-        "outcome": report.outcome,
-        "from_summary": report.from_summary,
-        "html": str(files.html),
-        "markdown": str(files.markdown),
-        "loops": [
-            {
-                "change": loop.change,
-                "ending": loop.ending,
-                "escalated": loop.escalated,
-                "recovered": loop.recovered,
-                "resume": list(loop.resume),
-            }
-            for loop in report.loops
-        ],
-    }
-
-
-def _redactor(secscan: SecscanPolicy | None, root: Path, out: Output) -> Redact | None:
-    """The project's redaction of secrets, for the diffs the report shows.
-
-    The diffs are redacted even where the loops' scan is off: a report is read
-    by more people than a log. Rules that cannot be loaded leave the diffs'
-    lines out (the report says so).
-    """
-    from .._policy import SecscanPolicy
-    from .._secscan import output_redactor
-
-    policy = attrs.evolve(secscan or SecscanPolicy(), enabled=True)
-    try:
-        return output_redactor(policy, root=root)
-    except ForgeError as exc:
-        out.note(f"note: the secret-scan rules could not be loaded ({exc.message}); no diff shown")
-        return None
 
 
 def _output_path(value: str | None, flag: str) -> Path | None:
@@ -213,7 +162,7 @@ def _after_batch(
             other_roots=[Path(str(e["dir"])) for e in summary.get("loops") or [] if e.get("dir")],
             output_lines=policy.report.output_lines,
             forge_files=(policy.recovery.lessons,),
-            redact=_redactor(policy.secscan, root, out),
+            redact=report_redactor(policy.secscan, root, out),
         )
     except (ForgeError, OSError) as exc:
         out.note(f"report: cannot be made: {getattr(exc, 'message', exc)}")

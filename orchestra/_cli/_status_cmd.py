@@ -19,7 +19,7 @@ import attrs
 from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
-from .._fleet._config import REDIS_URL_ENV
+from .._fleet import REDIS_URL_ENV
 from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (

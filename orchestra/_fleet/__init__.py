@@ -1,12 +1,15 @@
 """The fleet: one batch worked by several hosts through one Redis server.
 
 - ``_config``: the ``[fleet]`` table made concrete, and the batch's key names.
+- ``_deployment``: a server URL made a client: one server, a cluster, a sentinel.
 - ``_connection``: the host's client, the server's clock, the outage errors.
 - ``_limiter``: the fleet's one sliding-log rate limiter (a limiter backend).
 - ``_store``: a change's state on the server (the engine's store, fenced).
 - ``_queue``: loops handed out through a stream: claim, renew, finish.
 - ``_source``: a loop's code: a shared folder, or a repository each host clones.
 - ``_worker``: one host claiming and running loops.
+- ``_deadline``: how long a host may trust its leases (its watchdog's deadline).
+- ``_watchdog``: the process that kills a host's executors when it dies or freezes.
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
 """
 
@@ -31,10 +34,16 @@ if TYPE_CHECKING:
     from ._queue import read_batch as read_batch
     from ._queue import submit as submit
     from ._source import SourceError as SourceError
+    from ._status import LOST as LOST
+    from ._status import WAITING as WAITING
     from ._status import FleetStatus as FleetStatus
+    from ._status import batch_record as batch_record
     from ._status import export_state as export_state
+    from ._status import export_summary as export_summary
     from ._status import fleet_status as fleet_status
+    from ._status import read_hosts as read_hosts
     from ._store import RedisChangeStore as RedisChangeStore
+    from ._store import read_state as read_state
     from ._store import timeline_lines as timeline_lines
     from ._worker import Worker as Worker
     from ._worker import WorkerResult as WorkerResult
@@ -59,8 +68,17 @@ if not TYPE_CHECKING:
             "._limiter": ("RedisBackend",),
             "._queue": ("BatchInfo", "LoopSpec", "drop_all", "read_batch", "submit"),
             "._source": ("SourceError",),
-            "._status": ("FleetStatus", "export_state", "fleet_status"),
-            "._store": ("RedisChangeStore", "timeline_lines"),
+            "._status": (
+                "FleetStatus",
+                "export_state",
+                "fleet_status",
+                "LOST",
+                "WAITING",
+                "batch_record",
+                "export_summary",
+                "read_hosts",
+            ),
+            "._store": ("RedisChangeStore", "timeline_lines", "read_state"),
             "._worker": ("Worker", "WorkerResult", "default_host", "open_worker_batch"),
         },
     )

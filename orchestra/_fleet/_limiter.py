@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import StateError
-from .._ratelimit import BackendReading, SlidingWindow
-from .._ratelimit._backends import OLDEST_REPORTED
+from .._ratelimit import OLDEST_REPORTED, BackendReading, SlidingWindow
 from ._config import Keys
-from ._connection import Connection, FleetUnavailable, _without_password
+from ._connection import Connection, FleetUnavailable
+from ._deployment import redact
 
 # KEYS: log, queue, deadlines, seq, pause.
 # ARGV: calls, window, permits, ticket, grace, poll, mode ("take" | "peek"), oldest.
@@ -178,7 +178,7 @@ class ForeignLimiterKey(StateError):
     def __init__(self, key: str, kind: str, want: str, url: str) -> None:
         super().__init__(
             f"the fleet limiter's key {key} holds a {kind}, where Forge keeps a {want}",
-            context=(f"server: {_without_password(url)}",),
+            context=(f"server: {redact(url)}",),
             hint=f"it was not written by Forge: check what did, then delete it (DEL {key})",
         )
         self.key = key

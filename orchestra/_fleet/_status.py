@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from .._ratelimit import SlidingWindow
-from .._report._fleet import fleet_run_id, fleet_summary
+from .._report import fleet_run_id, fleet_summary
 from .._state import STATE_DIR, ChangePaths, atomic_write, save_states
 from ._config import Keys
 from ._connection import Connection

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ._backends import OLDEST_REPORTED as OLDEST_REPORTED
     from ._backends import BackendReading as BackendReading
     from ._backends import MemoryBackend as MemoryBackend
     from ._backends import RateLimitBackend as RateLimitBackend
@@ -31,7 +32,12 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "._backends": ("BackendReading", "MemoryBackend", "RateLimitBackend"),
+            "._backends": (
+                "BackendReading",
+                "MemoryBackend",
+                "RateLimitBackend",
+                "OLDEST_REPORTED",
+            ),
             "._limiter": ("EventHandler", "LimiterStatistics", "RateLimiter", "open_limiter"),
             "._sqlite": ("SCHEMA_VERSION", "RateLimitStoreError", "SqliteBackend"),
             "._window": ("Decision", "LimitTooLarge", "SlidingWindow", "warn_threshold"),
