@@ -780,6 +780,7 @@ def test_the_exported_names() -> None:
     public = {name for name in dir(ratelimit) if not name.startswith("_")}
     assert public == {
         "SCHEMA_VERSION",
+        "OLDEST_REPORTED",
         "BackendReading",
         "Decision",
         "EventHandler",
