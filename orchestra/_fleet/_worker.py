@@ -71,10 +71,12 @@ from ._queue import (
     BatchInfo,
     LoopSpec,
     all_ended,
+    forget_entry,
     next_entry,
     read_batch,
     status_json,
 )
+from ._retention import prune_hosts, retire_batch
 from ._source import SourceError, checkout_repo, push_branch
 from ._store import RedisChangeStore
 from ._watchdog import executors_die_with_this_process
@@ -177,6 +179,7 @@ class Worker:
                     nursery.start_soon(self._heartbeat)
                     await self._claim_until_all_ended(nursery)
                     nursery.cancel_scope.cancel()
+            await self._retire()
             interrupted = False
         finally:
             # The last word, also when stopped: the status shows this host gone
@@ -229,7 +232,7 @@ class Worker:
         if int(granted) != 1:
             if detail == "ended":
                 # Ended on some host whose acknowledgement was lost: acknowledge it here.
-                await self._call(lambda client: client.xack(self.keys.loops, GROUP, entry_id))
+                await self._call(lambda client: forget_entry(client, self.keys, entry_id))
             return None
         return entry_id, spec, int(detail)
 
@@ -453,6 +456,22 @@ class Worker:
         self.on_event("fleet", change, "lease lost before the ending was recorded")
         return False
 
+    async def _retire(self) -> None:
+        """Every loop has ended: export the batch when asked, then let it expire."""
+        try:
+            folder = await trio.to_thread.run_sync(
+                partial(retire_batch, self.connection, self.config.export)
+            )
+        except OSError as exc:
+            self.on_event("fleet", "fleet", f"export failed, the batch is kept: {exc}")
+            return
+        except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
+            return  # the next host (or control) to see the batch ended sets it
+        if folder is not None:
+            self.on_event("fleet", "fleet", f"exported the batch to {folder}")
+
     # -- heartbeat --------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
@@ -479,6 +498,10 @@ class Worker:
             }
         )
         await self._call(partial(_report_heartbeat, self.keys.hosts, self.host, report))
+        config = self.config
+        await self._call(
+            lambda client: prune_hosts(client, self.keys, server, config.lease, config.forget_hosts)
+        )
 
     # -- calls to the server ----------------------------------------------------
 
