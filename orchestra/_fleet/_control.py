@@ -41,7 +41,7 @@ from .._state import Event, OtherEvent
 from .._verify import VerifyAttempts
 from ._config import GROUP, Keys
 from ._connection import Connection
-from ._queue import ESCALATED, QUEUED, all_ended, status_json
+from ._queue import ESCALATED, QUEUED, LoopSpec, all_ended, status_json
 from ._retention import expire_batch, revive_batch
 from ._store import event_pieces, read_state, state_json
 
@@ -344,3 +344,10 @@ def _iso(epoch: float) -> str:
     """The server's time as the timeline's timestamps (as :meth:`ServerClock.iso`)."""
     whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
     return f"{whole}.{int((epoch % 1) * 1000):03d}Z"
+
+
+def read_spec(connection: Connection, change: str) -> LoopSpec | None:
+    """The loop as submitted (its effective policy among it), or None."""
+    keys = connection.config.keys
+    text = connection.once(lambda client: client.hget(keys.specs, change))
+    return None if text is None else LoopSpec.from_json(str(text))
