@@ -33,6 +33,7 @@ from pathlib import Path
 
 import redis
 import trio
+from _fleet_memory import fleet_memory
 from _quick import parse_args
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -218,6 +219,7 @@ def main() -> None:
                   f"{args.loops / fleet:5.1f} loops/s")  # fmt: skip
             print(f"  forge supervise (24 at once)           {solo:6.2f} s   "
                   f"{args.loops / solo:5.1f} loops/s   fleet = {solo / fleet:.2f}x")  # fmt: skip
+            fleet_memory(url, folder, args)
         finally:
             process.terminate()
             process.wait()

@@ -236,5 +236,5 @@ def test_a_mistyped_retention_key_is_a_clear_error(
 def test_the_retention_defaults() -> None:
     policy = FleetPolicy()
     assert policy.keep == Duration(7 * 86400)
-    assert policy.timeline_max == 5000
+    assert policy.timeline_max == 2000
     assert policy.export == ""

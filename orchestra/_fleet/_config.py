@@ -36,7 +36,7 @@ class FleetConfig:
     connect_timeout: float
     command_timeout: float
     keep: float = 7 * 86400.0
-    timeline_max: int = 5000
+    timeline_max: int = 2000
     forget_hosts: float = 3600.0
     export: str = ""
 

@@ -821,7 +821,7 @@ class FleetPolicy:
         ),
     )
     timeline_max: int = attrs.field(
-        default=5000,
+        default=2000,
         validator=at_least(10),
         metadata=_doc("Events a change's timeline keeps on the server; older ones are trimmed."),
     )
