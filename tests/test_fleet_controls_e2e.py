@@ -70,9 +70,12 @@ def test_a_running_loop_is_cancelled_and_its_agent_stopped_on_its_host(
         cancelled = fleet.forge("fleet", "cancel", "c1", "--reason", "wrong ticket")
         assert cancelled.code == 0, cancelled
         assert "running on w1" in cancelled.out
+        # Its only loop ended: the batch now expires after [fleet] keep.
+        assert "the batch's keys expire in 7d" in cancelled.out
 
         # The batch has ended (its only loop cancelled): the host stops and exits 1.
         assert fleet.wait_all() == [1], fleet.output("w1")
+        assert "c1: cancelled by " in fleet.output("w1")
         assert all(not group_members(group) for group in agents)
         assert [s.what for s in read_stamps(fleet.stamps)] == ["start"]  # never finished
         loop = loop_of(fleet, "c1")
@@ -99,6 +102,7 @@ def test_a_queued_loop_is_cancelled_before_any_host_starts_it(
         cancelled = fleet.forge("fleet", "cancel", "c2", "--reason", "not tonight")
         assert cancelled.code == 0, cancelled
         assert "queued" in cancelled.out
+        assert "expire" not in cancelled.out  # c1 is still to run: the batch is live
 
         fleet.spawn("w1", max_parallel=2)
         assert fleet.wait_all() == [1], fleet.output("w1")  # one loop did not end done

@@ -280,6 +280,7 @@ def cancel_cmd(args: argparse.Namespace, out: Output) -> int:
         applied = cancel(connection, args.change, reason=_reason(args))
         name = connection.config.name
         heartbeat = connection.config.heartbeat
+        expiry = _expiry_line(connection)
     if applied.was == "running":
         how = (
             f"it was running on {loop.get('host') or 'a host'}, which stops its agent "
@@ -288,11 +289,28 @@ def cancel_cmd(args: argparse.Namespace, out: Output) -> int:
     else:
         how = "it was queued: no host starts it"
     out.line(f'fleet "{name}": change "{args.change}" cancelled — {how}')
+    if expiry:
+        out.line(expiry, style="dim")
     if out.json_mode:
         out.document(
             {"fleet": name, "change": args.change, "was": applied.was, "host": loop.get("host")}
         )
     return EXIT_OK
+
+
+def _expiry_line(connection: Connection) -> str | None:
+    """When the batch's keys expire (every loop ended), in words; None while it is live."""
+    from .._durations import format_duration
+    from .._fleet._retention import expires_in
+
+    keys = connection.config.keys
+    left = connection.once(lambda client: expires_in(client, keys))
+    if left is None:
+        return None
+    return (
+        f"every loop has ended: the batch's keys expire in {format_duration(round(left))} "
+        "([fleet] keep; forge fleet export keeps them as files)"
+    )
 
 
 def _reason(args: argparse.Namespace) -> str:

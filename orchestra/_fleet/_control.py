@@ -138,6 +138,13 @@ def requeue_refusal(circuit: CircuitState) -> str | None:
     return None
 
 
+def cancelled_by(client: Any, keys: Keys, change: str) -> str | None:
+    """``cancelled by user@host: reason`` when a person cancelled the loop, else None."""
+    text = client.hget(keys.status, change)
+    loop = {} if text is None else json.loads(text)
+    return str(loop.get("detail")) if loop.get("reason") == CANCELLED else None
+
+
 def loop_state(connection: Connection, change: str) -> dict[str, Any] | None:
     """The loop's status entry (state, host, ending), or None when the batch has no such loop."""
     keys = connection.config.keys

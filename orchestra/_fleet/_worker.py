@@ -58,6 +58,7 @@ from .._ratelimit import EventHandler, RateLimiter
 from .._supervise import LoopSetup, ensure_worktree, prepare
 from ._config import GROUP, FleetConfig
 from ._connection import Connection, FleetUnavailable, ServerClock, host_clock
+from ._control import cancelled_by
 from ._limiter import RedisBackend
 from ._queue import (
     CLAIM,
@@ -276,9 +277,7 @@ class Worker:
                     # Stopped (the lease could not be renewed) or fenced out: the loop
                     # is another host's to resume once its entry has been idle for a lease.
                     self.result.lost.append(spec.change)
-                    self.on_event(
-                        "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
-                    )
+                    self.on_event("fleet", spec.change, await self._why_stopped(spec.change))
                     renewing.cancel_scope.cancel()
                     return
                 if pushing and summary.reason not in (WORKTREE_FAILED,):
@@ -291,6 +290,14 @@ class Worker:
                 self.result.lost.append(spec.change)
         finally:
             del self.running[spec.change]
+
+    async def _why_stopped(self, change: str) -> str:
+        """The line for a loop this host stopped: a person cancelled it, or its lease was lost."""
+        with contextlib.suppress(FleetUnavailable):
+            cancelled = await self._call(lambda client: cancelled_by(client, self.keys, change))
+            if cancelled is not None:
+                return f"{cancelled}: this host stopped its agent"
+        return "lease lost: this host stopped its copy of the loop"
 
     async def _run_loop(
         self, spec: LoopSpec, store: RedisChangeStore, running: Running
