@@ -173,7 +173,12 @@ def test_a_circuit_reset_on_the_fleet_requeues_the_escalated_loop(
         fleet.spawn("w1", max_parallel=1)
         assert fleet.wait_all() == [1], fleet.output("w1")
         before = loop_of(fleet, "c1")
-        assert before["state"] == "escalated", before
+        assert before["reason"] == "iterations-exhausted", before
+
+        pointless = fleet.forge("fleet", "requeue", "c1")
+        assert pointless.code == 2
+        assert "used all 2 of its iterations" in pointless.err
+        assert "forge circuit c1 --reset" in pointless.err
 
         unreasoned = fleet.forge("circuit", "c1", "--reset")
         assert unreasoned.code == 2

@@ -8,6 +8,8 @@
 - ``_source``: a loop's code: a shared folder, or a repository each host clones.
 - ``_worker``: one host claiming and running loops.
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
+- ``_control``: a person's controls of one loop: reset, requeue, cancel, spend.
+- ``_retention``: what the server keeps: an ended batch's expiry, pruned hosts.
 """
 
 from typing import TYPE_CHECKING

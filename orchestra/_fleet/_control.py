@@ -11,7 +11,8 @@ change's timeline stream with its reason and who ran it.
   over. The loop ends ``cancelled`` (escalated: the batch exits 1).
 - **requeue** puts an ended loop (done, escalated, cancelled) back in the
   queue with its state kept: iterations used, spend and the timeline go on.
-  A loop whose circuit escalated would stop again at once: reset it instead.
+  A loop whose circuit escalated, or that used all its iterations, would
+  stop again at once: reset it instead (its iterations counted afresh).
 - **reset** (``forge circuit --reset``) closes the loop circuit and clears
   the verify streak, in the server's state; an escalated loop is put back in
   the queue. Refused while a host runs the loop: its writes would race the
@@ -131,10 +132,12 @@ def requeued_circuit(circuit: CircuitState) -> CircuitState:
     return attrs.evolve(circuit, finished=None)
 
 
-def requeue_refusal(circuit: CircuitState) -> str | None:
+def requeue_refusal(circuit: CircuitState, max_iterations: int | None) -> str | None:
     """Why a requeue would be pointless (the loop would stop at once), or None."""
     if circuit.escalated:
         return "its circuit escalated: it would stop again at once"
+    if max_iterations is not None and circuit.iterations_used >= max_iterations:
+        return f"it has used all {max_iterations} of its iterations: it would stop again at once"
     return None
 
 
@@ -201,7 +204,8 @@ def requeue(connection: Connection, change: str, *, reason: str) -> Applied:
     """
     keys = connection.config.keys
     before, _ = connection.once(lambda client: read_state(client, keys, change))
-    refusal = requeue_refusal(before.circuit)
+    spec = read_spec(connection, change)
+    refusal = requeue_refusal(before.circuit, None if spec is None else _max_iterations(spec))
     if refusal is not None:
         raise UsageError(
             f'change "{change}" is not requeued: {refusal}',
@@ -351,6 +355,12 @@ def _iso(epoch: float) -> str:
     """The server's time as the timeline's timestamps (as :meth:`ServerClock.iso`)."""
     whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
     return f"{whole}.{int((epoch % 1) * 1000):03d}Z"
+
+
+def _max_iterations(spec: LoopSpec) -> int:
+    from .._policy import structure_policy
+
+    return structure_policy(spec.policy, f"fleet loop {spec.change}").run.max_iterations
 
 
 def read_spec(connection: Connection, change: str) -> LoopSpec | None:
