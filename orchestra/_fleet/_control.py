@@ -39,7 +39,6 @@ from .._circuit import CLOSED_CIRCUIT, CircuitState
 from .._errors import UsageError
 from .._spend import SpendTotals
 from .._state import Event, OtherEvent
-from .._verify import VerifyAttempts
 from ._config import GROUP, Keys
 from ._connection import Connection
 from ._queue import ESCALATED, QUEUED, LoopSpec, all_ended, status_json
@@ -115,7 +114,6 @@ class Applied:
     change: str
     was: str
     requeued: bool
-    host: str | None = None
 
 
 def operator() -> str:
@@ -264,13 +262,6 @@ def read_spend(connection: Connection, change: str | None = None) -> dict[str, S
         return totals
 
     return connection.once(read)
-
-
-def read_verify(connection: Connection, change: str) -> VerifyAttempts:
-    """The change's verify streak as the server holds it."""
-    keys = connection.config.keys
-    state, _ = connection.once(lambda client: read_state(client, keys, change))
-    return state.verify
 
 
 def _control(
