@@ -36,6 +36,7 @@ from pathlib import Path
 
 import redis
 import trio
+from _fleet_memory import fleet_memory
 from _quick import parse_args, verdict
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -253,6 +254,7 @@ def main() -> None:
         try:
             limiter_rates(args, url, port)
             throughput(args, folder, url)
+            fleet_memory(url, folder, args)
         finally:
             process.terminate()
             process.wait()

@@ -75,6 +75,8 @@ CONTROLS: dict[str, str] = {
     "_fleet_cmd:submit_cmd": "forge fleet submit",
     "_fleet_cmd:work_cmd": "forge fleet work",
     "_fleet_cmd:export_cmd": "forge fleet export",
+    "_fleet_control_cmd:requeue_cmd": "forge fleet requeue",
+    "_fleet_control_cmd:cancel_cmd": "forge fleet cancel",
     "_executors_cmd:run": "forge executors check",
     "_init_cmd:run": "forge init",
     "_contract_cmd:loop_start": "forge loop start",

@@ -1,4 +1,7 @@
-"""``forge circuit <change> [--reset]``: a supervised loop's circuit, and resetting it."""
+"""``forge circuit <change> [--reset]``: a supervised loop's circuit, and resetting it.
+
+With ``--fleet`` (or ``FORGE_REDIS_URL`` set) a fleet loop's, on the server.
+"""
 
 from __future__ import annotations
 
@@ -14,24 +17,32 @@ from .._state import ChangePaths, require_change
 from .._workspace import Project
 from ._common import change_budget, project_from
 from ._console import Output
+from ._fleet_control_cmd import wants_fleet
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     command = "forge circuit --reset" if args.reset else "forge circuit"
-    paths = require_change(ChangePaths(project.root, args.change), command)
     if args.reason is not None and not args.reset:
         raise UsageError(
             "--reason goes with --reset", hint="forge circuit C --reset --reason '...'"
         )
+    if args.reset and not (args.reason or "").strip():
+        # Overriding an open circuit bypasses the loop's safety: say why, for the record.
+        raise UsageError(
+            "forge circuit --reset needs --reason: why may this loop run again?",
+            hint=f"forge circuit {args.change} --reset --reason 'fixed the flaky fixture'",
+        )
+    if wants_fleet(args):
+        # A fleet loop's circuit is on the server (a change of this host's own is not).
+        from ._fleet_control_cmd import fleet_circuit
+
+        done = fleet_circuit(args, out, project, _describe)
+        if done is not None:
+            return done
+    paths = require_change(ChangePaths(project.root, args.change), command)
     if args.reset:
         reason = (args.reason or "").strip()
-        if not reason:
-            # Overriding an open circuit bypasses the loop's safety: say why, for the record.
-            raise UsageError(
-                "forge circuit --reset needs --reason: why may this loop run again?",
-                hint=f"forge circuit {paths.name} --reset --reason 'fixed the flaky fixture'",
-            )
         before = reset_circuit(paths, reason=reason)
         line = (
             f'Circuit: reset for change "{paths.name}" — was {before.state}, opened '

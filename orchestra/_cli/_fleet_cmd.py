@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 
 from .._engine import DONE, new_run_id
@@ -159,6 +160,11 @@ def work_cmd(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     loaded = policy_from(project, args=args)
     config = _config(loaded)
+    export = getattr(args, "export", None) or config.export
+    if export:
+        # Written before the ended batch expires; a relative folder is the project's.
+        folder = (project.root / Path(export).expanduser()).resolve()
+        config = attrs.evolve(config, export=str(folder))
     host = getattr(args, "host", None) or default_host()
     max_parallel = (
         getattr(args, "max_parallel", None)

@@ -251,6 +251,11 @@ def _add_fleet(commands: _Commands, common: argparse.ArgumentParser) -> None:
     )
     work.add_argument("--host", metavar="NAME", help="this host's name (default: host-pid)")
     work.add_argument("--cache", metavar="DIR", help="where repo loops are cloned")
+    work.add_argument(
+        "--export",
+        metavar="DIR",
+        help="write the ended batch here before it expires ([fleet] export)",
+    )
     work.set_defaults(handler="_fleet_cmd:work_cmd")
     status = actions.add_parser(
         "status", parents=[common], help="hosts, loops and the shared rate limit"
@@ -272,6 +277,14 @@ def _add_fleet(commands: _Commands, common: argparse.ArgumentParser) -> None:
     )
     export.add_argument("--to", metavar="DIR", help="the project folder to write into")
     export.set_defaults(handler="_fleet_cmd:export_cmd")
+    for action, what in (
+        ("requeue", "put an ended loop back in the queue, its state kept"),
+        ("cancel", "stop one loop wherever it runs (it ends cancelled)"),
+    ):
+        control = actions.add_parser(action, parents=[common], help=what)
+        control.add_argument("change", type=_change_name, help=_CHANGE_HELP)
+        control.add_argument("--reason", metavar="TEXT", help="why, kept in the timeline")
+        control.set_defaults(handler=f"_fleet_control_cmd:{action}_cmd")
 
 
 def _add_guard(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -365,6 +378,9 @@ def _add_status(commands: _Commands, common: argparse.ArgumentParser) -> None:
     status.set_defaults(handler="_status_cmd:status")
 
 
+_FLEET_CONTROL_HELP = "the fleet's loop, on its Redis server (implied when FORGE_REDIS_URL is set)"
+
+
 def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
     circuit = commands.add_parser(
         "circuit", parents=[common], help="a supervised loop's circuit, and resetting it"
@@ -379,6 +395,7 @@ def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
         "--reason",
         help="why the circuit may be reset (required with --reset; kept in the timeline)",
     )
+    circuit.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     circuit.set_defaults(handler="_circuit_cmd:run")
 
 
@@ -585,10 +602,13 @@ def _add_spend(commands: _Commands, common: argparse.ArgumentParser) -> None:
     spend = commands.add_parser(
         "spend", parents=[common], help="what a change has spent against its budget"
     )
-    spend.add_argument("change", type=_change_name, help=_CHANGE_HELP)
+    spend.add_argument(
+        "change", nargs="?", type=_change_name, help=f"{_CHANGE_HELP} (--fleet: optional)"
+    )
     spend.add_argument(
         "--reset", action="store_true", help="start the totals again (a human granted more)"
     )
+    spend.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     spend.set_defaults(handler="_spend_cmd:run")
 
 

@@ -1,4 +1,8 @@
-"""``forge spend <change> [--reset]``: what a change has spent, and clearing it."""
+"""``forge spend <change> [--reset]``: what a change has spent, and clearing it.
+
+With ``--fleet`` (or ``FORGE_REDIS_URL`` set) a fleet loop's, on the server;
+without a change there, every loop of the batch.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +10,29 @@ import argparse
 
 import attrs
 
-from .._errors import EXIT_OK
+from .._errors import EXIT_OK, UsageError
 from .._spend import read_spend, reset_spend
 from .._state import ChangePaths, require_change
 from ._common import change_budget, project_from
 from ._console import Output
+from ._fleet_control_cmd import wants_fleet
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     command = "forge spend --reset" if args.reset else "forge spend"
+    if wants_fleet(args) and not (args.change is None and args.reset):
+        # A fleet loop's spend is on the server (a change of this host's own is not).
+        from ._fleet_control_cmd import fleet_spend
+
+        done = fleet_spend(args, out, project)
+        if done is not None:
+            return done
+    if args.change is None:
+        raise UsageError(
+            f"{command} needs a change",
+            hint="forge spend CHANGE; every loop of a fleet batch: forge spend --fleet",
+        )
     paths = require_change(ChangePaths(project.root, args.change), command)
     if args.reset:
         reading = reset_spend(paths)

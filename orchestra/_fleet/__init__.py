@@ -11,6 +11,8 @@
 - ``_deadline``: how long a host may trust its leases (its watchdog's deadline).
 - ``_watchdog``: the process that kills a host's executors when it dies or freezes.
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
+- ``_control``: a person's controls of one loop: reset, requeue, cancel, spend.
+- ``_retention``: what the server keeps: an ended batch's expiry, pruned hosts.
 """
 
 from typing import TYPE_CHECKING

@@ -25,6 +25,10 @@ class FleetConfig:
         heartbeat: Seconds between renewals (and host heartbeats).
         connect_timeout: Seconds allowed to connect.
         command_timeout: Seconds allowed for one command's answer.
+        keep: Seconds an ended batch's keys stay before they expire.
+        timeline_max: Events each change's timeline keeps on the server.
+        forget_hosts: Seconds after its last heartbeat a lost host is dropped.
+        export: A folder the ended batch is written into before it expires ("": none).
     """
 
     url: str
@@ -33,6 +37,10 @@ class FleetConfig:
     heartbeat: float
     connect_timeout: float
     command_timeout: float
+    keep: float = 7 * 86400.0
+    timeline_max: int = 2000
+    forget_hosts: float = 3600.0
+    export: str = ""
 
     @classmethod
     def from_policy(
@@ -61,6 +69,10 @@ class FleetConfig:
             heartbeat=policy.heartbeat.seconds,
             connect_timeout=policy.connect_timeout.seconds,
             command_timeout=policy.command_timeout.seconds,
+            keep=policy.keep.seconds,
+            timeline_max=policy.timeline_max,
+            forget_hosts=policy.forget_hosts.seconds,
+            export=policy.export,
         )
 
     @property
@@ -84,7 +96,8 @@ class Keys:
     Per change: ``change:<c>`` (a hash: circuit, verify, spend, seq), ``timeline:<c>``
     (a stream of its events), ``fence:<c>`` (the fencing token), ``lease:<c>``.
     For the batch: ``batch`` (what was submitted), ``loops`` (the stream loops
-    are handed out from, group ``workers``), ``status`` (each loop's state),
+    are handed out from, group ``workers``), ``specs`` (each loop as submitted, to
+    requeue it), ``status`` (each loop's state),
     ``hosts`` (heartbeats), and the limiter's ``limiter:*``.
     """
 
@@ -117,6 +130,10 @@ class Keys:
     @property
     def status(self) -> str:
         return f"{self.prefix}status"
+
+    @property
+    def specs(self) -> str:
+        return f"{self.prefix}specs"
 
     @property
     def hosts(self) -> str:

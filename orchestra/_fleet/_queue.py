@@ -8,7 +8,8 @@ re-claims its stream entry (so the entry never looks idle). A host that
 stops renewing loses both: after a lease its entry is idle long enough for
 ``XAUTOCLAIM`` on another host, whose claim hands out a newer token; from
 then on every write of the old host is refused. When a loop ends, one script
-records its ending, acknowledges the entry and drops the lease.
+records its ending, acknowledges and deletes the entry (the stream holds
+only the loops still to run) and drops the lease.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ FINISH = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
 redis.call('XACK', KEYS[3], ARGV[2], ARGV[3])
+redis.call('XDEL', KEYS[3], ARGV[3])
 redis.call('DEL', KEYS[2])
 return 1
 """
@@ -146,6 +148,8 @@ def submit(
     pipe.xgroup_create(keys.loops, GROUP, id="0", mkstream=True)
     for spec in specs:
         pipe.xadd(keys.loops, {"loop": spec.to_json()})
+        # Kept after its stream entry is deleted: a requeue adds it again.
+        pipe.hset(keys.specs, spec.change, spec.to_json())
         pipe.hset(keys.status, spec.change, status_json(QUEUED, since=now_iso))
     pipe.set(keys.batch, batch.to_json())
     pipe.execute()
@@ -178,6 +182,14 @@ def all_ended(client: Any, keys: Keys) -> bool:
     """Whether every loop of the batch has ended (done or escalated)."""
     statuses = read_status(client, keys)
     return bool(statuses) and all(s.get("state") in ENDED for s in statuses.values())
+
+
+def forget_entry(client: Any, keys: Keys, entry_id: str) -> None:
+    """Acknowledge and delete a loop's stream entry: the loop has ended."""
+    pipe = client.pipeline(transaction=True)
+    pipe.xack(keys.loops, GROUP, entry_id)
+    pipe.xdel(keys.loops, entry_id)
+    pipe.execute()
 
 
 def next_entry(

@@ -239,7 +239,12 @@ def _timeline_lines(keys: Keys, change: str, client: Any) -> list[tuple[str, str
 
 
 def _loop_specs(keys: Keys, client: Any) -> list[LoopSpec]:
-    # The loops' stream entries hold their specs (a loop without one is
-    # reported without its folder).
+    # Every loop as submitted is kept in the specs hash (an ended loop's stream
+    # entry is deleted); a batch submitted before that hash existed has its
+    # specs in the stream entries only. A loop without either is reported
+    # without its folder.
+    kept = client.hgetall(keys.specs)
+    if kept:
+        return [LoopSpec.from_json(text) for text in kept.values()]
     entries = client.xrange(keys.loops, "-", "+")
     return [LoopSpec.from_json(fields["loop"]) for _id, fields in entries]

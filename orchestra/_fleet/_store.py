@@ -3,8 +3,10 @@
 Per change: a hash with the loop circuit, the verify streak and the spend
 (JSON, the same fields as the files under ``.forge/``), and a stream that is
 its timeline (one entry per event, the same JSON line a ``timeline.jsonl``
-holds). The stagnation history is folded from that stream when a loop
-starts, as from the file.
+holds), capped at ``[fleet] timeline_max`` events: past it the oldest tenth
+is dropped and a ``timeline.trimmed`` event says how many, and which seqs.
+The stagnation history is folded from that stream when a loop starts, as
+from the file.
 
 Every write is one Lua script that first checks the change's fencing token:
 a host whose lease lapsed and whose loop another host took over can no
@@ -44,10 +46,37 @@ from .._verify import VerifyAttempts
 from ._config import Keys
 from ._connection import Connection, LeaseLost
 
+# Lua, inside a write that appended events: past its cap (the hash's
+# ``timeline_max``, which every write sets) the timeline drops its oldest
+# tenth at once (so a marker comes once per tenth, not per event) and notes
+# what went in a ``timeline.trimmed`` event, counted in the hash too. ``seq``
+# is the change's last event number, which the marker takes the next of; its
+# time and change are the last event's.
+TRIM = """
+local cap = tonumber(redis.call('HGET', KEYS[2], 'timeline_max') or '0')
+local length = redis.call('XLEN', KEYS[3])
+if cap > 0 and length > cap and appended then
+  local last = cjson.decode(ARGV[#ARGV - 1] .. seq .. ARGV[#ARGV])
+  local left = cap - math.floor(cap / 10) - 1
+  local first = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
+  redis.call('XTRIM', KEYS[3], 'MAXLEN', left)
+  local kept = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
+  local dropped = length - left
+  local total = redis.call('HINCRBY', KEYS[2], 'trimmed', dropped)
+  seq = seq + 1
+  local marker = {ts = last['ts'], seq = seq, change = last['change'],
+    event = 'timeline.trimmed', dropped = dropped, dropped_total = total, cap = cap,
+    first_seq = cjson.decode(first[2][2])['seq'],
+    last_seq = cjson.decode(kept[2][2])['seq'] - 1}
+  redis.call('XADD', KEYS[3], '*', 'event', cjson.encode(marker))
+end
+"""
+
 # KEYS: fence, change hash, timeline stream.
 # ARGV: token, commit id, number of fields, field/value pairs, then per event
 # the JSON before and after its seq (the script numbers the events).
-COMMIT = """
+COMMIT = (
+    """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('HGET', KEYS[2], 'commit') == ARGV[2] then return 0 end
 local i = 4
@@ -56,14 +85,19 @@ for _ = 1, tonumber(ARGV[3]) do
   i = i + 2
 end
 local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
+local appended = i <= #ARGV
 while i <= #ARGV do
   seq = seq + 1
   redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
   i = i + 2
 end
+"""
+    + TRIM
+    + """
 redis.call('HSET', KEYS[2], 'seq', seq, 'commit', ARGV[2])
 return 1
 """
+)
 
 _SEQ_MARK = -7_351_042_069  # stands for the seq until the script numbers the event
 _STATE_FIELDS: dict[str, type] = {
@@ -83,6 +117,19 @@ def state_from_json(text: str | None, cls: type[Any], default: Any) -> Any:
     if text is None:
         return default
     return STATE_CONVERTER.structure(json.loads(text), cls)
+
+
+def event_pieces(events: Sequence[Event], stamp: str, change: str) -> list[str]:
+    """Each event's JSON line before and after its seq, which the writing script numbers."""
+    pieces: list[str] = []
+    for event in events:
+        stamped = attrs.evolve(event, ts=stamp, seq=_SEQ_MARK, change=change)
+        line = json.dumps(
+            event_record(stamped), ensure_ascii=False, separators=(",", ":"), default=str
+        )
+        head, _, tail = line.partition(f'"seq":{_SEQ_MARK}')
+        pieces.extend((head + '"seq":', tail))
+    return pieces
 
 
 def read_state(client: Any, keys: Keys, change: str) -> tuple[LoopState, list[Event]]:
@@ -266,17 +313,13 @@ class RedisChangeStore:
     ) -> None:
         if self.revoked:
             raise LeaseLost(self.change)
-        args: list[Any] = [self.token, uuid.uuid4().hex, len(fields)]
+        stamp = self._iso()
+        # The cap goes with every write: the script reads it from the hash.
+        args: list[Any] = [self.token, uuid.uuid4().hex, len(fields) + 1]
+        args.extend(("timeline_max", self._connection.config.timeline_max))
         for name, state in fields.items():
             args.extend((name, state_json(state)))
-        stamp = self._iso()
-        for event in events:
-            stamped = attrs.evolve(event, ts=stamp, seq=_SEQ_MARK, change=self.change)
-            line = json.dumps(
-                event_record(stamped), ensure_ascii=False, separators=(",", ":"), default=str
-            )
-            head, _, tail = line.partition(f'"seq":{_SEQ_MARK}')
-            args.extend((head + '"seq":', tail))
+        args.extend(event_pieces(events, stamp, self.change))
         keys = [
             self._keys.fence(self.change),
             self._keys.change(self.change),

@@ -61,6 +61,7 @@ from .._ratelimit import EventHandler, RateLimiter
 from .._supervise import LoopSetup, ensure_worktree, prepare
 from ._config import GROUP, FleetConfig
 from ._connection import Connection, FleetUnavailable, ServerClock, host_clock
+from ._control import cancelled_by
 from ._deadline import LeaseDeadline
 from ._limiter import RedisBackend
 from ._queue import (
@@ -75,10 +76,12 @@ from ._queue import (
     BatchInfo,
     LoopSpec,
     all_ended,
+    forget_entry,
     next_entry,
     read_batch,
     status_json,
 )
+from ._retention import prune_hosts, retire_batch
 from ._source import SourceError, checkout_repo, push_branch
 from ._store import RedisChangeStore
 from ._watchdog import Watchdog, executors_die_with_this_process
@@ -188,6 +191,7 @@ class Worker:
                         nursery.cancel_scope.cancel()
                 finally:
                     self._watchdog = None
+            await self._retire()
             interrupted = False
         finally:
             # The last word, also when stopped: the status shows this host gone
@@ -241,7 +245,7 @@ class Worker:
         if int(granted) != 1:
             if detail == "ended":
                 # Ended on some host whose acknowledgement was lost: acknowledge it here.
-                await self._call(lambda client: client.xack(self.keys.loops, GROUP, entry_id))
+                await self._call(lambda client: forget_entry(client, self.keys, entry_id))
             return None
         self.deadline.renewed(spec.change, sent)
         return entry_id, spec, int(detail)
@@ -288,9 +292,7 @@ class Worker:
                     # Stopped (the lease could not be renewed) or fenced out: the loop
                     # is another host's to resume once its entry has been idle for a lease.
                     self.result.lost.append(spec.change)
-                    self.on_event(
-                        "fleet", spec.change, "lease lost: this host stopped its copy of the loop"
-                    )
+                    self.on_event("fleet", spec.change, await self._why_stopped(spec.change))
                     renewing.cancel_scope.cancel()
                     return
                 if pushing and summary.reason not in (WORKTREE_FAILED,):
@@ -304,6 +306,14 @@ class Worker:
         finally:
             self.deadline.released(spec.change)
             del self.running[spec.change]
+
+    async def _why_stopped(self, change: str) -> str:
+        """The line for a loop this host stopped: a person cancelled it, or its lease was lost."""
+        with contextlib.suppress(FleetUnavailable):
+            cancelled = await self._call(lambda client: cancelled_by(client, self.keys, change))
+            if cancelled is not None:
+                return f"{cancelled}: this host stopped its agent"
+        return "lease lost: this host stopped its copy of the loop"
 
     async def _run_loop(
         self, spec: LoopSpec, store: RedisChangeStore, running: Running
@@ -488,6 +498,22 @@ class Worker:
         self.on_event("fleet", change, "lease lost before the ending was recorded")
         return False
 
+    async def _retire(self) -> None:
+        """Every loop has ended: export the batch when asked, then let it expire."""
+        try:
+            folder = await trio.to_thread.run_sync(
+                partial(retire_batch, self.connection, self.config.export)
+            )
+        except OSError as exc:
+            self.on_event("fleet", "fleet", f"export failed, the batch is kept: {exc}")
+            return
+        except FleetUnavailable as exc:
+            if not exc.outage:
+                raise
+            return  # the next host (or control) to see the batch ended sets it
+        if folder is not None:
+            self.on_event("fleet", "fleet", f"exported the batch to {folder}")
+
     # -- heartbeat --------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
@@ -514,6 +540,10 @@ class Worker:
             }
         )
         await self._call(partial(_report_heartbeat, self.keys.hosts, self.host, report))
+        config = self.config
+        await self._call(
+            lambda client: prune_hosts(client, self.keys, server, config.lease, config.forget_hosts)
+        )
 
     # -- calls to the server ----------------------------------------------------
 

@@ -808,6 +808,29 @@ class FleetPolicy:
         validator=positive_duration,
         metadata=_doc("Time allowed for one Redis command's answer."),
     )
+    keep: Duration = attrs.field(
+        default=Duration(7 * 86400),
+        validator=positive_duration,
+        metadata=_doc("How long an ended batch's keys stay on the server before they expire."),
+    )
+    export: str = attrs.field(
+        default="",
+        metadata=_doc(
+            "A folder each host writes the ended batch's state into (as forge fleet export) "
+            "before its keys expire; empty: none.",
+            example="/srv/forge/exports",
+        ),
+    )
+    timeline_max: int = attrs.field(
+        default=2000,
+        validator=at_least(10),
+        metadata=_doc("Events a change's timeline keeps on the server; older ones are trimmed."),
+    )
+    forget_hosts: Duration = attrs.field(
+        default=Duration(3600),
+        validator=positive_duration,
+        metadata=_doc("A lost host (no heartbeat) is dropped from the host list after this long."),
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.heartbeat.seconds >= self.lease.seconds:

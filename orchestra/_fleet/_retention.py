@@ -1,0 +1,117 @@
+"""What the server keeps of a batch, and for how long.
+
+- A batch whose loops have all ended expires ``[fleet] keep`` later: every
+  key of it gets that expiry (the limiter's keys keep their own, shorter one),
+  set by each host that sees the batch ended and again by every control that
+  touches it, so all its keys go together. A control that puts a loop back in
+  the queue makes the batch live again: the expiry is lifted.
+- With ``[fleet] export`` (or ``forge fleet work --export DIR``) the host that
+  sees the batch ended writes its export first, and a failed export leaves
+  the batch without expiry.
+- A host that left (finished, interrupted) is dropped from the host list a
+  lease after its last heartbeat; a lost one (no heartbeat) after ``[fleet]
+  forget_hosts``. Every host's heartbeat prunes, in one script.
+
+A loop's stream entry is deleted when it ends (:mod:`._queue`), and its
+timeline is capped (:mod:`._store`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._config import Keys
+from ._connection import Connection
+
+# KEYS: hosts. ARGV: the server's time (seconds), lease, forget_hosts (seconds).
+# Returns the hosts dropped.
+PRUNE_HOSTS = """
+local now, lease, forget = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local dropped = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local ok, beat = pcall(cjson.decode, all[i + 1])
+  local gone = not ok
+  if ok then
+    local ago = now - (tonumber(beat['seen']) or 0)
+    local left = beat['finished'] == true or beat['interrupted'] == true
+    gone = (left and ago > lease) or ago > forget
+  end
+  if gone then
+    redis.call('HDEL', KEYS[1], all[i])
+    table.insert(dropped, all[i])
+  end
+end
+return dropped
+"""
+
+_LIMITER = "limiter:"
+
+
+def batch_keys(client: Any, keys: Keys) -> list[str]:
+    """Every key of the batch on the server."""
+    return [str(key) for key in client.scan_iter(match=f"{keys.prefix}*", count=500)]
+
+
+def expire_batch(client: Any, keys: Keys, keep: float) -> int:
+    """Give every key of the batch the expiry ``keep`` (seconds) from now; returns how many.
+
+    The limiter's keys that already expire sooner keep their own expiry (the
+    window's): a permit's log is never kept longer than it means anything.
+    """
+    keep_ms = max(1, int(keep * 1000))
+    names = batch_keys(client, keys)
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.pttl(name)
+    ttls = pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    count = 0
+    for name, ttl in zip(names, ttls, strict=True):
+        if name.startswith(keys.prefix + _LIMITER) and 0 < int(ttl) < keep_ms:
+            continue
+        pipe.pexpire(name, keep_ms)
+        count += 1
+    pipe.execute()
+    return count
+
+
+def revive_batch(client: Any, keys: Keys) -> None:
+    """Lift the batch's expiry: a loop is back in the queue (the limiter's keys keep theirs)."""
+    pipe = client.pipeline(transaction=False)
+    for name in batch_keys(client, keys):
+        if not name.startswith(keys.prefix + _LIMITER):
+            pipe.persist(name)
+    pipe.execute()
+
+
+def expires_in(client: Any, keys: Keys) -> float | None:
+    """Seconds until the batch expires, or None when it does not (read from its ``batch`` key)."""
+    ttl = int(client.pttl(keys.batch))
+    return None if ttl < 0 else ttl / 1000
+
+
+def prune_hosts(client: Any, keys: Keys, now: float, lease: float, forget: float) -> list[str]:
+    """Drop the hosts that left a lease ago, and those lost ``forget`` seconds ago."""
+    dropped = client.eval(PRUNE_HOSTS, 1, keys.hosts, now, lease, forget)
+    return [str(host) for host in dropped or ()]
+
+
+def retire_batch(connection: Connection, export: str = "") -> Path | None:
+    """The batch has ended: write its export (when asked), then set its expiry.
+
+    Returns the folder exported into, if any.
+
+    Raises:
+        OSError: the export could not be written (the batch is then left without expiry).
+    """
+    from ._status import export_state
+
+    config = connection.config
+    folder = None
+    if export:
+        folder = Path(export).expanduser().resolve()
+        export_state(connection, folder)
+    connection.once(lambda client: expire_batch(client, config.keys, config.keep))
+    return folder
