@@ -47,7 +47,7 @@ def _fleet_loop(
         UsageError: with ``--fleet``, the batch has no loop for the change.
         FleetUnavailable: with ``--fleet``, the server cannot be reached.
     """
-    from .._fleet._control import loop_state
+    from .._fleet import loop_state
 
     try:
         loop = loop_state(connection, args.change)
@@ -71,7 +71,7 @@ def fleet_circuit(
     args: argparse.Namespace, out: Output, project: Project, describe: Callable[[Any], str]
 ) -> int | None:
     """``forge circuit`` of a fleet loop; None when the change is this host's own."""
-    from .._fleet._control import reset_circuit
+    from .._fleet import reset_circuit
 
     with _connected(project, args) as connection:
         loop = _fleet_loop(connection, args, out)
@@ -79,7 +79,7 @@ def fleet_circuit(
             return None
         name = connection.config.name
         if not args.reset:
-            from .._fleet._store import read_state
+            from .._fleet import read_state
 
             keys = connection.config.keys
             state, _ = connection.once(lambda client: read_state(client, keys, args.change))
@@ -140,7 +140,7 @@ def fleet_circuit(
 
 def _still_held(connection: Connection, change: str, spend: Any) -> tuple[str, ...]:
     """A spent budget still stops the loop: granting money is its own decision."""
-    from .._fleet._control import read_spec
+    from .._fleet import read_spec
     from .._policy import structure_policy
     from .._spend import budget_exceeded
 
@@ -170,7 +170,7 @@ def _where(loop: dict[str, Any]) -> str:
 
 def fleet_spend(args: argparse.Namespace, out: Output, project: Project) -> int | None:
     """``forge spend [CHANGE]`` of the fleet; None when the change is this host's own."""
-    from .._fleet._control import read_spend, reset_spend
+    from .._fleet import read_spend, reset_spend
 
     with _connected(project, args) as connection:
         name = connection.config.name
@@ -242,7 +242,7 @@ def fleet_spend(args: argparse.Namespace, out: Output, project: Project) -> int 
 
 
 def _budget(connection: Connection, change: str) -> Any:
-    from .._fleet._control import read_spec
+    from .._fleet import read_spec
     from .._policy import structure_policy
 
     spec = read_spec(connection, change)
@@ -254,7 +254,7 @@ def _budget(connection: Connection, change: str) -> Any:
 
 def requeue_cmd(args: argparse.Namespace, out: Output) -> int:
     """``forge fleet requeue CHANGE [--reason TEXT]``."""
-    from .._fleet._control import requeue
+    from .._fleet import requeue
 
     project = project_from(args)
     with _connected(project, args) as connection:
@@ -272,7 +272,7 @@ def requeue_cmd(args: argparse.Namespace, out: Output) -> int:
 
 def cancel_cmd(args: argparse.Namespace, out: Output) -> int:
     """``forge fleet cancel CHANGE [--reason TEXT]``."""
-    from .._fleet._control import cancel, loop_state
+    from .._fleet import cancel, loop_state
 
     project = project_from(args)
     with _connected(project, args) as connection:
@@ -301,7 +301,7 @@ def cancel_cmd(args: argparse.Namespace, out: Output) -> int:
 def _expiry_line(connection: Connection) -> str | None:
     """When the batch's keys expire (every loop ended), in words; None while it is live."""
     from .._durations import format_duration
-    from .._fleet._retention import expires_in
+    from .._fleet import expires_in
 
     keys = connection.config.keys
     left = connection.once(lambda client: expires_in(client, keys))

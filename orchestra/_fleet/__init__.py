@@ -29,12 +29,20 @@ if TYPE_CHECKING:
     from ._connection import LeaseLost as LeaseLost
     from ._connection import ServerClock as ServerClock
     from ._connection import host_clock as host_clock
+    from ._control import cancel as cancel
+    from ._control import loop_state as loop_state
+    from ._control import read_spec as read_spec
+    from ._control import read_spend as read_spend
+    from ._control import requeue as requeue
+    from ._control import reset_circuit as reset_circuit
+    from ._control import reset_spend as reset_spend
     from ._limiter import RedisBackend as RedisBackend
     from ._queue import BatchInfo as BatchInfo
     from ._queue import LoopSpec as LoopSpec
     from ._queue import drop_all as drop_all
     from ._queue import read_batch as read_batch
     from ._queue import submit as submit
+    from ._retention import expires_in as expires_in
     from ._source import SourceError as SourceError
     from ._status import LOST as LOST
     from ._status import WAITING as WAITING
@@ -82,5 +90,15 @@ if not TYPE_CHECKING:
             ),
             "._store": ("RedisChangeStore", "timeline_lines", "read_state"),
             "._worker": ("Worker", "WorkerResult", "default_host", "open_worker_batch"),
+            "._control": (
+                "cancel",
+                "loop_state",
+                "read_spec",
+                "read_spend",
+                "requeue",
+                "reset_circuit",
+                "reset_spend",
+            ),
+            "._retention": ("expires_in",),
         },
     )
