@@ -87,6 +87,8 @@ def test_the_report_of_a_fleet_batch_from_the_server_and_from_an_export(
         assert endings["v2"] in text
         assert f"{tmp_path / 'loops' / 'v2'} (last on host w1)" in text
         assert "forge timeline --fleet v2\nforge status --fleet\n" in text
+        # The fleet's own control runs it again: its reset puts it back in the queue.
+        assert "forge circuit v2 --reset --reason WHY --fleet" in text
         assert "forge supervise --only" not in text
         assert {loop["change"]: loop["ending"] for loop in shown["loops"]} == endings
         assert shown["outcome"].startswith("NEEDS A PERSON — 1 of 2 loop(s) escalated, 1 done")

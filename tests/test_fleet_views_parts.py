@@ -10,6 +10,7 @@ from orchestra._fleet._queue import BatchInfo
 from orchestra._fleet._status import FleetStatus
 from orchestra._report._fleet import (
     build_fleet_report,
+    fleet_resume,
     fleet_run_id,
     fleet_summary,
     is_fleet_batch,
@@ -105,6 +106,13 @@ def test_a_fleet_report_counts_the_waits_for_a_permit_its_timelines_tell() -> No
     assert loop.where == "branch forge/a (last on host w1)"
     assert loop.ending == "unfinished"
     assert loop.resume == ("forge timeline --fleet a", "forge status --fleet")
+    look = ("forge timeline --fleet c", "forge status --fleet")
+    assert fleet_resume("c", "done") == ()
+    assert fleet_resume("c", "cancelled") == (*look, "forge fleet requeue c --reason WHY")
+    assert fleet_resume("c", "circuit-open") == (
+        *look,
+        "forge circuit c --reset --reason WHY --fleet",
+    )
     unknown = build_fleet_report(summary, {"a": timeline}, root="/nowhere")
     assert unknown.loops[0].where == "last on host w1"
     assert unknown.loops[0].root == "/nowhere"

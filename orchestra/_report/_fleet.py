@@ -138,12 +138,19 @@ def build_fleet_report(
 
 
 def fleet_resume(change: str, ending: str) -> tuple[str, ...]:
-    """The commands to look at a fleet loop that did not end done.
+    """The commands to look at a fleet loop that did not end done, and to run it again.
 
     A fleet loop's state is on the server: the local commands (``forge
     supervise --only``, a circuit's reset in a folder) would act on files no
-    host reads, so only the fleet's own views are named.
+    host reads, so the fleet's own views and controls are named. A cancelled
+    loop is put back as it was; any other ending is a gate a person reviews,
+    whose reset also puts the loop back in the queue.
     """
     if ending == "done":
         return ()
-    return (f"forge timeline --fleet {change}", "forge status --fleet")
+    look = (f"forge timeline --fleet {change}", "forge status --fleet")
+    if ending == "unfinished":  # still queued or running: nothing to run again
+        return look
+    if ending == "cancelled":
+        return (*look, f"forge fleet requeue {change} --reason WHY")
+    return (*look, f"forge circuit {change} --reset --reason WHY --fleet")
