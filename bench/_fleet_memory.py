@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 import redis
 
-from orchestra._fleet import Connection, FleetConfig, RedisChangeStore
+from orchestra._fleet import Connection, FleetConfig, Keys, RedisChangeStore
 from orchestra._policy import FleetPolicy
 from orchestra._state import Event, IterationStarted, decode_event
 
@@ -54,7 +54,7 @@ class Measured:
 def batch_memory(client: redis.Redis, name: str) -> tuple[int, int]:
     """Bytes and number of the batch's keys (``MEMORY USAGE … SAMPLES 0``), limiter apart."""
     total = count = 0
-    for key in client.scan_iter(match=f"forge:{name}:*", count=500):
+    for key in client.scan_iter(match=f"{Keys(name).prefix}*", count=500):
         text = key.decode() if isinstance(key, bytes) else str(key)
         if ":limiter:" in text:
             continue
@@ -128,7 +128,7 @@ def one_iteration_events(url: str, name: str, change: str) -> list[Event]:
     """The events of one recorded iteration of ``change`` (its second, or its first)."""
     client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        entries = client.xrange(f"forge:{name}:timeline:{change}")
+        entries = client.xrange(Keys(name).timeline(change))
         lines = [fields["event"] for _id, fields in entries]
     finally:
         client.close()

@@ -17,6 +17,8 @@ from typing import Any
 
 import redis
 
+from orchestra._fleet import Keys
+
 from .fleet_support import (
     Fleet,
     children_of,
@@ -112,8 +114,8 @@ def test_a_queued_loop_is_cancelled_before_any_host_starts_it(
         assert loops["c2"]["reason"] == "cancelled"
         # Every ended loop's stream entry is acknowledged and deleted.
         client = server(fleet)
-        assert client.xlen("forge:nightly:loops") == 0
-        assert client.xpending("forge:nightly:loops", "workers")["pending"] == 0
+        assert client.xlen(Keys("nightly").loops) == 0
+        assert client.xpending(Keys("nightly").loops, "workers")["pending"] == 0
 
 
 def test_an_ended_loop_is_requeued_with_its_iterations_and_spend_going_on(

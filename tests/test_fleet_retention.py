@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from orchestra._durations import Duration
-from orchestra._fleet import Connection, FleetConfig, RedisChangeStore
+from orchestra._fleet import Connection, FleetConfig, Keys, RedisChangeStore
 from orchestra._fleet._retention import expire_batch, prune_hosts, revive_batch
 from orchestra._policy import FleetPolicy
 from orchestra._state import IterationStarted, OtherEvent
@@ -18,7 +18,8 @@ from orchestra._state import IterationStarted, OtherEvent
 from .fleet_support import Fleet, fleet_of, git_repo, stamping_agent, wait_for
 from .redis_server import RedisServer
 
-PREFIX = "forge:nightly:"
+NIGHTLY = Keys("nightly")  # the batch of tests/fleet_support.py
+PREFIX = NIGHTLY.prefix
 
 
 def connect(server: RedisServer, **fleet: object) -> Connection:
@@ -72,8 +73,14 @@ def test_an_ended_batch_is_exported_then_expires_and_a_requeue_lifts_the_expiry(
         assert "run.stopped" in (exported / "c1" / "timeline.jsonl").read_text()
         assert "exported the batch" in fleet.output("w1")
         assert client.xlen(f"{PREFIX}loops") == 0  # ended loops leave the stream
+        shown = fleet.forge("fleet", "status")
+        assert "the batch has ended: its keys expire in " in shown.out, shown.out
+        assert 0 < json.loads(fleet.forge("fleet", "status", "--json").out)["expires_in"] <= 3600
 
+        assert client.exists(NIGHTLY.notified("batch"))  # its end was told (and reported)
         assert fleet.forge("fleet", "requeue", "c1").code == 0
+        assert not client.exists(NIGHTLY.notified("batch"))  # its next end is told again
+        assert json.loads(fleet.forge("fleet", "status", "--json").out)["expires_in"] is None
         assert client.pttl(f"{PREFIX}batch") == -1  # live again: nothing expires
         assert client.pttl(f"{PREFIX}timeline:c1") == -1
         fleet.spawn("w2", max_parallel=2)

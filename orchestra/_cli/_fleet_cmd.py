@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import trio
 
+from .._durations import format_duration
 from .._engine import DONE, new_run_id
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, ConfigError, UsageError
 from .._fleet import (
@@ -379,6 +380,11 @@ def status_cmd(args: argparse.Namespace, out: Output) -> int:
     for change, loop in sorted(status.loops.items()):
         if loop.get("state") == "running" and loop.get("lease") != "held":
             out.line(f"note: {change}: lease {loop.get('lease')}", style="yellow")
+    if status.expires_in is not None:
+        out.line(
+            f"the batch has ended: its keys expire in {format_duration(status.expires_in)} "
+            "([fleet] keep; forge fleet export --to DIR keeps it as files)"
+        )
     return EXIT_OK
 
 

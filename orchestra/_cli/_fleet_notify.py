@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 HOST_LOST = "host-lost"
 """The alert sent when a host of the fleet is lost (its heartbeat older than a lease)."""
 
-# A notice's key outlives any batch's night: it only has to stop a second sender.
-_NOTICE_TTL_SECONDS = 7 * 24 * 3600
-
-
 def listens(notify: NotifyPolicy) -> bool:
     """Whether ``[notify]`` names anybody at all."""
     return bool(notify.on_escalate or notify.on_finish or notify.on_alert or notify.webhook)
@@ -42,9 +38,12 @@ def listens(notify: NotifyPolicy) -> bool:
 def claim_notice(connection: Connection, what: str) -> bool:
     """Whether this host is the one to send notice ``what`` (the first to ask)."""
     key = connection.config.keys.notified(what)
+    # It lasts as long as the ended batch's keys ([fleet] keep): it only has to
+    # stop a second sender, and the batch is gone with it.
+    keep_ms = max(1, int(connection.config.keep * 1000))
 
     def claim(client: Any) -> bool:
-        return bool(client.set(key, "1", nx=True, ex=_NOTICE_TTL_SECONDS))
+        return bool(client.set(key, "1", nx=True, px=keep_ms))
 
     return connection.once(claim)
 

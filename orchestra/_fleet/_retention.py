@@ -78,11 +78,17 @@ def expire_batch(client: Any, keys: Keys, keep: float) -> int:
 
 
 def revive_batch(client: Any, keys: Keys) -> None:
-    """Lift the batch's expiry: a loop is back in the queue (the limiter's keys keep theirs)."""
+    """Lift the batch's expiry: a loop is back in the queue (the limiter's keys keep theirs).
+
+    The batch's end was told: its notice's key goes, so that the batch's next
+    end is told again.
+    """
+    told = keys.notified("batch")
     pipe = client.pipeline(transaction=False)
     for name in batch_keys(client, keys):
-        if not name.startswith(keys.prefix + _LIMITER):
+        if not name.startswith(keys.prefix + _LIMITER) and name != told:
             pipe.persist(name)
+    pipe.delete(told)
     pipe.execute()
 
 

@@ -21,6 +21,7 @@ from ._config import Keys
 from ._connection import Connection
 from ._limiter import RedisBackend
 from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, LoopSpec, read_batch, read_status
+from ._retention import expires_in
 from ._store import read_state, timeline_lines
 
 WAITING = "waiting"
@@ -44,6 +45,8 @@ class FleetStatus:
         loops: Per change: state (queued, running, waiting — its host was lost
             and no other has taken it over yet —, done, escalated), host, ending.
         limiter: The shared limiter's use (calls, window, used, next free).
+        expires_in: Seconds until the ended batch's keys expire (``[fleet]
+            keep``), or None while it runs (or never expires).
     """
 
     name: str
@@ -52,6 +55,7 @@ class FleetStatus:
     hosts: dict[str, dict[str, Any]]
     loops: dict[str, dict[str, Any]]
     limiter: dict[str, Any] | None
+    expires_in: float | None = None
 
     def counts(self) -> dict[str, int]:
         states = [loop["state"] for loop in self.loops.values()]
@@ -66,6 +70,7 @@ class FleetStatus:
             "hosts": self.hosts,
             "loops": self.loops,
             "limiter": self.limiter,
+            "expires_in": self.expires_in,
         }
 
 
@@ -73,16 +78,19 @@ def fleet_status(connection: Connection) -> FleetStatus:
     """Read hosts, loops and the limiter (blocking; raises FleetUnavailable)."""
     keys = connection.config.keys
 
-    def read(client: Any) -> tuple[float, BatchInfo | None, dict[str, str], dict[str, Any]]:
+    def read(
+        client: Any,
+    ) -> tuple[float, BatchInfo | None, dict[str, str], dict[str, Any], float | None]:
         seconds, micros = client.time()
         return (
             float(seconds) + float(micros) / 1e6,
             read_batch(client, keys),
             client.hgetall(keys.hosts),
             read_status(client, keys),
+            expires_in(client, keys),
         )
 
-    now, batch, raw_hosts, loops = connection.once(read)
+    now, batch, raw_hosts, loops, expiry = connection.once(read)
     hosts = host_states(raw_hosts, now, connection.config.lease)
     for change, loop in loops.items():
         if loop.get("state") == RUNNING:
@@ -103,7 +111,7 @@ def fleet_status(connection: Connection) -> FleetStatus:
             "paused_for": round(reading.paused_for, 3),
             "unavailable": reading.unavailable or None,
         }
-    return FleetStatus(keys.name, now, batch, hosts, loops, limiter)
+    return FleetStatus(keys.name, now, batch, hosts, loops, limiter, expiry)
 
 
 def export_state(connection: Connection, root: Path) -> list[str]:
