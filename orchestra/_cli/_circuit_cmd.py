@@ -13,11 +13,11 @@ import attrs
 from .._circuit import CircuitState, cooldown_remaining, load_circuit, reset_circuit
 from .._durations import format_duration
 from .._errors import EXIT_ESCALATE, EXIT_OK, ForgeError, UsageError
+from .._fleet import fleet_meant
 from .._state import ChangePaths, require_change
 from .._workspace import Project
 from ._common import change_budget, project_from
 from ._console import Output
-from ._fleet_control_cmd import wants_fleet
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             "forge circuit --reset needs --reason: why may this loop run again?",
             hint=f"forge circuit {args.change} --reset --reason 'fixed the flaky fixture'",
         )
-    if wants_fleet(args):
+    if fleet_meant(getattr(args, "fleet", False)):
         # A fleet loop's circuit is on the server (a change of this host's own is not).
         from ._fleet_control_cmd import fleet_circuit
 

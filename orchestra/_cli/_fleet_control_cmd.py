@@ -9,7 +9,6 @@ the change (as ``forge timeline`` does); ``forge fleet requeue`` and
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,15 +16,10 @@ from typing import Any
 import attrs
 
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
-from .._fleet import REDIS_URL_ENV, Connection, FleetConfig, FleetUnavailable
+from .._fleet import Connection, FleetConfig, FleetUnavailable
 from .._workspace import Project
 from ._common import policy_from, project_from
 from ._console import Output
-
-
-def wants_fleet(args: argparse.Namespace) -> bool:
-    """Whether a command is pointed at the fleet: ``--fleet``, or ``FORGE_REDIS_URL`` set."""
-    return bool(getattr(args, "fleet", False) or os.environ.get(REDIS_URL_ENV, "").strip())
 
 
 @contextmanager

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 HOST_LOST = "host-lost"
 """The alert sent when a host of the fleet is lost (its heartbeat older than a lease)."""
 
+
 def listens(notify: NotifyPolicy) -> bool:
     """Whether ``[notify]`` names anybody at all."""
     return bool(notify.on_escalate or notify.on_finish or notify.on_alert or notify.webhook)

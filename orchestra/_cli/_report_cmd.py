@@ -10,13 +10,12 @@ batch ends as it would have.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import EXIT_OK, ForgeError, UsageError
-from .._fleet import REDIS_URL_ENV
+from .._fleet import fleet_meant
 from .._report import (
     gather_report,
     is_fleet_host_run,
@@ -94,7 +93,7 @@ def _from_fleet(args: argparse.Namespace, roots: list[Path]) -> bool:
     try:
         resolve_run(roots, args.run)
     except UsageError:
-        return bool(os.environ.get(REDIS_URL_ENV)) or _fleet_hosts_here(roots)
+        return fleet_meant(False) or _fleet_hosts_here(roots)
     return False
 
 

@@ -11,17 +11,17 @@ import argparse
 import attrs
 
 from .._errors import EXIT_OK, UsageError
+from .._fleet import fleet_meant
 from .._spend import read_spend, reset_spend
 from .._state import ChangePaths, require_change
 from ._common import change_budget, project_from
 from ._console import Output
-from ._fleet_control_cmd import wants_fleet
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     command = "forge spend --reset" if args.reset else "forge spend"
-    if wants_fleet(args) and not (args.change is None and args.reset):
+    if fleet_meant(getattr(args, "fleet", False)) and not (args.change is None and args.reset):
         # A fleet loop's spend is on the server (a change of this host's own is not).
         from ._fleet_control_cmd import fleet_spend
 

@@ -8,7 +8,6 @@ that clear it. Nothing is run.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ import attrs
 from .._circuit import cooldown_remaining, load_circuit
 from .._durations import format_duration
 from .._errors import EXIT_OK
-from .._fleet import REDIS_URL_ENV
+from .._fleet import fleet_meant
 from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
@@ -47,7 +46,7 @@ from ._standing import DONE, NEEDS_YOU, ORDER, RUNNING, Held, headline, standing
 
 def status(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
-    if getattr(args, "fleet", False) or os.environ.get(REDIS_URL_ENV):
+    if fleet_meant(getattr(args, "fleet", False)):
         # A fleet batch's state is on its server, whichever host ran each loop.
         from ._fleet_standing import fleet_status_view
 

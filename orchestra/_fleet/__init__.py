@@ -1,6 +1,7 @@
 """The fleet: one batch worked by several hosts through one Redis server.
 
 - ``_config``: the ``[fleet]`` table made concrete, and the batch's key names.
+- ``_env``: whether a command is meant for the fleet (imports nothing).
 - ``_deployment``: a server URL made a client: one server, a cluster, a sentinel.
 - ``_connection``: the host's client, the server's clock, the outage errors.
 - ``_limiter``: the fleet's one sliding-log rate limiter (a limiter backend).
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._config import REDIS_URL_ENV as REDIS_URL_ENV
     from ._config import FleetConfig as FleetConfig
     from ._config import Keys as Keys
     from ._connection import CLOCK_SKEW_ENV as CLOCK_SKEW_ENV
@@ -36,18 +36,20 @@ if TYPE_CHECKING:
     from ._control import requeue as requeue
     from ._control import reset_circuit as reset_circuit
     from ._control import reset_spend as reset_spend
+    from ._env import REDIS_URL_ENV as REDIS_URL_ENV
+    from ._env import fleet_meant as fleet_meant
     from ._limiter import RedisBackend as RedisBackend
     from ._queue import BatchInfo as BatchInfo
     from ._queue import LoopSpec as LoopSpec
     from ._queue import drop_all as drop_all
     from ._queue import read_batch as read_batch
     from ._queue import submit as submit
-    from ._retention import expires_in as expires_in
     from ._source import SourceError as SourceError
     from ._status import LOST as LOST
     from ._status import WAITING as WAITING
     from ._status import FleetStatus as FleetStatus
     from ._status import batch_record as batch_record
+    from ._status import expires_in as expires_in
     from ._status import export_state as export_state
     from ._status import export_summary as export_summary
     from ._status import fleet_status as fleet_status
@@ -66,7 +68,8 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = lazy_exports(
         __name__,
         {
-            "._config": ("REDIS_URL_ENV", "FleetConfig", "Keys"),
+            "._config": ("FleetConfig", "Keys"),
+            "._env": ("REDIS_URL_ENV", "fleet_meant"),
             "._connection": (
                 "CLOCK_SKEW_ENV",
                 "Connection",
@@ -79,6 +82,7 @@ if not TYPE_CHECKING:
             "._queue": ("BatchInfo", "LoopSpec", "drop_all", "read_batch", "submit"),
             "._source": ("SourceError",),
             "._status": (
+                "expires_in",
                 "FleetStatus",
                 "export_state",
                 "fleet_status",
@@ -99,6 +103,5 @@ if not TYPE_CHECKING:
                 "reset_circuit",
                 "reset_spend",
             ),
-            "._retention": ("expires_in",),
         },
     )

@@ -9,8 +9,7 @@ import attrs
 from .._errors import ConfigError
 from .._policy import FleetPolicy
 from ._deployment import Deployment, parse_url
-
-REDIS_URL_ENV = "FORGE_REDIS_URL"
+from ._env import REDIS_URL_ENV
 
 
 @attrs.frozen

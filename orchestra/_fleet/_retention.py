@@ -92,12 +92,6 @@ def revive_batch(client: Any, keys: Keys) -> None:
     pipe.execute()
 
 
-def expires_in(client: Any, keys: Keys) -> float | None:
-    """Seconds until the batch expires, or None when it does not (read from its ``batch`` key)."""
-    ttl = int(client.pttl(keys.batch))
-    return None if ttl < 0 else ttl / 1000
-
-
 def prune_hosts(client: Any, keys: Keys, now: float, lease: float, forget: float) -> list[str]:
     """Drop the hosts that left a lease ago, and those lost ``forget`` seconds ago."""
     dropped = client.eval(PRUNE_HOSTS, 1, keys.hosts, now, lease, forget)

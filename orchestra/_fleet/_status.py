@@ -21,7 +21,6 @@ from ._config import Keys
 from ._connection import Connection
 from ._limiter import RedisBackend
 from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, LoopSpec, read_batch, read_status
-from ._retention import expires_in
 from ._store import read_state, timeline_lines
 
 WAITING = "waiting"
@@ -112,6 +111,12 @@ def fleet_status(connection: Connection) -> FleetStatus:
             "unavailable": reading.unavailable or None,
         }
     return FleetStatus(keys.name, now, batch, hosts, loops, limiter, expiry)
+
+
+def expires_in(client: Any, keys: Keys) -> float | None:
+    """Seconds until the batch expires, or None when it does not (read from its ``batch`` key)."""
+    ttl = int(client.pttl(keys.batch))
+    return None if ttl < 0 else ttl / 1000
 
 
 def export_state(connection: Connection, root: Path) -> list[str]:
