@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from orchestra._fleet import Connection, FleetConfig, LeaseLost, RedisChangeStore
-from orchestra._fleet._deadline import LeaseDeadline, watchdog_margin
+from orchestra._fleet._deadline import LeaseDeadline, boot_clock, watchdog_margin
 from orchestra._fleet._watchdog import _WATCHDOG, Watchdog
 from orchestra._policy import FleetPolicy
 from orchestra._state import IterationStarted
@@ -62,7 +62,7 @@ def test_a_lapsed_deadline_kills_every_group(
     sleepers += [sleeper(), sleeper()]
     for process in sleepers:
         watchdog.watch(process.pid, True)
-    watchdog.kill_at(time.monotonic() + 0.2)
+    watchdog.kill_at(boot_clock() + 0.2)
     assert all(killed(process) for process in sleepers)
     # The watchdog itself goes on: it is the worker's until the worker ends.
     assert os.waitpid(watchdog.pid, os.WNOHANG) == (0, 0)
@@ -74,12 +74,12 @@ def test_a_renewed_deadline_kills_nothing_and_lapses_once_renewals_stop(
     span = 1.0
     sleepers.append(sleeper())
     watchdog.watch(sleepers[0].pid, True)
-    began = time.monotonic()
+    began = boot_clock()
     watchdog.kill_at(began + span)
     # Renewed ten times a span: three spans later, well past the first deadline.
-    while time.monotonic() < began + 3 * span:
+    while boot_clock() < began + 3 * span:
         time.sleep(span / 10)
-        watchdog.kill_at(time.monotonic() + span)
+        watchdog.kill_at(boot_clock() + span)
     assert sleepers[0].poll() is None
     assert killed(sleepers[0])  # the renewals stopped: the last deadline lapses
 
@@ -92,7 +92,7 @@ def test_a_group_stopped_by_the_worker_is_left_alone(
     watchdog.watch(kept.pid, True)
     watchdog.watch(dropped.pid, True)
     watchdog.watch(dropped.pid, False)  # the worker stopped it (here: still running)
-    watchdog.kill_at(time.monotonic())
+    watchdog.kill_at(boot_clock())
     assert killed(kept)
     # Killed on arrival, after the lapse's kills are all sent: the probe's death orders them.
     probe = sleeper()
@@ -105,16 +105,16 @@ def test_a_group_stopped_by_the_worker_is_left_alone(
 def test_after_a_lapse_new_groups_die_at_once_until_a_new_deadline(
     watchdog: Watchdog, sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
-    watchdog.kill_at(time.monotonic() - 1)  # lapsed already (nothing listed)
+    watchdog.kill_at(boot_clock() - 1)  # lapsed already (nothing listed)
     sleepers.append(sleeper())
     watchdog.watch(sleepers[0].pid, True)
     assert killed(sleepers[0])
-    watchdog.kill_at(time.monotonic() + 600)
+    watchdog.kill_at(boot_clock() + 600)
     sleepers.append(sleeper())
     watchdog.watch(sleepers[1].pid, True)
     # Ordered after it on the pipe: a group that is killed proves the line before was read.
     sleepers.append(sleeper())
-    watchdog.kill_at(time.monotonic() - 1)
+    watchdog.kill_at(boot_clock() - 1)
     watchdog.watch(sleepers[2].pid, True)
     assert killed(sleepers[2])
     assert killed(sleepers[1])  # listed under the new deadline, killed when it lapsed
@@ -127,7 +127,7 @@ def test_no_deadline_kills_nothing_until_the_worker_ends(
     try:
         sleepers.append(sleeper())
         watchdog.watch(sleepers[0].pid, True)
-        watchdog.kill_at(time.monotonic() + 0.3)
+        watchdog.kill_at(boot_clock() + 0.3)
         watchdog.kill_at(None)  # the worker holds no lease any more
         time.sleep(1.5)
         assert sleepers[0].poll() is None
@@ -140,7 +140,7 @@ def test_partial_and_garbled_lines_are_read_whole_or_ignored(
     sleepers: list[subprocess.Popen[bytes]],
 ) -> None:
     watchdog = subprocess.Popen(
-        [sys.executable, "-S", "-I", "-c", _WATCHDOG, repr(time.monotonic())],
+        [sys.executable, "-S", "-I", "-c", _WATCHDOG, repr(boot_clock())],
         stdin=subprocess.PIPE,
         start_new_session=True,
     )
@@ -152,7 +152,7 @@ def test_partial_and_garbled_lines_are_read_whole_or_ignored(
             watchdog.stdin.write(piece)
             watchdog.stdin.flush()
             time.sleep(0.05)  # one piece per read
-        watchdog.stdin.write(f"d{time.monotonic() + 0.2!r}\n".encode())
+        watchdog.stdin.write(f"d{boot_clock() + 0.2!r}\n".encode())
         watchdog.stdin.flush()
         assert killed(sleepers[0])
     finally:
@@ -182,6 +182,61 @@ def test_a_frozen_worker_s_groups_are_killed_and_the_worker_can_tell(
         assert deadline.trust()()
     finally:
         watchdog.close()
+
+
+# Run before the watchdog's script: from its second reading on (the first is
+# its start, against the worker's), the boot clock is ahead of the monotonic
+# one by ten minutes, as after the machine was suspended that long.
+_SUSPENDED = """
+import time
+_real, _readings = time.clock_gettime, []
+
+def _suspended(clock):
+    _readings.append(clock)
+    ahead = 600.0 if clock == time.CLOCK_BOOTTIME and len(_readings) > 1 else 0.0
+    return _real(clock) + ahead
+
+time.clock_gettime = _suspended
+"""
+
+
+@pytest.mark.skipif(not hasattr(time, "CLOCK_BOOTTIME"), reason="no boot clock here")
+def test_a_suspension_passes_the_watchdog_s_deadline(
+    sleepers: list[subprocess.Popen[bytes]],
+) -> None:
+    """The server's leases lapse while the machine sleeps: so does the deadline."""
+    watchdog = subprocess.Popen(
+        [sys.executable, "-S", "-I", "-c", _SUSPENDED + _WATCHDOG, repr(boot_clock())],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert watchdog.stdin is not None
+    try:
+        sleepers.append(sleeper())
+        # Five minutes on: not yet on the monotonic clock, long past on the boot clock.
+        watchdog.stdin.write(f"+{sleepers[0].pid}\nd{boot_clock() + 300!r}\n".encode())
+        watchdog.stdin.flush()
+        assert killed(sleepers[0])
+    finally:
+        watchdog.stdin.close()
+        watchdog.wait(timeout=10)
+
+
+@pytest.mark.skipif(not hasattr(time, "CLOCK_BOOTTIME"), reason="no boot clock here")
+def test_the_host_s_deadline_counts_suspended_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = time.clock_gettime
+    asleep = [0.0]
+
+    def clock_gettime(clock: int) -> float:
+        return real(clock) + (asleep[0] if clock == time.CLOCK_BOOTTIME else 0.0)
+
+    monkeypatch.setattr(time, "clock_gettime", clock_gettime)
+    deadline = LeaseDeadline(10.0, 2.0, lambda _until: None)
+    deadline.renewed("a", deadline.now())
+    held = deadline.trust()
+    assert held()
+    asleep[0] = 600.0  # the machine slept ten minutes: the lease lapsed on the server
+    assert not held()
 
 
 class FakeClock:

@@ -64,6 +64,7 @@ from ._loop import guarded as guarded
 from ._loop import iteration_time_limit as iteration_time_limit
 from ._loop import run_loop as run_loop
 from ._outside import Resumed as Resumed
+from ._outside import Resuming as Resuming
 from ._outside import afresh as afresh
 from ._outside import apply_outside_event as apply_outside_event
 from ._outside import circuit_read as circuit_read

@@ -178,6 +178,29 @@ class Resuming:
             return attrs.evolve(self, state=state)
         return self
 
+    @classmethod
+    def going_on(cls, resumed: Resumed, *, supervised: bool) -> Resuming:
+        """The fold as it stood after events it no longer sees (a trimmed timeline's).
+
+        ``resumed`` and ``supervised`` are what the fold had made of them
+        (:attr:`resumed`, :attr:`supervised`): folding on from here gives what
+        folding the whole timeline would.
+        """
+        state = LoopState(
+            history=resumed.history,
+            refused=resumed.refused,
+            measured=resumed.measured,
+            alerts=resumed.alerts,
+        )
+        return cls(state=state, supervised=supervised, started=resumed.started)
+
+    def through(self, events: Iterable[Event]) -> Resuming:
+        """The fold with ``events``, the next in the timeline, taken in."""
+        fold = self
+        for event in events:
+            fold = fold.after(event)
+        return fold
+
     def opened(self) -> Resuming:
         """The loop circuit opened: the detectors start afresh."""
         return attrs.evolve(self, state=attrs.evolve(self.state, history=()))
@@ -194,16 +217,15 @@ class Resuming:
         )
 
 
-def resume(events: Iterable[Event]) -> Resumed:
+def resume(events: Iterable[Event], fold: Resuming | None = None) -> Resumed:
     """Fold a change's timeline into what a restarted loop goes on from.
 
     The same rules as a running loop's: a reset starts afresh (:func:`afresh`),
     each opening starts the detectors afresh, a refused call uses no iteration.
+    ``fold`` is where the fold of events no longer on the timeline left off
+    (a trimmed timeline's, :meth:`Resuming.going_on`); None: from the start.
     """
-    fold = Resuming()
-    for event in events:
-        fold = fold.after(event)
-    return fold.resumed
+    return (Resuming() if fold is None else fold).through(events).resumed
 
 
 def _alerts_after(

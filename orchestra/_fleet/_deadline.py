@@ -17,12 +17,30 @@ well ahead (``2 × heartbeat + grace < lease``).
 Once the deadline has passed unmoved, the watchdog may have killed any of the
 host's executors: every loop held then is lost to this host (its store writes
 nothing more), as if another host had taken it over.
+
+The deadline is on the host's boot clock (:func:`boot_clock`), which counts
+the time the machine was suspended: the server's leases lapse during a
+suspension, so the deadline must pass during it too. The host's own stop of
+a loop it cannot renew is timed on trio's clock, which is monotonic and does
+not count a suspension; after one, the watchdog's deadline has passed first.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+
+def boot_clock() -> float:
+    """Seconds on this host's boot clock, the clock the watchdog's deadline is on.
+
+    Linux's ``CLOCK_BOOTTIME``: monotonic, and counting the time the machine
+    was suspended. Where there is none, the monotonic clock (which does not).
+    """
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    if boottime is None:
+        return time.monotonic()
+    return time.clock_gettime(boottime)
 
 
 def watchdog_margin(heartbeat: float) -> float:
@@ -39,7 +57,7 @@ class LeaseDeadline:
         publish: Called with each new deadline (None: no lease held) before
             it is trusted here, so the watchdog never holds an earlier one
             than this host believes.
-        clock: ``CLOCK_MONOTONIC`` seconds, the clock the watchdog reads too.
+        clock: :func:`boot_clock` seconds, the clock the watchdog reads too.
     """
 
     def __init__(
@@ -47,7 +65,7 @@ class LeaseDeadline:
         lease: float,
         heartbeat: float,
         publish: Callable[[float | None], None],
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = boot_clock,
     ) -> None:
         self._span = lease - watchdog_margin(heartbeat)
         self._publish = publish

@@ -5,8 +5,10 @@ Per change: a hash with the loop circuit, the verify streak and the spend
 its timeline (one entry per event, the same JSON line a ``timeline.jsonl``
 holds), capped at ``[fleet] timeline_max`` events: past it the oldest tenth
 is dropped and a ``timeline.trimmed`` event says how many, and which seqs.
-The stagnation history is folded from that stream when a loop starts, as
-from the file.
+What a loop that starts folds from its timeline (the stagnation history, the
+calls refused, the iterations started, the alerts held) is folded from that
+stream when a loop starts, as from the file: the fold of the events a trim
+dropped is kept in the hash (``resume``), and the fold goes on from it.
 
 Every write is one Lua script that first checks the change's fencing token:
 a host whose lease lapsed and whose loop another host took over can no
@@ -30,6 +32,8 @@ from .._circuit import CircuitState
 from .._engine import (
     Decision,
     LoopState,
+    Resumed,
+    Resuming,
     circuit_read,
     resume,
 )
@@ -44,39 +48,45 @@ from .._state import (
 )
 from .._verify import VerifyAttempts
 from ._config import Keys
-from ._connection import Connection, LeaseLost
+from ._connection import Connection, FleetUnavailable, LeaseLost
 
-# Lua, inside a write that appended events: past its cap (the hash's
-# ``timeline_max``, which every write sets) the timeline drops its oldest
-# tenth at once (so a marker comes once per tenth, not per event) and notes
-# what went in a ``timeline.trimmed`` event, counted in the hash too. ``seq``
-# is the change's last event number, which the marker takes the next of; its
-# time and change are the last event's.
+# Lua, after a write whose events took the timeline past its cap (the hash's
+# ``timeline_max``, which every write sets): the writer has read the oldest
+# tenth (so a marker comes once per tenth, not per event) and folded it onto
+# the hash's ``resume`` (the fold of what earlier trims dropped): one script
+# drops exactly those entries, keeps the new fold and notes what went in a
+# ``timeline.trimmed`` event, counted in the hash too. The fold is Python's
+# (:func:`resume`, one home); the script only checks the stream still starts
+# where the writer read it. The marker takes the next seq; its time and
+# change are the last event's.
+# KEYS: fence, change hash, timeline stream.
+# ARGV: token, first dropped id, first kept id, number dropped, the new fold.
 TRIM = """
-local cap = tonumber(redis.call('HGET', KEYS[2], 'timeline_max') or '0')
-local length = redis.call('XLEN', KEYS[3])
-if cap > 0 and length > cap and appended then
-  local last = cjson.decode(ARGV[#ARGV - 1] .. seq .. ARGV[#ARGV])
-  local left = cap - math.floor(cap / 10) - 1
-  local first = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
-  redis.call('XTRIM', KEYS[3], 'MAXLEN', left)
-  local kept = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
-  local dropped = length - left
-  local total = redis.call('HINCRBY', KEYS[2], 'trimmed', dropped)
-  seq = seq + 1
-  local marker = {ts = last['ts'], seq = seq, change = last['change'],
-    event = 'timeline.trimmed', dropped = dropped, dropped_total = total, cap = cap,
-    first_seq = cjson.decode(first[2][2])['seq'],
-    last_seq = cjson.decode(kept[2][2])['seq'] - 1}
-  redis.call('XADD', KEYS[3], '*', 'event', cjson.encode(marker))
-end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local first = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
+if first == nil or first[1] ~= ARGV[2] then return 0 end
+redis.call('XTRIM', KEYS[3], 'MINID', ARGV[3])
+local kept = redis.call('XRANGE', KEYS[3], '-', '+', 'COUNT', 1)[1]
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+last = cjson.decode(last[2][2])
+local dropped = tonumber(ARGV[4])
+local total = redis.call('HINCRBY', KEYS[2], 'trimmed', dropped)
+local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0') + 1
+local marker = {ts = last['ts'], seq = seq, change = last['change'],
+  event = 'timeline.trimmed', dropped = dropped, dropped_total = total,
+  cap = tonumber(redis.call('HGET', KEYS[2], 'timeline_max') or '0'),
+  first_seq = cjson.decode(first[2][2])['seq'],
+  last_seq = cjson.decode(kept[2][2])['seq'] - 1}
+redis.call('XADD', KEYS[3], '*', 'event', cjson.encode(marker))
+redis.call('HSET', KEYS[2], 'seq', seq, 'resume', ARGV[5])
+return 1
 """
 
 # KEYS: fence, change hash, timeline stream.
 # ARGV: token, commit id, number of fields, field/value pairs, then per event
-# the JSON before and after its seq (the script numbers the events).
-COMMIT = (
-    """
+# the JSON before and after its seq (the script numbers the events). Answers
+# 2 when the timeline is past its cap (the writer trims it, :data:`TRIM`).
+COMMIT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if redis.call('HGET', KEYS[2], 'commit') == ARGV[2] then return 0 end
 local i = 4
@@ -91,13 +101,11 @@ while i <= #ARGV do
   redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
   i = i + 2
 end
-"""
-    + TRIM
-    + """
 redis.call('HSET', KEYS[2], 'seq', seq, 'commit', ARGV[2])
+local cap = tonumber(redis.call('HGET', KEYS[2], 'timeline_max') or '0')
+if appended and cap > 0 and redis.call('XLEN', KEYS[3]) > cap then return 2 end
 return 1
 """
-)
 
 _SEQ_MARK = -7_351_042_069  # stands for the seq until the script numbers the event
 _STATE_FIELDS: dict[str, type] = {
@@ -134,16 +142,42 @@ def event_pieces(events: Sequence[Event], stamp: str, change: str) -> list[str]:
 
 def read_state(client: Any, keys: Keys, change: str) -> tuple[LoopState, list[Event]]:
     """A change's state and timeline as they stand on the server (one read each)."""
+    state, _fold, events = read_resumable(client, keys, change)
+    return state, events
+
+
+def read_resumable(
+    client: Any, keys: Keys, change: str
+) -> tuple[LoopState, Resuming | None, list[Event]]:
+    """As :func:`read_state`, with the fold of what trims dropped (None: nothing dropped)."""
     fields: dict[str, str] = client.hgetall(keys.change(change))
     entries = client.xrange(keys.timeline(change), "-", "+")
     events = [decode_event(json.loads(data["event"])) for _id, data in entries]
+    return _state_of(fields), fold_from_json(fields.get("resume")), events
+
+
+def fold_json(fold: Resuming) -> str:
+    """The fold of a timeline's events as the change's hash keeps it (``resume``)."""
+    kept = {"supervised": fold.supervised, "resumed": STATE_CONVERTER.unstructure(fold.resumed)}
+    return json.dumps(kept, sort_keys=False)
+
+
+def fold_from_json(text: str | None) -> Resuming | None:
+    """The fold kept by :func:`fold_json` (None: none kept)."""
+    if text is None:
+        return None
+    kept = json.loads(text)
+    resumed = STATE_CONVERTER.structure(kept["resumed"], Resumed)
+    return Resuming.going_on(resumed, supervised=bool(kept["supervised"]))
+
+
+def _state_of(fields: dict[str, str]) -> LoopState:
     base = LoopState()
-    state = LoopState(
+    return LoopState(
         circuit=state_from_json(fields.get("circuit"), CircuitState, base.circuit),
         verify=state_from_json(fields.get("verify"), VerifyAttempts, base.verify),
         spend=state_from_json(fields.get("spend"), SpendTotals, base.spend),
     )
-    return state, events
 
 
 def timeline_lines(client: Any, keys: Keys, change: str, after: str = "-") -> list[tuple[str, str]]:
@@ -193,6 +227,7 @@ class RedisChangeStore:
         self._revoked = threading.Event()
         self._lapsed = threading.Event()
         self._script = connection.script(COMMIT)
+        self._trim_script = connection.script(TRIM)
 
     def revoke(self) -> None:
         """Another host holds the change now: refuse every write from now on, at once."""
@@ -215,8 +250,11 @@ class RedisChangeStore:
 
     def load(self) -> LoopState:
         """The change's state and its detectors' history, from the server."""
-        state, events = self._read()
-        resumed = resume(events)
+        state, fold, events = self._connection.retrying(
+            lambda client: read_resumable(client, self._keys, self.change), give_up=self._gone
+        )
+        # Folded on from what trims dropped: counted as if the timeline were whole.
+        resumed = resume(events, fold)
         circuit = state.circuit
         if self._owns_circuit and resumed.started > circuit.iterations_used:
             # An iteration that started but was never committed was spent too
@@ -299,6 +337,42 @@ class RedisChangeStore:
 
     # -- the server -----------------------------------------------------------
 
+    def _trim(self) -> None:
+        """Drop the timeline's oldest tenth, its fold kept (see :data:`TRIM`)."""
+        cap = self._connection.config.timeline_max
+        left = cap - cap // 10 - 1
+        keys = [
+            self._keys.fence(self.change),
+            self._keys.change(self.change),
+            self._keys.timeline(self.change),
+        ]
+
+        def trim(client: Any) -> Any:
+            length = int(client.xlen(keys[2]))
+            if length <= cap:
+                return 1  # trimmed already (an answer lost to a dropped connection)
+            dropped = length - left
+            fold = fold_from_json(client.hget(keys[1], "resume"))
+            entries = client.xrange(keys[2], "-", "+", count=dropped + 1)
+            gone = [decode_event(json.loads(data["event"])) for _id, data in entries[:dropped]]
+            fold = (Resuming() if fold is None else fold).through(gone)
+            args = [self.token, entries[0][0], entries[dropped][0], dropped, fold_json(fold)]
+            # 0: the stream no longer starts where it was read; read it again.
+            return self._trim_script(keys=keys, args=args)
+
+        for _ in range(3):
+            if self._gone() or (self._trusted is not None and not self._trusted()):
+                return  # the next write finds out
+            try:
+                result = int(self._connection.once(trim))
+            except FleetUnavailable:
+                return  # the write landed: the trim is tried again after the next
+            if result < 0:
+                self._revoked.set()
+                return
+            if result == 1:
+                return
+
     def _read(self) -> tuple[LoopState, list[Event]]:
         return self._connection.retrying(
             lambda client: read_state(client, self._keys, self.change), give_up=self._gone
@@ -340,6 +414,8 @@ class RedisChangeStore:
         if int(result) < 0:
             self._revoked.set()
             raise LeaseLost(self.change)
+        if int(result) == 2:
+            self._trim()
 
     def _gone(self) -> bool:
         return self._revoked.is_set() or self._lapsed.is_set()

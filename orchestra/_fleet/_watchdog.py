@@ -18,8 +18,9 @@ a pipe to it. The worker writes lines:
 
 - ``+<pgid>`` when an executor or verify command starts, ``-<pgid>`` once
   that group is stopped;
-- ``d<seconds>``: the deadline, on this host's ``CLOCK_MONOTONIC`` (an
-  absolute time, not a delay: a line written or read late cannot move it);
+- ``d<seconds>``: the deadline, on this host's boot clock (``CLOCK_BOOTTIME``,
+  which counts suspended time, see :func:`._deadline.boot_clock`; an absolute
+  time, not a delay: a line written or read late cannot move it);
 - ``x``: no deadline (the worker holds no lease, nothing can be taken over).
 
 When the deadline passes, the watchdog sends SIGKILL to every group listed,
@@ -36,18 +37,25 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 
 from .._process import watch_process_groups
+from ._deadline import boot_clock
 
-# Run with -S -I: no site packages, no environment, a fast start. argv[1] is the
-# worker's monotonic clock when it started this process: a clock faked per
+# Run with -S -I: no site packages, no environment, a fast start. The clock is
+# boot_clock's (CLOCK_BOOTTIME, else monotonic): the leases lapse on the server
+# while this host is suspended, so the deadline must pass then too. argv[1] is
+# the worker's boot clock when it started this process: a clock faked per
 # process (libfaketime) reads behind the worker's here, and the deadlines are
 # moved earlier by as much; the clocks of one host otherwise agree.
 _WATCHDOG = """
 import os, select, signal, sys, time
-behind = min(0.0, time.monotonic() - float(sys.argv[1]))
+BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+def now():
+    return time.monotonic() if BOOTTIME is None else time.clock_gettime(BOOTTIME)
+
+behind = min(0.0, now() - float(sys.argv[1]))
 groups = set()
 deadline = None
 lapsed = False
@@ -62,7 +70,7 @@ def kill(targets):
 
 def lapse():
     global lapsed
-    if deadline is not None and not lapsed and time.monotonic() >= deadline:
+    if deadline is not None and not lapsed and now() >= deadline:
         lapsed = True
         kill(groups)
 
@@ -85,7 +93,7 @@ poller.register(0, select.POLLIN)
 while True:
     wait = None
     if deadline is not None and not lapsed:
-        wait = max(0, int((deadline - time.monotonic()) * 1000) + 1)
+        wait = max(0, int((deadline - now()) * 1000) + 1)
     ready = poller.poll(wait)
     # The deadline is judged before reading: a renewal that arrives after it is too late.
     lapse()
@@ -112,7 +120,7 @@ class Watchdog:
         read_end, self._write_end = os.pipe()  # not inherited by executors (O_CLOEXEC)
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-S", "-I", "-c", _WATCHDOG, repr(time.monotonic())],
+                [sys.executable, "-S", "-I", "-c", _WATCHDOG, repr(boot_clock())],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -134,7 +142,7 @@ class Watchdog:
         self._send(f"{'+' if started else '-'}{pgid}\n")
 
     def kill_at(self, deadline: float | None) -> None:
-        """Kill every group at ``deadline`` (``time.monotonic()`` seconds) unless moved on.
+        """Kill every group at ``deadline`` (:func:`._deadline.boot_clock` seconds) unless moved on.
 
         None: no deadline (nothing this worker runs may be taken over).
         """
