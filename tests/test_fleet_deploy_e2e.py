@@ -35,6 +35,7 @@ from .redis_server import (
     RedisClusterNodes,
     RedisServer,
     SentinelSet,
+    closed_port,
     make_certificates,
     redis_server_binary,
     started,
@@ -242,6 +243,44 @@ def test_credentials_refused_mid_batch_stop_the_worker(tmp_path: Path, change: s
             wait_for(lambda: not any(group_members(g) for g in agents), what="the agent to stop")
     finally:
         server.stop()
+
+
+def _unreachable(done: Completed, where: str) -> None:
+    assert done.code == 1, done
+    assert "Traceback" not in done.err, done.err
+    assert "the fleet's Redis server cannot be reached" in done.err, done.err
+    assert where in done.err, done.err
+
+
+@pytest.mark.parametrize("scheme", ["redis+cluster", "redis+sentinel"])
+def test_an_unreachable_cluster_or_sentinel_is_an_outage_not_a_traceback(
+    tmp_path: Path, scheme: str
+) -> None:
+    server = RedisServer(redis_server_binary(), tmp_path / "never-started")
+    port = closed_port()
+    url = f"{scheme}://127.0.0.1:{port}/" + ("forgemaster" if scheme == "redis+sentinel" else "")
+    with fleet_of(tmp_path, server) as fleet:
+        # At start, every command stops with the outage's message (exit 1).
+        _unreachable(submit(fleet, url, batch_of(fleet, 1)), f"{scheme}://127.0.0.1:{port}")
+        env = {"FORGE_REDIS_URL": url}
+        _unreachable(fleet.forge("fleet", "status", extra=env), "cannot be reached")
+        _unreachable(fleet.forge("fleet", "work", "--host", "w1", extra=env), "cannot be reached")
+        # forge status, without --fleet, shows this host's files instead.
+        local = fleet.forge("status", extra=env)
+        assert local.code == 0, local
+        assert "Traceback" not in local.err, local.err
+        assert "cannot be reached" in local.err, local.err
+        assert "showing this host's files" in local.err, local.err
+
+
+def test_a_cluster_refusing_the_credentials_is_named(
+    tmp_path: Path, cluster: RedisClusterNodes
+) -> None:
+    with fleet_of(tmp_path, cluster.nodes[0]) as fleet:
+        url = cluster.url.replace("://", "://ghost:nope@", 1)
+        done = submit(fleet, url, batch_of(fleet, 1))
+        _refused(done, "the Redis server refused the credentials", "redis+cluster://***@")
+        assert "nope" not in done.err
 
 
 def test_tls_works_with_its_ca_and_each_mistake_is_named(tmp_path: Path) -> None:
