@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from orchestra._fleet import Keys
+from orchestra._fleet import Connection, FleetConfig, Keys, fleet_status
 from orchestra._fleet._connection import older_than_needed
 from orchestra._fleet._deployment import parse_url, redact
+from orchestra._fleet._retention import batch_keys
+from orchestra._fleet._status import read_hosts
+from orchestra._policy import FleetPolicy
 
 from .fleet_support import (
     Fleet,
@@ -125,6 +128,37 @@ def test_a_batch_runs_on_a_three_node_cluster(tmp_path: Path, cluster: RedisClus
             holders += [node.port] if keys else []
     assert len(slots) == 1, slots
     assert len(holders) == 1, holders
+
+
+def test_a_clusters_clock_and_scans_are_the_batch_nodes(cluster: RedisClusterNodes) -> None:
+    policy = FleetPolicy(redis=cluster.url, name="clocks")
+    connection = Connection(FleetConfig.from_policy(policy, environ={}))
+    try:
+        connection.once(lambda c: c.ping())  # the client is built on first use
+        client = connection.client
+        holder = client.get_node_from_key(connection.config.keys.batch)
+        # The client's default node (where a keyless command goes) is another one.
+        other = next(node for node in client.get_primaries() if node.name != holder.name)
+        client.set_default_node(other)
+        for node in cluster.nodes:
+            with node.client() as each:
+                each.config_resetstat()
+        fleet_status(connection)
+        read_hosts(connection)
+        connection.server_time()
+        connection.once(lambda c: batch_keys(c, connection.config.keys))
+        calls = {}
+        for node in cluster.nodes:
+            with node.client() as each:
+                stats = each.info("commandstats")
+            calls[node.port] = {
+                name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("time", "scan")
+            }
+        # Heartbeats are stamped with the holder's clock: status reads the same one.
+        assert calls.pop(holder.port) == {"time": 3, "scan": 1}, calls
+        assert all(seen == {"time": 0, "scan": 0} for seen in calls.values()), calls
+    finally:
+        connection.close()
 
 
 def test_a_batch_goes_on_through_a_sentinel_failover(tmp_path: Path, sentinel: SentinelSet) -> None:

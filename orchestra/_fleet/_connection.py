@@ -398,17 +398,20 @@ class Connection:
         Raises:
             FleetUnavailable: the server cannot be reached.
         """
+        return self.once(self.read_time)
+
+    def read_time(self, client: Any) -> float:
+        """The server's clock read with ``client`` (inside a call to :meth:`once`).
+
+        On a cluster, the clock of the node holding the batch's slot: the one
+        its scripts, lease expiries and heartbeats go by (another node's may
+        differ).
+        """
         if self.deployment.kind == "cluster":
-            # The clock of the node holding the batch's slot: the one its
-            # scripts and lease expiries go by.
-            batch = self.config.keys.batch
-
-            def read(client: Any) -> Any:
-                return client.time(target_nodes=client.get_node_from_key(batch))
-
-            seconds, micros = self.once(read)
+            node = client.get_node_from_key(self.config.keys.batch)
+            seconds, micros = client.time(target_nodes=node)
         else:
-            seconds, micros = self.once(lambda client: client.time())
+            seconds, micros = client.time()
         return float(seconds) + float(micros) / 1e6
 
     def script(self, source: str) -> Any:
