@@ -307,6 +307,18 @@ def test_an_unreachable_cluster_or_sentinel_is_an_outage_not_a_traceback(
         assert "showing this host's files" in local.err, local.err
 
 
+def test_a_cluster_url_at_a_plain_server_is_named(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        url = f"redis+cluster://127.0.0.1:{redis_server.port}/"
+        done = submit(fleet, url, batch_of(fleet, 1))
+        assert done.code == 1, done
+        assert "Traceback" not in done.err, done.err
+        assert "refused a command" in done.err, done.err
+        assert "Cluster mode is not enabled" in done.err, done.err
+
+
 def test_a_cluster_refusing_the_credentials_is_named(
     tmp_path: Path, cluster: RedisClusterNodes
 ) -> None:

@@ -52,9 +52,9 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.RedisClusterUnreachableError,
     redis.exceptions.SlotNotCoveredError,
 )
-# What building a cluster's client raises when no startup node would do (not a
-# RedisError: it is judged apart, by what the nodes said).
-_CLUSTER_START: tuple[type[Exception], ...] = (redis.exceptions.RedisClusterException,)
+# What a cluster's client raises when no startup node would do, building it or
+# reading the layout again (not a RedisError: judged apart, by what the nodes said).
+_CLUSTER_LAYOUT: tuple[type[Exception], ...] = (redis.exceptions.RedisClusterException,)
 # Credentials refused: at connect (AUTH) or by a command (ACL permissions).
 _AUTH_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.AuthenticationError,
@@ -304,8 +304,8 @@ class Connection:
             if _NO_CREDENTIALS.search(reason):
                 reason = f"it needs a password, and the URL gives none ({reason})"
             return refused_credentials(url, reason)
-        if isinstance(exc, _CLUSTER_START) and not isinstance(exc, OUTAGE_ERRORS):
-            return self._judge_cluster_start(exc, reason)
+        if isinstance(exc, _CLUSTER_LAYOUT) and not isinstance(exc, OUTAGE_ERRORS):
+            return self._judge_cluster_layout(exc, reason)
         if isinstance(exc, OUTAGE_ERRORS):
             if self.deployment.tls and _is_tls_failure(exc, reason):
                 return tls_failure(url, reason)
@@ -321,26 +321,29 @@ class Connection:
             return FleetUnavailable(url, reason, outage=False)
         return None
 
-    def _judge_cluster_start(self, exc: Exception, reason: str) -> FleetUnavailable | None:
-        """A cluster client that could not be built: what its nodes said, judged.
+    def _judge_cluster_layout(self, exc: Exception, reason: str) -> FleetUnavailable | None:
+        """A cluster whose layout could not be read (building the client, or after a change).
 
-        redis-py tries every startup node, then raises one
+        redis-py asks every startup node, then raises one
         ``RedisClusterException`` naming the last node's error and chained to
         it: that error is judged as a server's would be (refused credentials,
-        TLS, an outage).
+        TLS, an outage). None: another misuse of the client, not the server's.
         """
-        if self._client is not None:
-            return None  # raised by a built client: a misuse, not the server's
-        for cause in (exc.__cause__, exc.__context__):
-            if isinstance(cause, redis.exceptions.RedisError):
-                judged = self._judge(cause)
-                if judged is not None:
-                    return judged
         url = self.config.url
-        if _AUTH_REPLIES.search(reason.rpartition("node: ")[2]):
-            return refused_credentials(url, reason)
-        # No node would do for another reason (cluster mode not enabled on it…).
-        return FleetUnavailable(url, reason, outage=False)
+        cause = exc.__cause__
+        if isinstance(cause, redis.exceptions.RedisError):
+            judged = self._judge(cause)
+            if judged is not None:
+                return judged
+        if "slots are not covered" in reason:
+            # A cluster reshaping itself (a node failed, no replica promoted yet).
+            return FleetUnavailable(url, reason)
+        if "cannot be connected" in reason or "not enabled" in reason:
+            if _AUTH_REPLIES.search(reason.rpartition("node: ")[2]):
+                return refused_credentials(url, reason)
+            # No node would do for another reason (cluster mode not enabled on it).
+            return FleetUnavailable(url, reason, outage=False)
+        return None
 
     def _server_version(self) -> str | None:
         """``redis_version`` from ``INFO server`` (None when it cannot be read)."""
