@@ -80,6 +80,11 @@ def _is_free(port: int) -> bool:
         return True
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (free a moment ago)."""
+    return _free_port()
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))

@@ -17,9 +17,12 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from orchestra._fleet import Keys
+from orchestra._fleet import Connection, FleetConfig, Keys, fleet_status
 from orchestra._fleet._connection import older_than_needed
 from orchestra._fleet._deployment import parse_url, redact
+from orchestra._fleet._retention import batch_keys
+from orchestra._fleet._status import read_hosts
+from orchestra._policy import FleetPolicy
 
 from .fleet_support import (
     Fleet,
@@ -35,6 +38,7 @@ from .redis_server import (
     RedisClusterNodes,
     RedisServer,
     SentinelSet,
+    closed_port,
     make_certificates,
     redis_server_binary,
     started,
@@ -124,6 +128,37 @@ def test_a_batch_runs_on_a_three_node_cluster(tmp_path: Path, cluster: RedisClus
             holders += [node.port] if keys else []
     assert len(slots) == 1, slots
     assert len(holders) == 1, holders
+
+
+def test_a_clusters_clock_and_scans_are_the_batch_nodes(cluster: RedisClusterNodes) -> None:
+    policy = FleetPolicy(redis=cluster.url, name="clocks")
+    connection = Connection(FleetConfig.from_policy(policy, environ={}))
+    try:
+        connection.once(lambda c: c.ping())  # the client is built on first use
+        client = connection.client
+        holder = client.get_node_from_key(connection.config.keys.batch)
+        # The client's default node (where a keyless command goes) is another one.
+        other = next(node for node in client.get_primaries() if node.name != holder.name)
+        client.set_default_node(other)
+        for node in cluster.nodes:
+            with node.client() as each:
+                each.config_resetstat()
+        fleet_status(connection)
+        read_hosts(connection)
+        connection.server_time()
+        connection.once(lambda c: batch_keys(c, connection.config.keys))
+        calls = {}
+        for node in cluster.nodes:
+            with node.client() as each:
+                stats = each.info("commandstats")
+            calls[node.port] = {
+                name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("time", "scan")
+            }
+        # Heartbeats are stamped with the holder's clock: status reads the same one.
+        assert calls.pop(holder.port) == {"time": 3, "scan": 1}, calls
+        assert all(seen == {"time": 0, "scan": 0} for seen in calls.values()), calls
+    finally:
+        connection.close()
 
 
 def test_a_batch_goes_on_through_a_sentinel_failover(tmp_path: Path, sentinel: SentinelSet) -> None:
@@ -242,6 +277,56 @@ def test_credentials_refused_mid_batch_stop_the_worker(tmp_path: Path, change: s
             wait_for(lambda: not any(group_members(g) for g in agents), what="the agent to stop")
     finally:
         server.stop()
+
+
+def _unreachable(done: Completed, where: str) -> None:
+    assert done.code == 1, done
+    assert "Traceback" not in done.err, done.err
+    assert "the fleet's Redis server cannot be reached" in done.err, done.err
+    assert where in done.err, done.err
+
+
+@pytest.mark.parametrize("scheme", ["redis+cluster", "redis+sentinel"])
+def test_an_unreachable_cluster_or_sentinel_is_an_outage_not_a_traceback(
+    tmp_path: Path, scheme: str
+) -> None:
+    server = RedisServer(redis_server_binary(), tmp_path / "never-started")
+    port = closed_port()
+    url = f"{scheme}://127.0.0.1:{port}/" + ("forgemaster" if scheme == "redis+sentinel" else "")
+    with fleet_of(tmp_path, server) as fleet:
+        # At start, every command stops with the outage's message (exit 1).
+        _unreachable(submit(fleet, url, batch_of(fleet, 1)), f"{scheme}://127.0.0.1:{port}")
+        env = {"FORGE_REDIS_URL": url}
+        _unreachable(fleet.forge("fleet", "status", extra=env), "cannot be reached")
+        _unreachable(fleet.forge("fleet", "work", "--host", "w1", extra=env), "cannot be reached")
+        # forge status, without --fleet, shows this host's files instead.
+        local = fleet.forge("status", extra=env)
+        assert local.code == 0, local
+        assert "Traceback" not in local.err, local.err
+        assert "cannot be reached" in local.err, local.err
+        assert "showing this host's files" in local.err, local.err
+
+
+def test_a_cluster_url_at_a_plain_server_is_named(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    with fleet_of(tmp_path, redis_server) as fleet:
+        url = f"redis+cluster://127.0.0.1:{redis_server.port}/"
+        done = submit(fleet, url, batch_of(fleet, 1))
+        assert done.code == 1, done
+        assert "Traceback" not in done.err, done.err
+        assert "refused a command" in done.err, done.err
+        assert "Cluster mode is not enabled" in done.err, done.err
+
+
+def test_a_cluster_refusing_the_credentials_is_named(
+    tmp_path: Path, cluster: RedisClusterNodes
+) -> None:
+    with fleet_of(tmp_path, cluster.nodes[0]) as fleet:
+        url = cluster.url.replace("://", "://ghost:nope@", 1)
+        done = submit(fleet, url, batch_of(fleet, 1))
+        _refused(done, "the Redis server refused the credentials", "redis+cluster://***@")
+        assert "nope" not in done.err
 
 
 def test_tls_works_with_its_ca_and_each_mistake_is_named(tmp_path: Path) -> None:

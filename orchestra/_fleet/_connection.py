@@ -52,6 +52,9 @@ OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.RedisClusterUnreachableError,
     redis.exceptions.SlotNotCoveredError,
 )
+# What a cluster's client raises when no startup node would do, building it or
+# reading the layout again (not a RedisError: judged apart, by what the nodes said).
+_CLUSTER_LAYOUT: tuple[type[Exception], ...] = (redis.exceptions.RedisClusterException,)
 # Credentials refused: at connect (AUTH) or by a command (ACL permissions).
 _AUTH_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.AuthenticationError,
@@ -221,17 +224,35 @@ class Connection:
     ) -> None:
         self.config = config
         self.deployment: Deployment = config.deployment
-        # redis.Redis, or redis.cluster.RedisCluster: the same commands either way.
-        self.client: Any = open_client(
-            self.deployment,
-            connect_timeout=config.connect_timeout,
-            command_timeout=config.command_timeout,
-        )
+        # Built on first use, inside once(): a cluster's client connects as it is
+        # built, and an unreachable cluster or refused credentials must be judged
+        # (waited out, or named) like any other failed call, not raised from here.
+        self._client: Any = None
+        self._building = threading.Lock()
         self._on_outage = on_outage
         self._master_checked = -_MASTER_CHECK
         self._down = False
         self._lock = threading.Lock()
         self.closing = threading.Event()
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client (``Redis`` or ``RedisCluster``), built on first use.
+
+        Raises whatever redis-py raises while building it (a cluster connects
+        to find its nodes): call it inside :meth:`once`, which judges that.
+        """
+        client = self._client
+        if client is None:
+            with self._building:
+                if self._client is None:
+                    self._client = open_client(
+                        self.deployment,
+                        connect_timeout=self.config.connect_timeout,
+                        command_timeout=self.config.command_timeout,
+                    )
+                client = self._client
+        return client
 
     def once(self, call: Callable[[Any], _T]) -> _T:
         """Run ``call(client)`` once.
@@ -242,9 +263,9 @@ class Connection:
             FleetRefused: it refused the credentials, or TLS cannot work.
             BatchVanished: the batch's stream is gone from the server.
         """
-        if self.deployment.kind == "sentinel":
-            self._follow_master()
         try:
+            if self.deployment.kind == "sentinel":
+                self._follow_master()
             result = call(self.client)
         except Exception as exc:
             problem = self._judge(exc)
@@ -283,6 +304,8 @@ class Connection:
             if _NO_CREDENTIALS.search(reason):
                 reason = f"it needs a password, and the URL gives none ({reason})"
             return refused_credentials(url, reason)
+        if isinstance(exc, _CLUSTER_LAYOUT) and not isinstance(exc, OUTAGE_ERRORS):
+            return self._judge_cluster_layout(exc, reason)
         if isinstance(exc, OUTAGE_ERRORS):
             if self.deployment.tls and _is_tls_failure(exc, reason):
                 return tls_failure(url, reason)
@@ -298,11 +321,35 @@ class Connection:
             return FleetUnavailable(url, reason, outage=False)
         return None
 
+    def _judge_cluster_layout(self, exc: Exception, reason: str) -> FleetUnavailable | None:
+        """A cluster whose layout could not be read (building the client, or after a change).
+
+        redis-py asks every startup node, then raises one
+        ``RedisClusterException`` naming the last node's error and chained to
+        it: that error is judged as a server's would be (refused credentials,
+        TLS, an outage). None: another misuse of the client, not the server's.
+        """
+        url = self.config.url
+        cause = exc.__cause__
+        if isinstance(cause, redis.exceptions.RedisError):
+            judged = self._judge(cause)
+            if judged is not None:
+                return judged
+        if "slots are not covered" in reason:
+            # A cluster reshaping itself (a node failed, no replica promoted yet).
+            return FleetUnavailable(url, reason)
+        if "cannot be connected" in reason or "not enabled" in reason:
+            if _AUTH_REPLIES.search(reason.rpartition("node: ")[2]):
+                return refused_credentials(url, reason)
+            # No node would do for another reason (cluster mode not enabled on it).
+            return FleetUnavailable(url, reason, outage=False)
+        return None
+
     def _server_version(self) -> str | None:
         """``redis_version`` from ``INFO server`` (None when it cannot be read)."""
         try:
             info = self.client.info("server")
-        except redis.exceptions.RedisError:
+        except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException):
             return None
         # A cluster answers per node: any node's version will do (the oldest matters).
         if isinstance(info, dict) and "redis_version" not in info:
@@ -354,28 +401,30 @@ class Connection:
         Raises:
             FleetUnavailable: the server cannot be reached.
         """
+        return self.once(self.read_time)
+
+    def read_time(self, client: Any) -> float:
+        """The server's clock read with ``client`` (inside a call to :meth:`once`).
+
+        On a cluster, the clock of the node holding the batch's slot: the one
+        its scripts, lease expiries and heartbeats go by (another node's may
+        differ).
+        """
         if self.deployment.kind == "cluster":
-            # The clock of the node holding the batch's slot: the one its
-            # scripts and lease expiries go by.
-            batch = self.config.keys.batch
-
-            def read(client: Any) -> Any:
-                return client.time(target_nodes=client.get_node_from_key(batch))
-
-            seconds, micros = self.once(read)
+            node = client.get_node_from_key(self.config.keys.batch)
+            seconds, micros = client.time(target_nodes=node)
         else:
-            seconds, micros = self.once(lambda client: client.time())
+            seconds, micros = client.time()
         return float(seconds) + float(micros) / 1e6
 
     def script(self, source: str) -> Any:
         """A Lua script run by its SHA, loaded again when the server has lost it."""
-        # redis-py's Script sends EVALSHA and, on NOSCRIPT (a restarted or
-        # flushed server), loads the source and runs it again.
-        return self.client.register_script(source)
+        return _Script(self, source)
 
     def close(self) -> None:
         self.closing.set()
-        self.client.close()
+        if self._client is not None:
+            self._client.close()
 
     @property
     def down(self) -> bool:
@@ -396,6 +445,26 @@ class Connection:
             self._down = False
         if was and self._on_outage is not None:
             self._on_outage(None)
+
+
+class _Script:
+    """A Lua script, registered with the client when first run (inside ``once``).
+
+    redis-py's Script sends EVALSHA and, on NOSCRIPT (a restarted or flushed
+    server), loads the source and runs it again. Registering needs the client,
+    which a cluster builds by connecting: so not before the first call.
+    """
+
+    def __init__(self, connection: Connection, source: str) -> None:
+        self._connection = connection
+        self._source = source
+        self._script: Any = None
+
+    def __call__(self, keys: Any = (), args: Any = (), client: Any = None) -> Any:
+        if self._script is None:
+            # Two threads may both register it: the same script, harmless.
+            self._script = self._connection.client.register_script(self._source)
+        return self._script(keys=keys, args=args, client=client)
 
 
 def _is_tls_failure(exc: BaseException, reason: str) -> bool:

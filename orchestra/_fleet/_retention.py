@@ -51,7 +51,13 @@ _LIMITER = "limiter:"
 
 def batch_keys(client: Any, keys: Keys) -> list[str]:
     """Every key of the batch on the server."""
-    return [str(key) for key in client.scan_iter(match=f"{keys.prefix}*", count=500)]
+    where: dict[str, Any] = {}
+    node_of = getattr(client, "get_node_from_key", None)
+    if node_of is not None:
+        # A cluster: every key of the batch is in its slot (the hash tag), so
+        # only the node holding it is scanned, not every primary.
+        where["target_nodes"] = node_of(keys.batch)
+    return [str(key) for key in client.scan_iter(match=f"{keys.prefix}*", count=500, **where)]
 
 
 def expire_batch(client: Any, keys: Keys, keep: float) -> int:

@@ -80,9 +80,8 @@ def fleet_status(connection: Connection) -> FleetStatus:
     def read(
         client: Any,
     ) -> tuple[float, BatchInfo | None, dict[str, str], dict[str, Any], float | None]:
-        seconds, micros = client.time()
         return (
-            float(seconds) + float(micros) / 1e6,
+            connection.read_time(client),
             read_batch(client, keys),
             client.hgetall(keys.hosts),
             read_status(client, keys),
@@ -224,8 +223,7 @@ def read_hosts(connection: Connection) -> dict[str, dict[str, Any]]:
     keys = connection.config.keys
 
     def read(client: Any) -> tuple[float, dict[str, str]]:
-        seconds, micros = client.time()
-        return float(seconds) + float(micros) / 1e6, client.hgetall(keys.hosts)
+        return connection.read_time(client), client.hgetall(keys.hosts)
 
     now, raw = connection.once(read)
     return host_states(raw, now, connection.config.lease)
