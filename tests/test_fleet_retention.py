@@ -116,6 +116,43 @@ def test_the_limiter_s_own_shorter_expiry_is_kept(connection_t: Connection) -> N
     assert 0 < int(client.pttl(keys.limiter_pause)) <= 5000
 
 
+def test_a_lease_keeps_its_own_expiry_through_an_expiry_and_a_revive(
+    connection_t: Connection,
+) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    client.set(keys.batch, "{}")
+    client.hset(keys.status, "x", "{}")
+    # A running loop's lease, and a cancelled one's left to lapse.
+    client.set(keys.lease("x"), "h1 1", px=30_000)
+    client.set(keys.lease("y"), "h2 1", px=30_000)
+    expire_batch(client, keys, 3600)
+    revive_batch(client, keys)  # another loop is requeued
+    for change in ("x", "y"):
+        assert 0 < int(client.pttl(keys.lease(change))) <= 30_000
+    assert int(client.pttl(keys.batch)) == -1
+    revive_batch(client, keys)  # a requeue of a live batch: the same
+    assert 0 < int(client.pttl(keys.lease("x"))) <= 30_000
+
+
+def test_the_limiter_s_counter_has_no_expiry_once_the_batch_is_live_again(
+    connection_t: Connection,
+) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    client.set(keys.batch, "{}")
+    client.incrby(keys.limiter_seq, 41)  # as the limiter's script counts (no expiry)
+    client.zadd(keys.limiter_log, {"h:41": 1.0})
+    client.pexpire(keys.limiter_log, 5000)  # the window's own
+    expire_batch(client, keys, 3600)
+    assert 5000 < int(client.pttl(keys.limiter_seq)) <= 3600_000  # goes with the batch
+    revive_batch(client, keys)
+    # Were it to expire while the batch runs, its numbers would start again and
+    # the log's members (``ticket:n``) collide.
+    assert int(client.pttl(keys.limiter_seq)) == -1
+    assert 0 < int(client.pttl(keys.limiter_log)) <= 5000
+
+
 @pytest.fixture
 def connection_t(redis_server: RedisServer) -> Iterator[Connection]:
     opened = connect(redis_server, timeline_max=20)
