@@ -17,6 +17,7 @@ from orchestra._state import IterationStarted, OtherEvent
 
 from .fleet_support import Fleet, fleet_of, git_repo, stamping_agent, wait_for
 from .redis_server import RedisServer
+from .support import run_forge
 
 NIGHTLY = Keys("nightly")  # the batch of tests/fleet_support.py
 PREFIX = NIGHTLY.prefix
@@ -72,6 +73,18 @@ def test_an_ended_batch_is_exported_then_expires_and_a_requeue_lifts_the_expiry(
         assert sorted(p.name for p in exported.iterdir()) == ["c1", "c2"]
         assert "run.stopped" in (exported / "c1" / "timeline.jsonl").read_text()
         assert "exported the batch" in fleet.output("w1")
+        # The automatic export holds the batch's summary too: a report reads it
+        # anywhere, with no server named.
+        folder = fleet.host_dir / "exports"
+        [summary] = (folder / ".forge" / "runs").glob("*/summary.json")
+        report = run_forge(["report", "--json", "--from", str(folder)], cwd=tmp_path, env={})
+        assert report.code == 0, report
+        reported = json.loads(report.out)
+        assert reported["run_id"] == summary.parent.name
+        assert {loop["change"]: loop["ending"] for loop in reported["loops"]} == {
+            "c1": "done",
+            "c2": "done",
+        }
         assert client.xlen(f"{PREFIX}loops") == 0  # ended loops leave the stream
         shown = fleet.forge("fleet", "status")
         assert "the batch has ended: its keys expire in " in shown.out, shown.out

@@ -127,17 +127,24 @@ def prune_hosts(client: Any, keys: Keys, now: float, lease: float, forget: float
 def retire_batch(connection: Connection, export: str = "") -> Path | None:
     """The batch has ended: write its export (when asked), then set its expiry.
 
+    The export is the batch's state and its summary, as ``forge fleet export``
+    writes them: ``forge report --from`` the folder reads it.
+
     Returns the folder exported into, if any.
 
     Raises:
         OSError: the export could not be written (the batch is then left without expiry).
     """
-    from ._status import export_state
+    from ._status import batch_record, export_state, export_summary
 
     config = connection.config
     folder = None
     if export:
         folder = Path(export).expanduser().resolve()
         export_state(connection, folder)
+        # The summary too: ``forge report --from`` the folder finds the batch by it.
+        record = batch_record(connection)
+        if record is not None:
+            export_summary(record, folder)
     connection.once(lambda client: expire_batch(client, config.keys, config.keep))
     return folder
