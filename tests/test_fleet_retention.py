@@ -12,6 +12,7 @@ import redis
 from orchestra._durations import Duration
 from orchestra._fleet import Connection, FleetConfig, Keys, RedisChangeStore
 from orchestra._fleet._retention import expire_batch, prune_hosts, revive_batch
+from orchestra._fleet._status import fleet_status
 from orchestra._policy import FleetPolicy
 from orchestra._state import IterationStarted, OtherEvent
 
@@ -234,6 +235,19 @@ def test_hosts_that_left_a_lease_ago_and_lost_ones_past_forget_hosts_are_pruned(
     assert sorted(client.hkeys(keys.hosts)) == ["just-finished", "lost-a-while", "working"]
 
 
+def test_a_loop_whose_host_was_pruned_shows_waiting(connection_t: Connection) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    running = json.dumps({"state": "running", "host": "pruned", "since": "x"})
+    client.hset(keys.status, mapping={"gone": running, "held": running.replace("pruned", "new")})
+    # "new" claimed its loop before its first heartbeat: its lease is held.
+    client.set(keys.lease("held"), "new 1", px=30_000)
+    loops = fleet_status(connection_t).loops
+    assert loops["gone"]["state"] == "waiting"
+    assert loops["gone"]["lease"].startswith("lapsed")
+    assert loops["held"]["state"] == "running"
+
+
 def test_host_ids_of_restarted_workers_do_not_pile_up(
     tmp_path: Path, redis_server: RedisServer, client: redis.Redis
 ) -> None:
@@ -277,6 +291,8 @@ def test_host_ids_of_restarted_workers_do_not_pile_up(
         ('keep = "forever"', "fleet.keep"),
         ("timeline_max = 3", "fleet.timeline_max"),
         ('forget_hosts = "-1h"', "fleet.forget_hosts"),
+        # The tests' lease is 2s: a host would be dropped before it counts as lost.
+        ('forget_hosts = "2s"', "fleet.forget_hosts: 2s is not longer than fleet.lease (2s)"),
     ],
 )
 def test_a_mistyped_retention_key_is_a_clear_error(
