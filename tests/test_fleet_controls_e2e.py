@@ -12,17 +12,21 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
-from orchestra._fleet import Keys
+from orchestra._fleet import Connection, FleetConfig, Keys
+from orchestra._fleet._control import cancel, requeue
 
 from .fleet_support import (
     Fleet,
     children_of,
     fleet_of,
+    git,
     git_repo,
     group_members,
     read_stamps,
@@ -264,3 +268,84 @@ def test_spend_and_circuit_of_a_change_not_in_the_batch_stay_this_host_s(
         named = fleet.forge("spend", "elsewhere", "--fleet")
         assert named.code == 2
         assert 'no loop for change "elsewhere"' in named.err
+
+
+# An agent that writes a line every 0.05 s while it runs (the machine's clock, and
+# its process group: one per run), then one "end" line. Its first iteration holds
+# far longer than the test; the next one ends the loop at once.
+BEATING_AGENT = """
+import os, sys, time
+first = os.environ["FORGE_ITERATION"] == "1"
+hold = float(sys.argv[2]) if first else 0.3
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+until = time.monotonic() + hold
+while True:
+    os.write(log, f"{time.time():.6f} {os.getpgid(0)} beat\\n".encode())
+    if time.monotonic() >= until:
+        break
+    time.sleep(0.05)
+os.write(log, f"{time.time():.6f} {os.getpgid(0)} end\\n".encode())
+print("working" if first else "FORGE_DONE")
+"""
+
+
+def runs_of(beats: Path) -> dict[int, list[tuple[float, str]]]:
+    """Each run's lines (by its process group), in the order the runs started."""
+    runs: dict[int, list[tuple[float, str]]] = {}
+    for line in beats.read_text().splitlines() if beats.exists() else ():
+        at, group, what = line.split()
+        runs.setdefault(int(group), []).append((float(at), what))
+    return runs
+
+
+@pytest.mark.parametrize("hosts", [2, 1], ids=["another-host", "the-same-host"])
+def test_a_loop_requeued_right_after_its_cancel_never_runs_beside_its_cancelled_agent(
+    tmp_path: Path, redis_server: RedisServer, hosts: int
+) -> None:
+    # Another host, or the same one (a free slot), takes the requeued loop: only once
+    # the cancelled agent is gone. A long heartbeat: the cancelled host only notices
+    # at its next renewal.
+    with fleet_of(tmp_path, redis_server, lease="6s", heartbeat="2.5s") as fleet:
+        beats = tmp_path / "beats.log"
+        script = tmp_path / "beating.py"
+        script.write_text(BEATING_AGENT)
+        beating = f"{sys.executable} {script} {beats} {LONG_HOLD:g}"
+        # c2 keeps the batch live while c1 is cancelled.
+        busy = stamping_agent(
+            tmp_path, "busy", fleet.stamps, {"hold": 8.0, "print": "FORGE_DONE\n"}
+        )
+        batch = batch_of(fleet, {"c2": busy})
+        # c1 is a repository loop: each host works in its own clone, as on two
+        # machines (a dir loop's folder is one on this machine for both hosts).
+        bare = tmp_path / "project.git"
+        git(tmp_path, "clone", "-q", "--bare", str(git_repo(tmp_path / "origin")), str(bare))
+        batch += f'[[loop]]\nchange = "c1"\nrepo = {json.dumps(str(bare))}\n'
+        batch += f"cmd = {json.dumps(beating)}\n"
+        assert fleet.submit(batch).code == 0
+        fleet.spawn("w1", max_parallel=2 if hosts == 2 else 3)
+        wait_for(lambda: bool(runs_of(beats)), what="c1's agent under way")
+        if hosts == 2:
+            fleet.spawn("w2", max_parallel=2)
+        wait_for(lambda: loop_of(fleet, "c2")["state"] == "running", what="c2 under way")
+
+        # Right after w1 renewed c1's lease (its next renewal a heartbeat away), a
+        # cancel and at once a requeue, as a person's two commands (in this process:
+        # without the commands' start-up between them).
+        lease = Keys("nightly").lease("c1")
+        client = server(fleet)
+        wait_for(lambda: client.pttl(lease) > 5_800, what="a renewal of c1's lease")
+        connection = Connection(FleetConfig(fleet.server.url, "nightly", 6.0, 2.5, 5.0, 5.0))
+        assert cancel(connection, "c1", reason="wrong ticket").was == "running"
+        assert requeue(connection, "c1", reason="right ticket after all").requeued
+        names = ["w1", "w2"][:hosts]
+        assert fleet.wait_all() == [0] * hosts, "".join(map(fleet.output, names))
+        runs = list(runs_of(beats).values())
+        assert len(runs) == 2, runs
+        cancelled, again = runs
+        assert "end" not in [what for _at, what in cancelled]  # stopped, not ended
+        assert again[-1][1] == "end"
+        # The requeued agent started only after the cancelled one had stopped.
+        assert max(at for at, _ in cancelled) < min(at for at, _ in again), runs
+        for host in names:
+            assert "Traceback" not in fleet.output(host), fleet.output(host)
+        assert loop_of(fleet, "c1")["reason"] == "done"

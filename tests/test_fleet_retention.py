@@ -12,11 +12,13 @@ import redis
 from orchestra._durations import Duration
 from orchestra._fleet import Connection, FleetConfig, Keys, RedisChangeStore
 from orchestra._fleet._retention import expire_batch, prune_hosts, revive_batch
+from orchestra._fleet._status import fleet_status
 from orchestra._policy import FleetPolicy
 from orchestra._state import IterationStarted, OtherEvent
 
 from .fleet_support import Fleet, fleet_of, git_repo, stamping_agent, wait_for
 from .redis_server import RedisServer
+from .support import run_forge
 
 NIGHTLY = Keys("nightly")  # the batch of tests/fleet_support.py
 PREFIX = NIGHTLY.prefix
@@ -72,6 +74,18 @@ def test_an_ended_batch_is_exported_then_expires_and_a_requeue_lifts_the_expiry(
         assert sorted(p.name for p in exported.iterdir()) == ["c1", "c2"]
         assert "run.stopped" in (exported / "c1" / "timeline.jsonl").read_text()
         assert "exported the batch" in fleet.output("w1")
+        # The automatic export holds the batch's summary too: a report reads it
+        # anywhere, with no server named.
+        folder = fleet.host_dir / "exports"
+        [summary] = (folder / ".forge" / "runs").glob("*/summary.json")
+        report = run_forge(["report", "--json", "--from", str(folder)], cwd=tmp_path, env={})
+        assert report.code == 0, report
+        reported = json.loads(report.out)
+        assert reported["run_id"] == summary.parent.name
+        assert {loop["change"]: loop["ending"] for loop in reported["loops"]} == {
+            "c1": "done",
+            "c2": "done",
+        }
         assert client.xlen(f"{PREFIX}loops") == 0  # ended loops leave the stream
         shown = fleet.forge("fleet", "status")
         assert "the batch has ended: its keys expire in " in shown.out, shown.out
@@ -114,6 +128,43 @@ def test_the_limiter_s_own_shorter_expiry_is_kept(connection_t: Connection) -> N
     revive_batch(client, keys)
     assert int(client.pttl(keys.batch)) == -1
     assert 0 < int(client.pttl(keys.limiter_pause)) <= 5000
+
+
+def test_a_lease_keeps_its_own_expiry_through_an_expiry_and_a_revive(
+    connection_t: Connection,
+) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    client.set(keys.batch, "{}")
+    client.hset(keys.status, "x", "{}")
+    # A running loop's lease, and a cancelled one's left to lapse.
+    client.set(keys.lease("x"), "h1 1", px=30_000)
+    client.set(keys.lease("y"), "h2 1", px=30_000)
+    expire_batch(client, keys, 3600)
+    revive_batch(client, keys)  # another loop is requeued
+    for change in ("x", "y"):
+        assert 0 < int(client.pttl(keys.lease(change))) <= 30_000
+    assert int(client.pttl(keys.batch)) == -1
+    revive_batch(client, keys)  # a requeue of a live batch: the same
+    assert 0 < int(client.pttl(keys.lease("x"))) <= 30_000
+
+
+def test_the_limiter_s_counter_has_no_expiry_once_the_batch_is_live_again(
+    connection_t: Connection,
+) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    client.set(keys.batch, "{}")
+    client.incrby(keys.limiter_seq, 41)  # as the limiter's script counts (no expiry)
+    client.zadd(keys.limiter_log, {"h:41": 1.0})
+    client.pexpire(keys.limiter_log, 5000)  # the window's own
+    expire_batch(client, keys, 3600)
+    assert 5000 < int(client.pttl(keys.limiter_seq)) <= 3600_000  # goes with the batch
+    revive_batch(client, keys)
+    # Were it to expire while the batch runs, its numbers would start again and
+    # the log's members (``ticket:n``) collide.
+    assert int(client.pttl(keys.limiter_seq)) == -1
+    assert 0 < int(client.pttl(keys.limiter_log)) <= 5000
 
 
 @pytest.fixture
@@ -184,6 +235,19 @@ def test_hosts_that_left_a_lease_ago_and_lost_ones_past_forget_hosts_are_pruned(
     assert sorted(client.hkeys(keys.hosts)) == ["just-finished", "lost-a-while", "working"]
 
 
+def test_a_loop_whose_host_was_pruned_shows_waiting(connection_t: Connection) -> None:
+    client = connection_t.client
+    keys = connection_t.config.keys
+    running = json.dumps({"state": "running", "host": "pruned", "since": "x"})
+    client.hset(keys.status, mapping={"gone": running, "held": running.replace("pruned", "new")})
+    # "new" claimed its loop before its first heartbeat: its lease is held.
+    client.set(keys.lease("held"), "new 1", px=30_000)
+    loops = fleet_status(connection_t).loops
+    assert loops["gone"]["state"] == "waiting"
+    assert loops["gone"]["lease"].startswith("lapsed")
+    assert loops["held"]["state"] == "running"
+
+
 def test_host_ids_of_restarted_workers_do_not_pile_up(
     tmp_path: Path, redis_server: RedisServer, client: redis.Redis
 ) -> None:
@@ -227,6 +291,8 @@ def test_host_ids_of_restarted_workers_do_not_pile_up(
         ('keep = "forever"', "fleet.keep"),
         ("timeline_max = 3", "fleet.timeline_max"),
         ('forget_hosts = "-1h"', "fleet.forget_hosts"),
+        # The tests' lease is 2s: a host would be dropped before it counts as lost.
+        ('forget_hosts = "2s"', "fleet.forget_hosts: 2s is not longer than fleet.lease (2s)"),
     ],
 )
 def test_a_mistyped_retention_key_is_a_clear_error(

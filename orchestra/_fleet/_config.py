@@ -48,9 +48,22 @@ class FleetConfig:
         """The fleet a policy names; ``FORGE_REDIS_URL`` wins over ``[fleet] redis``.
 
         Raises:
-            ConfigError: when no server is named, or the URL is not one of a Redis
-                server, cluster or sentinel (see :mod:`._deployment`).
+            ConfigError: when no server is named, the URL is not one of a Redis
+                server, cluster or sentinel (see :mod:`._deployment`), or
+                ``forget_hosts`` is not longer than ``lease``.
         """
+        if policy.forget_hosts.seconds <= policy.lease.seconds:
+            # A lost host counts as lost a lease after its last heartbeat: dropped
+            # sooner, its loops would show running on no host at all.
+            raise ConfigError(
+                "fleet.forget_hosts must be longer than fleet.lease",
+                problems=(
+                    f"fleet.forget_hosts: {policy.forget_hosts.seconds:g}s is not longer than "
+                    f"fleet.lease ({policy.lease.seconds:g}s): a lost host would be dropped "
+                    "before it counts as lost",
+                ),
+                hint='set [fleet] forget_hosts longer than lease (the default: "1h")',
+            )
         env = os.environ if environ is None else environ
         url = env.get(REDIS_URL_ENV, "").strip() or policy.redis
         if not url:

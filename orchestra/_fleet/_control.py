@@ -8,7 +8,10 @@ change's timeline stream with its reason and who ran it.
   deleted before any host reads it. Running: the change's fencing token is
   bumped, so the host's next renewal (within a heartbeat) or write is
   refused and that host stops the loop's executor, as when a loop is taken
-  over. The loop ends ``cancelled`` (escalated: the batch exits 1).
+  over. Its lease is left to lapse (that host cannot renew it): a requeue is
+  accepted at once, but no host claims the loop before the lease has lapsed,
+  by when the old agent is gone. The loop ends ``cancelled`` (escalated: the
+  batch exits 1).
 - **requeue** puts an ended loop (done, escalated, cancelled) back in the
   queue with its state kept: iterations used, spend and the timeline go on.
   A loop whose circuit escalated, or that used all its iterations, would
@@ -54,7 +57,7 @@ REQUEUE = "requeue"  # only once ended; always queued again
 WRITE = "write"  # not while running; never queued
 CANCEL = "cancel"  # only while queued or running; ends it
 
-# KEYS: status, change hash, timeline, loops, specs, fence, lease.
+# KEYS: status, change hash, timeline, loops, specs, fence.
 # ARGV: change, mode, status JSON when queued again, status JSON when cancelled,
 # group, number of fields, field/value pairs, then the events' JSON pieces.
 # Returns {1, state before, queued again (0/1)} or {0, why, the state or host}.
@@ -87,8 +90,9 @@ end
 redis.call('HSET', KEYS[2], 'seq', seq)
 if mode == 'cancel' then
   -- The host running it is fenced out: its next renewal or write is refused.
+  -- Its lease stays until it lapses: deleted, a requeue could be claimed while
+  -- that host's agent still runs (it stops only at its next renewal, plus grace).
   redis.call('INCR', KEYS[6])
-  redis.call('DEL', KEYS[7])
   local entries = redis.call('XRANGE', KEYS[4], '-', '+')
   for _, entry in ipairs(entries) do
     local ok, spec_of = pcall(cjson.decode, entry[2][2])
@@ -294,7 +298,6 @@ def _control(
         keys.loops,
         keys.specs,
         keys.fence(change),
-        keys.lease(change),
     ]
     ok, why, detail = connection.once(lambda _client: script(keys=script_keys, args=args))
     if int(ok) != 1:

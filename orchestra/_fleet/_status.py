@@ -94,7 +94,11 @@ def fleet_status(connection: Connection) -> FleetStatus:
         if loop.get("state") == RUNNING:
             holder = connection.once(partial(_get, keys.lease(change)))
             loop["lease"] = "held" if holder else "lapsed (another host will take it over)"
-            if hosts.get(str(loop.get("host")), {}).get("state") in (LOST, "interrupted"):
+            host = hosts.get(str(loop.get("host")))
+            # A host missing from the list was pruned (lost past forget_hosts): as lost.
+            # (Its lease lapsed too: a host just started may claim before its first beat.)
+            gone = host is None and not holder
+            if gone or (host or {}).get("state") in (LOST, "interrupted"):
                 # Nothing runs it: its host is gone, and no other host has claimed it yet.
                 loop["state"] = WAITING
     limiter = None

@@ -235,6 +235,10 @@ class Worker:
         if entry is None:
             return None
         entry_id, spec = entry
+        if spec.change in self.running:
+            # Cancelled then requeued while this host still stops its first copy:
+            # the entry stays pending, and is taken again once it has been idle a lease.
+            return None
         status = status_json(RUNNING, host=self.host, since=self.clock.iso())
         lease_ms = int(self.config.lease * 1000)
         keys = [self.keys.lease(spec.change), self.keys.fence(spec.change), self.keys.status]
@@ -304,8 +308,10 @@ class Worker:
             else:
                 self.result.lost.append(spec.change)
         finally:
-            self.deadline.released(spec.change)
-            del self.running[spec.change]
+            # Only this copy's own bookkeeping: never that of a later claim of the change.
+            if self.running.get(spec.change) is running:
+                self.deadline.released(spec.change)
+                del self.running[spec.change]
 
     async def _why_stopped(self, change: str) -> str:
         """The line for a loop this host stopped: a person cancelled it, or its lease was lost."""
