@@ -20,7 +20,7 @@ from redis.crc import key_slot
 from orchestra._fleet import Connection, FleetConfig, Keys, fleet_status
 from orchestra._fleet._connection import older_than_needed
 from orchestra._fleet._deployment import parse_url, redact
-from orchestra._fleet._retention import batch_keys
+from orchestra._fleet._queue import batch_keys
 from orchestra._fleet._status import read_hosts
 from orchestra._policy import FleetPolicy
 

@@ -155,12 +155,20 @@ def submit(
     pipe.execute()
 
 
+def batch_keys(client: Any, keys: Keys) -> list[str]:
+    """Every key of the batch on the server."""
+    where: dict[str, Any] = {}
+    node_of = getattr(client, "get_node_from_key", None)
+    if node_of is not None:
+        # A cluster: every key of the batch is in its slot (the hash tag), so
+        # only the node holding it is scanned, not every primary.
+        where["target_nodes"] = node_of(keys.batch)
+    return [str(key) for key in client.scan_iter(match=f"{keys.prefix}*", count=500, **where)]
+
+
 def drop_all(client: Any, keys: Keys) -> int:
     """Delete every key of the batch (its loops, state and limiter); returns how many."""
-    dropped = 0
-    for key in client.scan_iter(match=f"{keys.prefix}*", count=500):
-        dropped += int(client.delete(key))
-    return dropped
+    return sum(int(client.delete(key)) for key in batch_keys(client, keys))
 
 
 def read_batch(client: Any, keys: Keys) -> BatchInfo | None:

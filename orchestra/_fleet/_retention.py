@@ -25,6 +25,7 @@ from typing import Any
 
 from ._config import Keys
 from ._connection import Connection
+from ._queue import batch_keys
 
 # KEYS: hosts. ARGV: the server's time (seconds), lease, forget_hosts (seconds).
 # Returns the hosts dropped.
@@ -61,17 +62,6 @@ def _own_expiry(keys: Keys, name: str) -> bool:
     if name.startswith(keys.prefix + _LEASE):
         return True
     return name.startswith(keys.prefix + _LIMITER) and name != keys.limiter_seq
-
-
-def batch_keys(client: Any, keys: Keys) -> list[str]:
-    """Every key of the batch on the server."""
-    where: dict[str, Any] = {}
-    node_of = getattr(client, "get_node_from_key", None)
-    if node_of is not None:
-        # A cluster: every key of the batch is in its slot (the hash tag), so
-        # only the node holding it is scanned, not every primary.
-        where["target_nodes"] = node_of(keys.batch)
-    return [str(key) for key in client.scan_iter(match=f"{keys.prefix}*", count=500, **where)]
 
 
 def expire_batch(client: Any, keys: Keys, keep: float) -> int:
