@@ -22,17 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import attrs
 import redis
+from _redis_server import start_server
 
 from orchestra._fleet import Connection, FleetConfig, Keys, RedisChangeStore
 from orchestra._policy import FleetPolicy
@@ -186,29 +184,6 @@ def report(url: str, folder: Path, *, loops: int, iterations: int, replayed: int
     print(f"  last / middle reading = {grown:.2f}x (about 1x once capped)")
 
 
-def _server(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("bench/_fleet_memory.py needs redis-server (apt-get install redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(folder)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    client = redis.Redis(port=port)
-    for _ in range(500):
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.01)
-    client.close()
-    return process, port
-
-
 def fleet_memory(url: str, folder: Path, args: Any) -> None:
     """bench/fleet.py's one call: its server and its ``--quick``."""
     quick = bool(getattr(args, "quick", False))
@@ -234,7 +209,7 @@ def main() -> None:
     args = parse_args(parser, loops=2, iterations=3, replayed=300, cap=100)
     with tempfile.TemporaryDirectory(prefix="forge-bench-fleet-memory-") as scratch:
         folder = Path(scratch)
-        process, port = _server(folder)
+        process, port = start_server(folder, "bench/_fleet_memory.py")
         try:
             report(
                 f"redis://127.0.0.1:{port}/0",

@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +36,7 @@ import redis
 import trio
 from _fleet_memory import fleet_memory
 from _quick import parse_args, verdict
+from _redis_server import start_server
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -49,30 +48,6 @@ FORGE = Path(sys.executable).with_name("forge")
 CALLS = 10**9  # never reached: nothing waits
 WINDOW = 86400.0  # a day: nothing leaves the log while it is timed
 GOAL = 2.0  # the rate with the most live permits within this many times the empty window's
-
-
-def start_server(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("bench/fleet.py needs redis-server (apt-get install redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    # In this script's process group: whoever stops the bench stops the server too.
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(folder), "--logfile", str(folder / "redis.log")],
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    client = redis.Redis(port=port, retry=Retry(NoBackoff(), 0))
-    for _ in range(500):
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.01)
-    client.close()
-    return process, port
 
 
 async def limiter_acquires(url: str, name: str, live: int, count: int) -> float:
@@ -249,7 +224,7 @@ def main() -> None:
     args = parse_args(parser, acquires=20, live=[0, 10, 100], rounds=1, loops=3)
     with tempfile.TemporaryDirectory(prefix="forge-bench-fleet-") as scratch:
         folder = Path(scratch)
-        process, port = start_server(folder)
+        process, port = start_server(folder, "bench/fleet.py")
         url = f"redis://127.0.0.1:{port}/0"
         try:
             limiter_rates(args, url, port)

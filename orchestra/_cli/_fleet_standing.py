@@ -73,15 +73,7 @@ def fleet_row(change: str, loop: dict[str, Any], state: Any, events: list[Any]) 
     """One loop's row: its fleet state and host, and its standing from its state and timeline."""
     records = [event_record(event) for event in events]
     circuit, verify, spend = state.circuit, state.verify, state.spend
-    held = Held(
-        circuit_escalated=circuit.escalated,
-        circuit_reason=circuit.reason,
-        circuit_blocked=circuit.blocked,
-        verify_open=verify.open,
-        verify_blocked=verify.blocked,
-        verify_failures=verify.consecutive_failures,
-        verify_max=verify.max_failures,
-    )
+    held = Held.of(circuit, verify)
     stands = standing(change, records, held, where="", root="")
     fleet_state = str(loop.get("state"))
     # The fleet's word wins over the timeline's: an escalated loop needs a person

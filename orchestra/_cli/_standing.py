@@ -12,11 +12,15 @@ nothing to decide, is *idle*.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._state import BLOCKED, CHECKPOINT, RunStarted, RunStopped
+
+if TYPE_CHECKING:
+    from .._circuit import CircuitState
+    from .._verify import VerifyAttempts
 
 NEEDS_YOU = "needs you"
 RUNNING = "running"
@@ -78,6 +82,19 @@ class Held:
     verify_blocked: str | None = None
     verify_failures: int = 0
     verify_max: int | None = None
+
+    @classmethod
+    def of(cls, circuit: CircuitState, verify: VerifyAttempts) -> Held:
+        """The gates' state from a loop's circuit and verify streak (its files, or the server's)."""
+        return cls(
+            circuit_escalated=circuit.escalated,
+            circuit_reason=circuit.reason,
+            circuit_blocked=circuit.blocked,
+            verify_open=verify.open,
+            verify_blocked=verify.blocked,
+            verify_failures=verify.consecutive_failures,
+            verify_max=verify.max_failures,
+        )
 
 
 def standing(

@@ -215,15 +215,7 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         recovery = None  # the watch after recovery is over: no strategy in force
     finished = circuit_state.finished is not None
     where = "" if paths.root == root else str(paths.root)
-    held = Held(
-        circuit_escalated=circuit_state.escalated,
-        circuit_reason=circuit_state.reason,
-        circuit_blocked=circuit_state.blocked,
-        verify_open=verify.open,
-        verify_blocked=verify.blocked,
-        verify_failures=verify.consecutive_failures,
-        verify_max=verify.max_failures,
-    )
+    held = Held.of(circuit_state, verify)
     stands = standing(paths.name, records, held, where=where, root=str(root))
     if verify.blocked:
         verify_text = f"BLOCKED ({verify.blocked})"
