@@ -169,7 +169,12 @@ def test_tampering_cut_short_by_kill9_leaves_the_victim_blocked(repo: Repo) -> N
     victim's breaker is rebuilt from its timeline, the log of record, and the
     victim stays blocked.
     """
-    repo.write("forge.toml", RUN_POLICY + '[verify]\ncommand = "exit 1"\nspecs = []\n')
+    # Outside the sandbox (which makes the file read-only to the agent, see
+    # tests/test_sandbox_e2e.py): what the log of record does when the attack lands.
+    repo.write(
+        "forge.toml",
+        RUN_POLICY + '[verify]\ncommand = "exit 1"\nspecs = []\n\n[sandbox]\nmode = "off"\n',
+    )
     for _ in range(3):
         repo.forge(*("verify", "--change", "victim"))
     breaker = repo.change_dir("victim") / "verify-attempts.yaml"
