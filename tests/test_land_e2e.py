@@ -226,3 +226,42 @@ def test_outside_a_git_repository_it_is_a_usage_error(tmp_path: Path) -> None:
     done = Repo(folder).forge("land")
     assert done.code == 2
     assert "needs a git repository" in done.err
+
+
+def test_the_verify_is_the_loops_own_from_its_loop_table(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path / "seen.log")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "sh verify.sh"\nspecs = []\ntests = []\n\n'
+        '[[loop]]\nchange = "strict"\nworktree = true\nverify.command = "exit 3"\n',
+    )
+    repo.commit("strict loop")
+    _change(repo, "strict", {"s.txt": "s\n"})
+    _change(repo, "easy", {"e.txt": "e\n"})
+    before = _head(repo)
+
+    done = repo.forge("land", "strict", "easy", "--order", "easy", "--plain")
+
+    assert done.code == 1
+    assert done.lines[0].startswith("land: easy — landed on main")
+    assert (
+        done.lines[1] == "land: strict — verify FAIL on the combined tree (tests); base unchanged"
+    )
+    assert repo.git("rev-parse", "HEAD~1").strip() == before
+
+
+def test_conflicting_flags_and_orders_are_usage_errors(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path / "seen.log")
+    _change(repo, "one", {"o.txt": "o\n"})
+    both = repo.forge("land", "one", "--merge", "--squash")
+    assert both.code == 2
+    assert "exclude each other" in both.err
+    stranger = repo.forge("land", "one", "--order", "two")
+    assert stranger.code == 2
+    assert "--order names 'two'" in stranger.err
+    other = tmp_path / "other"
+    repo.git("worktree", "add", "-q", "-b", "side", str(other), "HEAD")
+    elsewhere = repo.forge("land", "one", "--base", "side")
+    assert elsewhere.code == 2
+    assert "checked out in another worktree" in elsewhere.err
+    assert "forge/one" in _branches(repo)

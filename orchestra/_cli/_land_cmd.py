@@ -12,6 +12,7 @@ from .._land import (
     LandSettings,
     batch_changes,
     checked_out_branch,
+    checked_out_elsewhere,
     has_landed,
     head_of,
     land_all,
@@ -44,6 +45,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         )
     if head_of(root, base) is None:
         raise UsageError(f"--base {base}: no such branch", hint="git branch lists them")
+    elsewhere = checked_out_elsewhere(root, base)
+    if elsewhere is not None:
+        # Moving it would leave that tree's files behind its branch.
+        raise UsageError(
+            f"--base {base} is checked out in another worktree ({elsewhere})",
+            hint="land onto the branch of the main working tree, or switch that worktree away",
+        )
     named = list(args.changes or [])
     batch = [] if named else _latest_batch(root)
     candidates = {name for name, _ in batch} | set(named)

@@ -9,6 +9,7 @@ from ._queue import LandSettings as LandSettings
 from ._queue import land_all as land_all
 from ._repo import LandGitError as LandGitError
 from ._repo import checked_out_branch as checked_out_branch
+from ._repo import checked_out_elsewhere as checked_out_elsewhere
 from ._repo import head_of as head_of
 from ._repo import require_repository as require_repository
 from ._repo import tracked_changes as tracked_changes

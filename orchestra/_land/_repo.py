@@ -56,6 +56,20 @@ def require_repository(root: Path) -> None:
         )
 
 
+def checked_out_elsewhere(root: Path, branch: str) -> Path | None:
+    """A linked worktree (not ``root``'s own) that has ``branch`` checked out, if any."""
+    listing = git(root, "worktree", "list", "--porcelain").stdout.decode(errors="replace")
+    here = root.resolve()
+    for record in listing.split("\n\n"):
+        lines = record.strip().splitlines()
+        where = next(
+            (ln.removeprefix("worktree ") for ln in lines if ln.startswith("worktree ")), ""
+        )
+        if f"branch refs/heads/{branch}" in lines and where and Path(where).resolve() != here:
+            return Path(where)
+    return None
+
+
 def tracked_changes(tree: Path) -> list[str]:
     """Paths with uncommitted changes to tracked files (untracked ones do not count)."""
     done = git(tree, "status", "--porcelain", "--untracked-files=no")
