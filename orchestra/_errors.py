@@ -23,6 +23,7 @@ The tree (every subclass, wherever it is defined)::
     ├── BudgetExhausted           exit 1  another fix iteration asked for with none left
     ├── GoalStepsExhausted        exit 1  another goal step asked for with none left
     ├── SourceError               exit 1  a fleet loop's repository could not be cloned or pushed
+    ├── LandGitError              exit 1  a git command forge land needs failed (not a conflict)
     └── WorktreeError             exit 1  a loop's git worktree could not be created
         └── WorktreeImportError   exit 1  its Python would import the main checkout's code
 
@@ -31,7 +32,8 @@ Defined elsewhere, next to what raises them: ``ContractError``,
 ``LimitTooLarge`` and ``RateLimitStoreError`` in :mod:`orchestra._ratelimit`,
 ``WorktreeError`` and ``WorktreeImportError`` in :mod:`orchestra._supervise`,
 ``FleetUnavailable``, ``FleetRefused``, ``BatchVanished``, ``ForeignLimiterKey``,
-``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`. A test
+``LeaseLost`` and ``SourceError`` in :mod:`orchestra._fleet`, ``LandGitError`` in
+:mod:`orchestra._land`. A test
 keeps this tree complete.
 
 This module imports nothing from the rest of the package.

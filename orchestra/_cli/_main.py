@@ -100,6 +100,7 @@ _EXAMPLES = {
     ],
     "supervise": ["forge supervise --dry-run", "forge supervise"],
     "status": ["forge status", "forge status --json"],
+    "land": ["forge land --dry-run", "forge land", "forge land billing --squash --keep"],
     "circuit": [
         "forge circuit billing",
         'forge circuit billing --reset --reason "fixed the fixture"',
@@ -397,6 +398,23 @@ def _add_circuit(commands: _Commands, common: argparse.ArgumentParser) -> None:
     )
     circuit.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     circuit.set_defaults(handler="_circuit_cmd:run")
+
+
+def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    land = commands.add_parser(
+        "land", parents=[common], help="land the batch's done changes on the base, each verified"
+    )
+    land.add_argument("changes", nargs="*", type=_change_name, metavar="CHANGE", help=_CHANGE_HELP)
+    land.add_argument(
+        "--base", metavar="BRANCH", help="the branch to land on (default: checked out)"
+    )
+    land.add_argument("--order", metavar="C1,C2", help="land these first, in this order")
+    land.add_argument("--rebase", action="store_true", help="replay the commits (the default)")
+    land.add_argument("--merge", action="store_true", help="one merge commit per change")
+    land.add_argument("--squash", action="store_true", help="one commit per change")
+    land.add_argument("--keep", action="store_true", help="keep each landed change's worktree")
+    land.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    land.set_defaults(handler="_land_cmd:run")
 
 
 def _add_loop(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -736,6 +754,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "secscan": _add_secscan,
     "status": _add_status,
     "circuit": _add_circuit,
+    "land": _add_land,
     "loop": _add_loop,
     "checkpoint": _add_checkpoint,
     "event": _add_event,

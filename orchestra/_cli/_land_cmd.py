@@ -1,0 +1,143 @@
+"""``forge land [CHANGE…]``: the latest batch's finished changes onto the base, each verified."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._land import (
+    LandSettings,
+    batch_changes,
+    checked_out_branch,
+    checked_out_elsewhere,
+    has_landed,
+    head_of,
+    land_all,
+    order_changes,
+    require_repository,
+    tracked_changes,
+)
+from .._state import STATE_DIR, ChangePaths, read_timeline
+from ._common import policy_from, project_from
+from ._console import Output
+from ._trio_run import run_interruptible
+
+if TYPE_CHECKING:
+    from .._policy import LoadedPolicy, VerifyPolicy
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    project = project_from(args)
+    root = project.root
+    require_repository(root)
+    mode = "merge" if args.merge else "squash" if args.squash else "rebase"
+    if args.merge and args.squash:
+        raise UsageError("--merge and --squash exclude each other", hint="pick one mode")
+    checked = checked_out_branch(root)
+    base = args.base or checked
+    if not base:
+        raise UsageError(
+            "no base: the main working tree has no branch checked out",
+            hint="forge land --base main",
+        )
+    if head_of(root, base) is None:
+        raise UsageError(f"--base {base}: no such branch", hint="git branch lists them")
+    elsewhere = checked_out_elsewhere(root, base)
+    if elsewhere is not None:
+        # Moving it would leave that tree's files behind its branch.
+        raise UsageError(
+            f"--base {base} is checked out in another worktree ({elsewhere})",
+            hint="land onto the branch of the main working tree, or switch that worktree away",
+        )
+    named = list(args.changes or [])
+    batch = [] if named else _latest_batch(root)
+    candidates = {name for name, _ in batch} | set(named)
+    order = [c.strip() for c in (args.order or "").split(",") if c.strip()]
+    plan = order_changes(
+        batch,
+        named=named,
+        order=order,
+        has_branch={c: head_of(root, f"forge/{c}") is not None for c in candidates},
+        landed={
+            c: has_landed(read_timeline(ChangePaths(root, c).timeline).events) for c in candidates
+        },
+    )
+    on_base = checked == base
+    if on_base and not args.dry_run:
+        dirty = tracked_changes(root)
+        if dirty:
+            raise UsageError(
+                f"the working tree has {base} checked out with uncommitted changes "
+                f"({', '.join(dirty[:5])}): landing would move it under them",
+                hint="commit or stash them, then forge land again",
+            )
+    for change, why in plan.skipped:
+        out.line(f"land: {change} — skipped: {why}", style="dim")
+    if args.dry_run:
+        for position, change in enumerate(plan.changes, start=1):
+            out.line(f"plan {position}: {change} — {mode} onto {base}, then verify")
+        out.line(f"land: would land {len(plan.changes)} change(s) onto {base} (dry run)")
+        if out.json_mode:
+            out.document(
+                {"dry_run": True, "base": base, "mode": mode, "changes": list(plan.changes)}
+            )
+        return EXIT_OK
+    loaded = policy_from(project, args=args)
+    settings = LandSettings(base=base, mode=mode, keep=args.keep, checked_out=on_base)
+    grace = loaded.policy.run.grace.seconds
+
+    async def verify(change: str, folder: Path) -> tuple[bool, list[str]]:
+        from .._verify import run_verify
+
+        report = await run_verify(folder, _verify_policy(loaded, root, change), grace)
+        return report.passed, report.failing()
+
+    outcomes = run_interruptible(land_all, root, plan.changes, settings, verify, out.line)
+    landed = sum(1 for o in outcomes if o.result == "landed")
+    held = len(outcomes) - landed
+    out.line(
+        f"land: {landed} landed, {held} not landed of {len(outcomes)} onto {base}"
+        + ("" if not held else " — escalate: see the lines above")
+    )
+    if out.json_mode:
+        out.document(
+            {
+                "base": base,
+                "mode": mode,
+                "landed": landed,
+                "not_landed": held,
+                "changes": [o.as_json() for o in outcomes],
+                "skipped": [{"change": c, "why": w} for c, w in plan.skipped],
+            }
+        )
+    return EXIT_ESCALATE if held else EXIT_OK
+
+
+def _latest_batch(root: Path) -> list[tuple[str, str | None]]:
+    """The loops of the latest ``forge supervise`` summary, in the batch's order."""
+    runs = root / STATE_DIR / "runs"
+    summaries = sorted(runs.glob("*/summary.json")) if runs.is_dir() else []
+    for path in reversed(summaries):
+        try:
+            data = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("loops"), list):
+            return batch_changes(data)
+    raise UsageError(
+        "no batch to land: no .forge/runs/*/summary.json",
+        hint="run forge supervise first, or name the changes: forge land C1 C2",
+    )
+
+
+def _verify_policy(loaded: LoadedPolicy, root: Path, change: str) -> VerifyPolicy:
+    """The change's verify: its ``[[loop]]``'s effective policy, else the project's."""
+    from .._supervise import resolve_loops
+
+    for setup in resolve_loops(loaded, root):
+        if setup.change == change:
+            return setup.policy.verify
+    return loaded.policy.verify

@@ -1,0 +1,15 @@
+"""forge land: bring a batch's finished changes onto the base, one at a time, verified."""
+
+from ._plan import LandPlan as LandPlan
+from ._plan import batch_changes as batch_changes
+from ._plan import has_landed as has_landed
+from ._plan import order_changes as order_changes
+from ._queue import LandOutcome as LandOutcome
+from ._queue import LandSettings as LandSettings
+from ._queue import land_all as land_all
+from ._repo import LandGitError as LandGitError
+from ._repo import checked_out_branch as checked_out_branch
+from ._repo import checked_out_elsewhere as checked_out_elsewhere
+from ._repo import head_of as head_of
+from ._repo import require_repository as require_repository
+from ._repo import tracked_changes as tracked_changes
