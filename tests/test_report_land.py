@@ -124,3 +124,23 @@ def test_status_says_ready_until_a_land_is_recorded(repo: Repo) -> None:
     rows = {row["change"]: row for row in json.loads(repo.forge("status", "--json").out)["changes"]}
     assert {row["land"] for row in rows.values()} == {"ready"}
     assert "  land:     ready" in repo.forge("status").out
+
+
+def test_clean_after_a_real_batch_removes_only_the_landed_change(repo: Repo) -> None:
+    _batch(repo)
+    head = _land_some(repo)
+    dry = repo.forge("clean", "--dry-run", "--abandon", "ready", "--reason", "superseded")
+    assert dry.code == 0, dry
+    assert "would remove ready" in dry.out
+    assert (repo.root / ".forge" / "worktrees" / "ready").is_dir()
+    assert "land.abandoned" not in ChangePaths(repo.root, "ready").timeline.read_text()
+    done = repo.forge("clean", "--json")
+    assert done.code == 0, done
+    shown = json.loads(done.out)
+    assert [entry["change"] for entry in shown["removed"]] == ["shipped"]
+    assert sorted(entry["change"] for entry in shown["kept"]) == ["broken", "clash", "ready"]
+    assert not (repo.root / ".forge" / "worktrees" / "shipped").exists()
+    # Cleaned, it has still landed.
+    rows = {row["change"]: row for row in json.loads(repo.forge("status", "--json").out)["changes"]}
+    assert rows["shipped"]["land"] == f"landed on main ({head[:7]})"
+    assert rows["ready"]["land"] == "ready"
