@@ -161,3 +161,22 @@ def test_bad_usage_exits_2_and_removes_nothing(repo: Repo) -> None:
     assert stray.code == 2
     assert path.exists()
     assert _kinds(repo, "demo-search") == []
+
+
+def test_unlanded_work_is_counted_against_the_loop_s_declared_base(repo: Repo) -> None:
+    repo.git("branch", "-M", "main")
+    repo.git("branch", "develop")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\n'
+        '[[loop]]\nchange = "demo-dev"\ncmd = "true"\nworktree = true\nbase = "develop"\n',
+    )
+    repo.commit("policy")  # on main only: develop lacks it
+    path = repo.root / ".forge" / "worktrees" / "demo-dev"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    repo.git("worktree", "add", "-q", "-b", "forge/demo-dev", str(path), "develop")
+    _commit_in(path, "dev.py", "x\n")
+
+    done = repo.forge("clean")
+    assert done.code == 0, done.err
+    assert "kept demo-dev: 1 commit(s) not on develop" in done.out

@@ -110,6 +110,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             hint="forge status lists the changes",
         )
     fallback = _current_branch(root)
+    bases = _declared_bases(project.config)
     removed: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
     if abandon is not None and not args.dry_run:
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             OtherEvent(name=LAND_ABANDONED, fields={"reason": reason, "by": _who(root)}),
         )
     for name in sorted(names | ({abandon} if abandon else set())):
-        left = _leftovers(root, name, fallback)
+        left = _leftovers(root, name, bases.get(name, fallback))
         if left.worktree is None and left.branch is None:
             continue
         decided = verdict(left, abandoned=name == abandon)
@@ -168,6 +169,32 @@ def _candidates(root: Path) -> set[str]:
     for line in (listed or b"").decode(errors="replace").splitlines():
         names.add(line.strip().removeprefix(_BRANCH_PREFIX))
     return {name for name in names if CHANGE_NAME.fullmatch(name)}
+
+
+def _declared_bases(config: Path | None) -> dict[str, str]:
+    """Each ``[[loop]]``'s ``base`` other than ``HEAD``, read straight from forge.toml.
+
+    Only the base is wanted, to count a branch's unlanded commits: a file that
+    cannot be read that simply leaves every change compared with the branch
+    checked out (``HEAD``, the loops' default base, is that too).
+    """
+    if config is None:
+        return {}
+    import tomllib  # here: only clean reads the file this way
+
+    try:
+        data = tomllib.loads(config.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # TOMLDecodeError, UnicodeDecodeError
+        return {}
+    tables = data.get("loop", [])
+    found: dict[str, str] = {}
+    for table in tables if isinstance(tables, list) else []:
+        if not isinstance(table, dict):
+            continue
+        change, base = table.get("change"), table.get("base")
+        if isinstance(change, str) and isinstance(base, str) and base and base != "HEAD":
+            found[change] = base
+    return found
 
 
 def _current_branch(root: Path) -> str:
