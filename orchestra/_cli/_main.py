@@ -109,6 +109,10 @@ _EXAMPLES = {
     "checkpoint": ["forge checkpoint --change billing --stage iteration-2"],
     "event": ['forge event --change billing forge.blocked --detail "needs the tax table"'],
     "resume": ["forge resume --change billing"],
+    "clean": [
+        "forge clean --dry-run",
+        'forge clean --abandon billing --reason "superseded by refunds"',
+    ],
     "policy": ["forge policy show", "forge policy check", "forge policy dump --defaults"],
     "spend": ["forge spend billing", "forge spend billing --reset"],
     "timeline": [
@@ -415,6 +419,23 @@ def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
     land.add_argument("--keep", action="store_true", help="keep each landed change's worktree")
     land.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     land.set_defaults(handler="_land_cmd:run")
+
+
+def _add_clean(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    clean = commands.add_parser(
+        "clean", parents=[common], help="remove the worktrees and branches of landed changes"
+    )
+    clean.add_argument(
+        "--abandon",
+        metavar="CHANGE",
+        type=_change_name,
+        help="give up a change's work and remove it too (needs --reason; kept in the timeline)",
+    )
+    clean.add_argument("--reason", help="why the change is abandoned (required with --abandon)")
+    clean.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed and kept; remove nothing"
+    )
+    clean.set_defaults(handler="_clean_cmd:run")
 
 
 def _add_loop(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -755,6 +776,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "status": _add_status,
     "circuit": _add_circuit,
     "land": _add_land,
+    "clean": _add_clean,
     "loop": _add_loop,
     "checkpoint": _add_checkpoint,
     "event": _add_event,

@@ -23,6 +23,7 @@ from .._names import CHANGE_NAME
 from .._spend import read_spend
 from .._state import (
     LOOP_CIRCUIT,
+    STATE_DIR,
     STATUS_FILE,
     AlertCleared,
     AlertRaised,
@@ -33,6 +34,7 @@ from .._state import (
     RecoveryStep,
     decode_event,
     event_name,
+    land_state,
     last_alert_details,
     list_changes,
     read_timeline,
@@ -101,6 +103,8 @@ def status(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  recovery: {given}")
         for name, detail in row["alerts"].items():
             out.line(f"  alert:    {name} — {detail}", style="yellow")
+        if row["land"] is not None:
+            out.line(f"  land:     {row['land']}")
         out.line(f"  last:     {row['last_event'] or '-'}")
     return EXIT_OK
 
@@ -253,4 +257,17 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         "blocker": None if stands.blocker is None else attrs.asdict(stands.blocker),
         "decisions": [attrs.asdict(decision) for decision in stands.decisions],
         "then": list(stands.then),
+        "land": _land_line(paths, records, stands.state),
     }
+
+
+def _land_line(paths: ChangePaths, records: Sequence[dict[str, Any]], stands: str) -> str | None:
+    """Its land state, if any; else ``ready`` for a loop in a worktree that ended done.
+
+    Only a loop in a worktree has a branch to land (``forge/<change>``).
+    """
+    land = land_state(records)
+    if land.state != "none":
+        return land.line()
+    worktree = paths.root / STATE_DIR / "worktrees" / paths.name
+    return "ready" if stands == DONE and worktree.is_dir() else None

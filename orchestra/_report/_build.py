@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._state import FORGE_LINES, FORGE_WRITES, Event, RunStarted, iso_epoch
+from .._state import FORGE_LINES, FORGE_WRITES, Event, OtherEvent, RunStarted, iso_epoch, land_state
 from ._fold import Fold, number
 from ._model import BatchReport, LoopReport, Spend, Trip
 
@@ -289,7 +289,18 @@ def _loop(
         limiter_wait=round(fold.limiter_wait, 3),
         paused=round(fold.paused, 3),
         cooldown=round(fold.cooldown, 3),
+        # The whole timeline: a change lands after the run that made it.
+        land=land_state(_land_records(fact.events)),
     )
+
+
+def _land_records(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """The ``land.*`` events as records: this release decodes them as generic events."""
+    return [
+        {**event.fields, "event": event.name}
+        for event in events
+        if isinstance(event, OtherEvent) and event.name.startswith("land.")
+    ]
 
 
 FORGE_FILES = (FORGE_WRITES, FORGE_LINES)

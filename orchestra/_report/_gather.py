@@ -209,11 +209,14 @@ def gather_report(
 def with_diffs(
     report: BatchReport, *, redact: Redact | None, own: Iterable[str] = ()
 ) -> BatchReport:
-    """The report with each escalated loop's diff, read from its folder with git."""
+    """The report with each escalated or ready-to-land loop's diff, read with git."""
     own = tuple(own)
-    # Only an escalation's card shows a diff: git is asked for those loops alone.
+    # Only an escalation's card shows a diff, and a ready loop its diffstat:
+    # git is asked for those loops alone.
     loops = tuple(
-        attrs.evolve(loop, diff=work_diff(loop, redact=redact, own=own)) if loop.escalated else loop
+        attrs.evolve(loop, diff=work_diff(loop, redact=redact, own=own))
+        if loop.escalated or loop.ready_to_land
+        else loop
         for loop in report.loops
     )
     return attrs.evolve(report, loops=loops)

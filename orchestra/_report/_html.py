@@ -82,6 +82,8 @@ def render_html(report: BatchReport) -> str:
         _warnings(report),
         _escalations(report),
         _not_finished(report),
+        _ready_to_land(report),
+        _landed(report),
         _loop_table(report),
         _timelines(report),
         _spend(report),
@@ -251,6 +253,83 @@ def _not_finished(report: BatchReport) -> str:
         "their state is kept, and each goes on where it stopped with:</p>"
         f"<ul>{items}</ul>\n</section>"
     )
+
+
+def _ready_to_land(report: BatchReport) -> str:
+    """Loops that ended done and have not landed: each one's diffstat, last verify, spend."""
+    loops = report.ready_to_land
+    if not loops:
+        return ""
+    items = "".join(
+        f'<li><a href="#loop-{_ident(report, loop)}">{escape(loop.change)}</a> — '
+        f"verify {escape(loop.verify or 'never run')}, {loop.spend.tokens:,} tokens, "
+        f"{escape(money(loop.spend))}"
+        f"{_land_stat(loop.diff)}</li>"
+        for loop in loops
+    )
+    return (
+        '<section id="ready-to-land" aria-labelledby="ready-to-land-h">\n'
+        f'<h2 id="ready-to-land-h">Ready to land ({len(loops)})</h2>\n'
+        "<p>These loops ended done; <code>forge land</code> puts their work on the base.</p>"
+        f"<ul>{items}</ul>\n</section>"
+    )
+
+
+def _land_stat(diff: WorkDiff | None) -> str:
+    """A ready loop's diffstat against its base (its diff is for a reviewer, not here)."""
+    words = land_stat(diff)
+    if isinstance(words, str):
+        return f'<p class="muted">{escape(words)}</p>'
+    head, stat = words
+    return f"<p>{escape(head)}</p>" + '<pre class="diffstat">' + escape("\n".join(stat)) + "</pre>"
+
+
+def land_stat(diff: WorkDiff | None) -> str | tuple[str, tuple[str, ...]]:
+    """What a ready loop changed: a line saying why there is no diffstat, or its head and lines."""
+    if diff is None or diff.base is None:
+        return (diff.missing if diff else None) or "no diffstat"
+    if not diff.stat:
+        return f"no change against {diff.base}"
+    return f"Against {diff.base}:", diff.stat
+
+
+def _landed(report: BatchReport) -> str:
+    """What ``forge land`` did: the loops landed (with the commit), in conflict, failed."""
+    groups = landing_groups(report)
+    if not groups:
+        return ""
+    parts = []
+    for title, loops in groups:
+        items = "".join(
+            f'<li><a href="#loop-{_ident(report, loop)}">{escape(loop.change)}</a> — '
+            f"{escape(land_words(loop))}</li>"
+            for loop in loops
+        )
+        parts.append(f"<h3>{title} ({len(loops)})</h3><ul>{items}</ul>")
+    return (
+        '<section id="landed" aria-labelledby="landed-h">\n'
+        '<h2 id="landed-h">Landed / Conflicts / Failed</h2>\n' + "\n".join(parts) + "\n</section>"
+    )
+
+
+_LAND_GROUPS = (("Landed", "landed"), ("Conflicts", "conflict"), ("Failed", "failed"))
+
+
+def landing_groups(report: BatchReport) -> list[tuple[str, tuple[LoopReport, ...]]]:
+    """The land outcomes' groups that hold a loop, each with its title."""
+    groups = [(title, report.landing(state)) for title, state in _LAND_GROUPS]
+    return [(title, loops) for title, loops in groups if loops]
+
+
+def land_words(loop: LoopReport) -> str:
+    """One loop's land outcome: ``on main at abc1234 (merge)``, the files, the checks."""
+    land = loop.land
+    if land.state == "landed":
+        mode = f" ({land.mode})" if land.mode else ""
+        return f"on {land.base or '?'} at {land.commit[:7] or '?'}{mode}"
+    if land.state == "conflict":
+        return f"conflicts with {land.base or 'the base'} in " + (", ".join(land.files) or "?")
+    return f"verify failed on {land.base or 'the base'}: " + ("; ".join(land.checks) or "?")
 
 
 def not_finished(report: BatchReport) -> list[LoopReport]:

@@ -19,7 +19,16 @@ from ._fold import (
     trip_words,
     unsaid_evidence,
 )
-from ._html import money, not_finished, source_note, verify_failed, when
+from ._html import (
+    land_stat,
+    land_words,
+    landing_groups,
+    money,
+    not_finished,
+    source_note,
+    verify_failed,
+    when,
+)
 from ._model import BatchReport, LoopReport, WorkDiff
 
 _GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
@@ -59,7 +68,7 @@ def render_markdown(
     table = _loop_rows(report)
     timelines = [line for loop in report.loops for line in _timeline(loop, max_events)]
     tail = _spend_and_notes(report)
-    resume = _not_finished(report)
+    resume = [*_not_finished(report), *_ready_to_land(report), *_landed(report)]
     full = _join(head, _escalations_head(report), escalations, resume, _table_head(), table)
     full = _join(full, ["", "## Timelines", ""], timelines, tail)
     if not max_chars or len(full) <= max_chars:
@@ -173,6 +182,41 @@ def _not_finished(report: BatchReport) -> list[str]:
     ]
     lines += [f"- {loop.change} — {_ending(loop.ending)}: `{loop.resume[-1]}`" for loop in loops]
     return [*lines, ""]
+
+
+def _ready_to_land(report: BatchReport) -> list[str]:
+    loops = report.ready_to_land
+    if not loops:
+        return []
+    lines = [
+        f"## Ready to land ({len(loops)})",
+        "",
+        "These loops ended done; `forge land` puts their work on the base.",
+    ]
+    for loop in loops:
+        lines += [
+            "",
+            f"- {loop.change} — verify {loop.verify or 'never run'}, "
+            f"{loop.spend.tokens:,} tokens, {money(loop.spend)}",
+        ]
+        words = land_stat(loop.diff)
+        if isinstance(words, str):
+            lines += ["", f"  _{words}._"]
+        else:
+            lines += ["", f"  {words[0]}", "", *(f"  {line}" for line in _fenced(words[1]))]
+    return [*lines, ""]
+
+
+def _landed(report: BatchReport) -> list[str]:
+    groups = landing_groups(report)
+    if not groups:
+        return []
+    lines = ["## Landed / Conflicts / Failed", ""]
+    for title, loops in groups:
+        lines += [f"### {title} ({len(loops)})", ""]
+        lines += [f"- {loop.change} — {land_words(loop)}" for loop in loops]
+        lines.append("")
+    return lines
 
 
 def _table_head() -> list[str]:

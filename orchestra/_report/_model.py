@@ -11,6 +11,8 @@ from typing import Any
 
 import attrs
 
+from .._state import LandState
+
 # What a mark on a loop's timeline strip stands for. A kind this release does not
 # know (an event another version writes) is shown as ``other`` with its name.
 ITERATION = "iteration"
@@ -176,6 +178,7 @@ class LoopReport:
         output_tail: The last lines of its last iteration's output (already redacted).
         verify_checks: The last verify's checks: ``name``, ``outcome``, ``passed``,
             and for a failing one its ``failures`` lines and output ``tail``.
+        land: Its land state, from the ``land.*`` events of its whole timeline.
     """
 
     change: str
@@ -208,6 +211,17 @@ class LoopReport:
     cooldown: float = 0.0
     position: int = 0
     diff: WorkDiff | None = None
+    land: LandState = attrs.field(factory=LandState)
+
+    @property
+    def ready_to_land(self) -> bool:
+        """Whether the loop ended done on its own branch and no land is recorded since.
+
+        Only a loop in a worktree has a branch (``forge/<change>``) to land; one
+        working in the repository's own tree left its work there already.
+        """
+        on_branch = (self.where or "").startswith(f"branch forge/{self.change},")
+        return on_branch and self.ending == "done" and self.land.state == "none"
 
     @property
     def alerts(self) -> tuple[Notice, ...]:
@@ -305,6 +319,17 @@ class BatchReport:
     @property
     def escalations(self) -> tuple[LoopReport, ...]:
         return tuple(loop for loop in self.loops if loop.escalated)
+
+    @property
+    def ready_to_land(self) -> tuple[LoopReport, ...]:
+        """The loops that ended done and have not landed: ``forge land``'s to do."""
+        return tuple(loop for loop in self.loops if loop.ready_to_land)
+
+    def landing(self, state: str) -> tuple[LoopReport, ...]:
+        """The loops whose latest land outcome is ``state`` (landed, conflict, failed)."""
+        found = [loop for loop in self.loops if loop.land.state == state]
+        # Landed ones in the order they landed; the rest by name.
+        return tuple(sorted(found, key=lambda loop: (loop.land.order, loop.change)))
 
     def counts(self) -> dict[str, int]:
         """Loops by ending, most frequent first (ties by name)."""

@@ -67,6 +67,13 @@ if TYPE_CHECKING:
     from ._journal import write_journaled as write_journaled
     from ._known import has_state as has_state
     from ._known import require_change as require_change
+    from ._land import LAND_ABANDONED as LAND_ABANDONED
+    from ._land import LAND_CLEANED as LAND_CLEANED
+    from ._land import LAND_CONFLICT as LAND_CONFLICT
+    from ._land import LAND_DONE as LAND_DONE
+    from ._land import LAND_FAILED as LAND_FAILED
+    from ._land import LandState as LandState
+    from ._land import land_state as land_state
     from ._statusfile import STATUS_FILE as STATUS_FILE
     from ._statusfile import last_alert_details as last_alert_details
     from ._statusfile import read_sections as read_sections
@@ -141,6 +148,15 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._land": (
+                "LAND_ABANDONED",
+                "LAND_CLEANED",
+                "LAND_CONFLICT",
+                "LAND_DONE",
+                "LAND_FAILED",
+                "LandState",
+                "land_state",
+            ),
             "._journal": ("JOURNAL", "checkpoint", "recover", "write_journaled"),
             "._ignore": ("GITIGNORE", "IGNORE_RULES", "keep_out_of_git"),
             "._iteration": (
