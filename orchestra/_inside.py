@@ -83,6 +83,7 @@ CONTROLS: dict[str, str] = {
     "_report_cmd:run": "forge report",
     "_secscan_cmd:waive": "forge secscan waive",
     "_land_cmd:run": "forge land",
+    "_clean_cmd:run": "forge clean",
 }
 # Commands that read unless a flag makes them a control: (handler, flag) -> name.
 CONTROL_FLAGS: dict[tuple[str, str], str] = {
@@ -90,8 +91,12 @@ CONTROL_FLAGS: dict[tuple[str, str], str] = {
     ("_verify_cmd:run", "reset_breaker"): "forge verify --reset-breaker",
     ("_spend_cmd:run", "reset"): "forge spend --reset",
 }
-# Controls a flag turns back into a reading: forge init/land --dry-run only print.
-_READING_FLAGS = {("_init_cmd:run", "dry_run"), ("_land_cmd:run", "dry_run")}
+# Controls a flag turns back into a reading: forge init/land/clean --dry-run only print.
+_READING_FLAGS = {
+    ("_init_cmd:run", "dry_run"),
+    ("_land_cmd:run", "dry_run"),
+    ("_clean_cmd:run", "dry_run"),
+}
 # The agent's channel: allowed for the loop's own change (``--change``), and
 # then answered without writing state. verify is one only with --change.
 CHANNELS: dict[str, str] = {
