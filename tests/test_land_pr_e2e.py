@@ -253,3 +253,19 @@ def test_bad_land_table_and_flags_are_usage_errors(repo: Repo, tmp_path: Path) -
     squash = repo.forge("land", "one", "--pr", "--squash")
     assert squash.code == 2
     assert "--squash does not apply to pull requests" in squash.err
+
+
+def test_the_land_tables_base_is_the_local_lands_default_base(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path)
+    repo.git("branch", "release")
+    repo.write(
+        "forge.toml",
+        '[verify]\ncommand = "true"\nspecs = []\ntests = []\n\n[land]\nbase = "release"\n',
+    )
+    repo.commit("release base")
+    _change(repo, "local")
+
+    plan = repo.forge("land", "local", "--dry-run", "--plain")
+
+    assert plan.code == 0, plan.err
+    assert plan.lines[0] == "plan 1: local — rebase onto release, then verify"

@@ -100,7 +100,13 @@ _EXAMPLES = {
     ],
     "supervise": ["forge supervise --dry-run", "forge supervise"],
     "status": ["forge status", "forge status --json"],
-    "land": ["forge land --dry-run", "forge land", "forge land billing --squash --keep"],
+    "land": [
+        "forge land --dry-run",
+        "forge land",
+        "forge land billing --squash --keep",
+        "forge land --pr",
+        "forge land --status",
+    ],
     "circuit": [
         "forge circuit billing",
         'forge circuit billing --reset --reason "fixed the fixture"',
