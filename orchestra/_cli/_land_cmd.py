@@ -26,18 +26,23 @@ from ._console import Output
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
-    from .._policy import LoadedPolicy, VerifyPolicy
+    from .._policy import LandPolicy, LoadedPolicy, VerifyPolicy
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     root = project.root
     require_repository(root)
+    land_policy = policy_from(project, args=args).policy.land
+    if args.status:
+        return _pr_status(root, args, out)
+    if args.pr or land_policy.mode == "pr":
+        return _land_prs(root, args, out, land_policy)
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"
     if args.merge and args.squash:
         raise UsageError("--merge and --squash exclude each other", hint="pick one mode")
     checked = checked_out_branch(root)
-    base = args.base or checked
+    base = args.base or land_policy.base or checked
     if not base:
         raise UsageError(
             "no base: the main working tree has no branch checked out",
@@ -141,3 +146,114 @@ def _verify_policy(loaded: LoadedPolicy, root: Path, change: str) -> VerifyPolic
         if setup.change == change:
             return setup.policy.verify
     return loaded.policy.verify
+
+
+def _land_prs(root: Path, args: argparse.Namespace, out: Output, policy: LandPolicy) -> int:
+    """``forge land --pr``: push each change's branch and open its pull request.
+
+    Nothing is verified here and the local base never moves: the remote's checks decide.
+    """
+    import attrs
+
+    from .._git import run_git
+    from .._land import has_pull_request, open_pull_requests
+    from .._spend import read_spend
+
+    for flag, given in (("--merge", args.merge), ("--squash", args.squash), ("--keep", args.keep)):
+        if given:
+            raise UsageError(
+                f"{flag} does not apply to pull requests: the remote merges them",
+                hint="forge land --pr [CHANGE…]",
+            )
+    base = args.base or policy.base or checked_out_branch(root)
+    if not base:
+        raise UsageError(
+            "no base for the pull requests: the main working tree has no branch checked out",
+            hint="forge land --pr --base main",
+        )
+    remote = policy.remote
+    if not run_git(root, "remote", "get-url", remote).ok:
+        raise UsageError(
+            f"no git remote {remote!r} to push to",
+            hint="git remote add origin URL, or set [land] remote in forge.toml",
+        )
+    named = list(args.changes or [])
+    batch = [] if named else _latest_batch(root)
+    candidates = {name for name, _ in batch} | set(named)
+    timelines = {c: read_timeline(ChangePaths(root, c).timeline).events for c in candidates}
+    order = [c.strip() for c in (args.order or "").split(",") if c.strip()]
+    plan = order_changes(
+        batch,
+        named=named,
+        order=order,
+        has_branch={c: head_of(root, f"forge/{c}") is not None for c in candidates},
+        landed={c: has_landed(timelines[c]) for c in candidates},
+    )
+    for change, why in plan.skipped:
+        out.line(f"land: {change} — skipped: {why}", style="dim")
+    taken = []
+    for change in plan.changes:
+        url = has_pull_request(timelines[change])
+        if url:
+            out.line(f"land: {change} — skipped: its pull request is open ({url})", style="dim")
+        else:
+            taken.append(change)
+    if args.dry_run:
+        for position, change in enumerate(taken, start=1):
+            out.line(f"plan {position}: {change} — push forge/{change} to {remote}, PR onto {base}")
+        out.line(f"land: would open {len(taken)} pull request(s) onto {base} (dry run)")
+        if out.json_mode:
+            out.document({"dry_run": True, "base": base, "remote": remote, "changes": taken})
+        return EXIT_OK
+
+    def spend_of(change: str) -> dict[str, object]:
+        return attrs.asdict(read_spend(ChangePaths(root, change)).totals)
+
+    outcomes = open_pull_requests(
+        root, taken, base=base, remote=remote, spend_of=spend_of, said=out.line
+    )
+    failed = sum(1 for o in outcomes if o.result == "failed")
+    out.line(
+        f"land: {len(outcomes) - failed} pushed, {failed} failed of {len(outcomes)} to {remote}"
+        + ("" if not failed else " — escalate: see the lines above")
+    )
+    if out.json_mode:
+        out.document(
+            {
+                "base": base,
+                "remote": remote,
+                "changes": [o.as_json() for o in outcomes],
+                "skipped": [{"change": c, "why": w} for c, w in plan.skipped],
+            }
+        )
+    return EXIT_ESCALATE if failed else EXIT_OK
+
+
+def _pr_status(root: Path, args: argparse.Namespace, out: Output) -> int:
+    """``forge land --status``: each opened pull request's state and checks, from gh."""
+    from .._land import gh_ready, has_pull_request, pull_request_status
+
+    missing = gh_ready()
+    if missing:
+        raise UsageError(
+            f"land --status asks gh about the pull requests: {missing}",
+            hint="install gh and run gh auth login",
+        )
+    changes_dir = root / STATE_DIR / "changes"
+    names = list(args.changes or []) or (
+        sorted(p.name for p in changes_dir.iterdir() if p.is_dir()) if changes_dir.is_dir() else []
+    )
+    statuses = []
+    for change in names:
+        url = has_pull_request(read_timeline(ChangePaths(root, change).timeline).events)
+        if url:
+            status = pull_request_status(root, change, url)
+            statuses.append(status)
+            out.line(status.line())
+        elif args.changes:
+            out.line(f"land: {change} — no pull request opened", style="dim")
+    if not statuses:
+        out.line("land: no pull requests opened (forge land --pr opens them)")
+    if out.json_mode:
+        out.document({"pull_requests": [s.as_json() for s in statuses]})
+    return EXIT_ESCALATE if any(s.error for s in statuses) else EXIT_OK

@@ -100,7 +100,13 @@ _EXAMPLES = {
     ],
     "supervise": ["forge supervise --dry-run", "forge supervise"],
     "status": ["forge status", "forge status --json"],
-    "land": ["forge land --dry-run", "forge land", "forge land billing --squash --keep"],
+    "land": [
+        "forge land --dry-run",
+        "forge land",
+        "forge land billing --squash --keep",
+        "forge land --pr",
+        "forge land --status",
+    ],
     "circuit": [
         "forge circuit billing",
         'forge circuit billing --reset --reason "fixed the fixture"',
@@ -418,6 +424,12 @@ def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
     land.add_argument("--squash", action="store_true", help="one commit per change")
     land.add_argument("--keep", action="store_true", help="keep each landed change's worktree")
     land.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    land.add_argument(
+        "--pr", action="store_true", help="push each branch and open a pull request (gh)"
+    )
+    land.add_argument(
+        "--status", action="store_true", help="the opened pull requests' state and checks"
+    )
     land.set_defaults(handler="_land_cmd:run")
 
 

@@ -4,6 +4,13 @@ from ._plan import LandPlan as LandPlan
 from ._plan import batch_changes as batch_changes
 from ._plan import has_landed as has_landed
 from ._plan import order_changes as order_changes
+from ._pr import PrOutcome as PrOutcome
+from ._pr import PrStatus as PrStatus
+from ._pr import gh_ready as gh_ready
+from ._pr import has_pull_request as has_pull_request
+from ._pr import open_pull_requests as open_pull_requests
+from ._pr import pr_body as pr_body
+from ._pr import pull_request_status as pull_request_status
 from ._queue import LandOutcome as LandOutcome
 from ._queue import LandSettings as LandSettings
 from ._queue import land_all as land_all

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._model import BreakerPolicy as BreakerPolicy
     from ._model import BudgetPolicy as BudgetPolicy
     from ._model import FleetPolicy as FleetPolicy
+    from ._model import LandPolicy as LandPolicy
     from ._model import NotifyPolicy as NotifyPolicy
     from ._model import Policy as Policy
     from ._model import PolicyRails as PolicyRails
@@ -94,6 +95,7 @@ if not TYPE_CHECKING:
                 "BreakerPolicy",
                 "BudgetPolicy",
                 "FleetPolicy",
+                "LandPolicy",
                 "LOOP_POLICY_TABLES",
                 "MAX_ITERATIONS_CEILING",
                 "Policy",

@@ -839,6 +839,34 @@ class FleetPolicy:
 
 @_table
 @attrs.frozen
+class LandPolicy:
+    """``[land]``: how forge land lands: onto the local base, or as pull requests."""
+
+    mode: str = attrs.field(
+        default="local",
+        validator=in_choices(("local", "pr")),
+        metadata=_doc(
+            "local: land onto the local base branch, each change verified; pr: push each "
+            "change's branch to the remote and open a pull request (forge land --pr)."
+        ),
+    )
+    remote: str = attrs.field(
+        default="origin",
+        validator=non_empty,
+        metadata=_doc("The git remote pull-request mode pushes forge/<change> branches to."),
+    )
+    base: str = attrs.field(
+        default="",
+        metadata=_doc(
+            "The base branch to land on (empty: the branch checked out in the main working "
+            "tree); forge land --base overrides it.",
+            example="main",
+        ),
+    )
+
+
+@_table
+@attrs.frozen
 class Policy:
     """The effective policy: built-in defaults, extended files, forge.toml, flags."""
 
@@ -892,6 +920,9 @@ class Policy:
     )
     fleet: FleetPolicy = attrs.field(
         factory=FleetPolicy, metadata=_doc("Several machines sharing one Redis: forge fleet.")
+    )
+    land: LandPolicy = attrs.field(
+        factory=LandPolicy, metadata=_doc("forge land: locally, or as pull requests.")
     )
 
 
