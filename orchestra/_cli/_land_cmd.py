@@ -13,10 +13,12 @@ from .._land import (
     batch_changes,
     checked_out_branch,
     checked_out_elsewhere,
+    finish_pending,
     has_landed,
     head_of,
     land_all,
     order_changes,
+    read_pending,
     require_repository,
     tracked_changes,
 )
@@ -33,6 +35,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     project = project_from(args)
     root = project.root
     require_repository(root)
+    if not args.dry_run:
+        # A run killed while it moved the base left a journal: finish that first.
+        finish_pending(root, out.line)
+    elif (pending := read_pending(root)) is not None:
+        out.line(f"land: {pending.change} — an interrupted landing; forge land finishes it")
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"
     if args.merge and args.squash:
         raise UsageError("--merge and --squash exclude each other", hint="pick one mode")
