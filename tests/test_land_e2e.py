@@ -373,3 +373,19 @@ def test_a_landing_killed_before_the_base_moved_is_dropped(repo: Repo, tmp_path:
     assert done.lines[1].startswith("land: early — landed on main")
     assert [e["event"] for e in _events(repo, "early")] == ["land.done", "land.cleaned"]
     assert repo.git("status", "--porcelain") == ""
+
+
+def test_a_journal_forge_did_not_write_is_a_usage_error(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path / "seen.log")
+    _change(repo, "any", {"y.txt": "y\n"})
+    journal = repo.root / ".forge" / "land" / "pending.json"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text('{"change": "any"}')
+    before = _head(repo)
+
+    done = repo.forge("land", "any")
+
+    assert done.code == 2
+    assert "is not a pending landing forge can read" in done.err
+    assert "Traceback" not in done.err
+    assert _head(repo) == before
