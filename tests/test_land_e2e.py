@@ -265,3 +265,127 @@ def test_conflicting_flags_and_orders_are_usage_errors(repo: Repo, tmp_path: Pat
     assert elsewhere.code == 2
     assert "checked out in another worktree" in elsewhere.err
     assert "forge/one" in _branches(repo)
+
+
+def _interrupted(repo: Repo, change: str, files: dict[str, str]) -> tuple[str, str]:
+    """The state a kill between ``update-ref`` and ``read-tree`` leaves, made by hand.
+
+    The change is combined onto main in a throwaway worktree, main's ref is
+    moved to the result, the checked-out files stay at the old head, and the
+    journal says so. Returns ``(old, new)``.
+    """
+    _change(repo, change, files)
+    old = _head(repo)
+    side = repo.root.parent / f"combine-{change}"
+    repo.git("worktree", "add", "-q", "--detach", str(side), old)
+    Repo(side).git("merge", "-q", "--ff-only", f"forge/{change}")
+    new = Repo(side).git("rev-parse", "HEAD").strip()
+    repo.git("worktree", "remove", "--force", str(side))
+    repo.git("update-ref", "refs/heads/main", new, old)
+    journal = repo.root / ".forge" / "land" / "pending.json"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    pending = {
+        "change": change,
+        "base": "main",
+        "old": old,
+        "new": new,
+        "mode": "rebase",
+        "order": 1,
+        "keep": False,
+        "checked_out": True,
+    }
+    journal.write_text(json.dumps(pending), encoding="utf-8")
+    # A killed run's scratch worktree is left too.
+    repo.git("worktree", "add", "-q", "--detach", str(repo.root / ".forge/land/scratch"), old)
+    return old, new
+
+
+def test_a_landing_killed_before_the_tree_followed_is_finished_by_the_next_run(
+    repo: Repo, tmp_path: Path
+) -> None:
+    _project(repo, tmp_path / "seen.log")
+    repo.write("README.md", "old readme\n")
+    repo.commit("readme")
+    _old, new = _interrupted(repo, "half", {"h.txt": "h\n", "README.md": "new readme\n"})
+    # The branch moved, the files did not: this is what git sees.
+    assert repo.git("status", "--porcelain", "--untracked-files=no") != ""
+    assert not (repo.root / "h.txt").exists()
+
+    done = repo.forge("land", "half", "--plain")
+
+    assert done.code == 0, done.err
+    assert f"land: half — finished an interrupted landing on main ({new[:7]})" in done.out
+    assert _head(repo) == new
+    assert repo.git("status", "--porcelain") == ""
+    assert (repo.root / "h.txt").read_text() == "h\n"
+    assert (repo.root / "README.md").read_text() == "new readme\n"
+    assert not (repo.root / ".forge" / "land" / "pending.json").exists()
+    assert not (repo.root / ".forge" / "land" / "scratch").exists()
+    assert "scratch" not in repo.git("worktree", "list")
+    kinds = [e["event"] for e in _events(repo, "half")]
+    assert kinds == ["land.done", "land.cleaned"]
+    assert _events(repo, "half")[0]["commit"] == new
+    assert "forge/half" not in _branches(repo)
+
+    again = repo.forge("land", "--base", "main", "--dry-run")
+    assert again.code == 2  # no batch: and nothing is pending any more
+    assert "interrupted" not in again.out
+
+
+def test_a_half_written_tree_is_finished_but_the_persons_own_edits_stop_it(
+    repo: Repo, tmp_path: Path
+) -> None:
+    _project(repo, tmp_path / "seen.log")
+    _old, new = _interrupted(repo, "part", {"p.txt": "p\n", "README.md": "landed\n"})
+    # read-tree killed half-way: one of NEW's files written, the index still OLD's.
+    (repo.root / "p.txt").write_text("p\n")
+    (repo.root / "README.md").write_text("landed\n")
+    repo.write("verify.sh", "echo mine\n")  # and the person's own edit
+
+    refused = repo.forge("land", "part")
+
+    assert refused.code == 2
+    assert "interrupted landing of part" in refused.err
+    assert "uncommitted changes (verify.sh)" in refused.err
+    assert "Traceback" not in refused.err
+    assert (repo.root / "verify.sh").read_text() == "echo mine\n"
+    assert (repo.root / ".forge" / "land" / "pending.json").exists()
+
+    repo.git("checkout", "--", "verify.sh")
+    done = repo.forge("land", "part")
+
+    assert done.code == 0, done.err
+    assert _head(repo) == new
+    assert repo.git("status", "--porcelain") == ""
+    assert (repo.root / "README.md").read_text() == "landed\n"
+    assert [e["event"] for e in _events(repo, "part")] == ["land.done", "land.cleaned"]
+
+
+def test_a_landing_killed_before_the_base_moved_is_dropped(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path / "seen.log")
+    old, new = _interrupted(repo, "early", {"e.txt": "e\n"})
+    repo.git("update-ref", "refs/heads/main", old, new)  # the kill came before update-ref
+
+    done = repo.forge("land", "early", "--plain")
+
+    assert done.code == 0, done.err
+    assert done.lines[0] == "land: early — an interrupted landing had not moved main"
+    assert done.lines[1].startswith("land: early — landed on main")
+    assert [e["event"] for e in _events(repo, "early")] == ["land.done", "land.cleaned"]
+    assert repo.git("status", "--porcelain") == ""
+
+
+def test_a_journal_forge_did_not_write_is_a_usage_error(repo: Repo, tmp_path: Path) -> None:
+    _project(repo, tmp_path / "seen.log")
+    _change(repo, "any", {"y.txt": "y\n"})
+    journal = repo.root / ".forge" / "land" / "pending.json"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_text('{"change": "any"}')
+    before = _head(repo)
+
+    done = repo.forge("land", "any")
+
+    assert done.code == 2
+    assert "is not a pending landing forge can read" in done.err
+    assert "Traceback" not in done.err
+    assert _head(repo) == before

@@ -13,10 +13,12 @@ from .._land import (
     batch_changes,
     checked_out_branch,
     checked_out_elsewhere,
+    finish_pending,
     has_landed,
     head_of,
     land_all,
     order_changes,
+    read_pending,
     require_repository,
     tracked_changes,
 )
@@ -35,7 +37,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     require_repository(root)
     land_policy = policy_from(project, args=args).policy.land
     if args.status:
-        return _pr_status(root, args, out)
+        return _pr_status(root, args, out)  # reads only: an interrupted landing waits
+    if not args.dry_run:
+        # A run killed while it moved the base left a journal: finish that first.
+        finish_pending(root, out.line)
+    elif (pending := read_pending(root)) is not None:
+        out.line(f"land: {pending.change} — an interrupted landing; forge land finishes it")
     if args.pr or land_policy.mode == "pr":
         return _land_prs(root, args, out, land_policy)
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"

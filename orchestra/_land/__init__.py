@@ -1,5 +1,7 @@
 """forge land: bring a batch's finished changes onto the base, one at a time, verified."""
 
+from ._pending import finish_pending as finish_pending
+from ._pending import read_pending as read_pending
 from ._plan import LandPlan as LandPlan
 from ._plan import batch_changes as batch_changes
 from ._plan import has_landed as has_landed

@@ -65,13 +65,15 @@ def order_changes(
         landed: Whether each change has landed already.
 
     Raises:
-        UsageError: a named or ordered change that has no branch, or an order
+        UsageError: a named change that has no branch and has not landed, an
+            ordered one the run does not take, or an order
             that names a change twice.
     """
     skipped: list[tuple[str, str]] = []
     if named:
         for change in named:
-            if not has_branch.get(change, False):
+            # A landed change's branch is gone after its cleanup: it is skipped below.
+            if not has_branch.get(change, False) and not landed.get(change, False):
                 raise UsageError(
                     f"unknown change {change!r}: there is no branch forge/{change}",
                     hint="forge land with no change takes the latest batch's done loops",

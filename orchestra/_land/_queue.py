@@ -14,7 +14,9 @@ from typing import Any
 
 import attrs
 
-from .._state import STATE_DIR, ChangePaths, OtherEvent, append_event, exclusive_lock, read_timeline
+from .._state import STATE_DIR, ChangePaths, read_timeline
+from ._events import record
+from ._pending import Pending, clear_pending, write_pending
 from ._repo import (
     advance,
     all_changes,
@@ -132,22 +134,37 @@ async def _land_one(
         scratch, old, tip, settings.mode, commit_message(change, events, f"forge land: {change}")
     )
     if files:
-        _record(paths, "land.conflict", {"base": settings.base, "files": files})
+        record(paths, "land.conflict", {"base": settings.base, "files": files})
         return LandOutcome(change, "conflict", files=tuple(files), committed=committed)
     passed, checks = await verify(change, scratch)
     if not passed:
-        _record(paths, "land.failed", {"base": settings.base, "checks": checks, "verify": "FAIL"})
+        record(paths, "land.failed", {"base": settings.base, "checks": checks, "verify": "FAIL"})
         reset_scratch(scratch, old)
         return LandOutcome(change, "failed", checks=tuple(checks), committed=committed)
     new = must(scratch, "rev-parse", "HEAD")
+    # From here to clear_pending a kill is finished by the next run (_pending.py).
+    write_pending(
+        root,
+        Pending(
+            change=change,
+            base=settings.base,
+            old=old,
+            new=new,
+            mode=settings.mode,
+            order=order,
+            keep=settings.keep,
+            checked_out=settings.checked_out,
+        ),
+    )
     advance(root, settings.base, new, old, checked_out=settings.checked_out)
     fields = {"base": settings.base, "commit": new, "mode": settings.mode}
-    _record(paths, "land.done", {**fields, "verify": "PASS", "order": order})
+    record(paths, "land.done", {**fields, "verify": "PASS", "order": order})
     cleaned = False
     if not settings.keep:
         removed, deleted = remove_change(root, change, worktree)
-        _record(paths, "land.cleaned", {"worktree": removed, "branch": deleted})
+        record(paths, "land.cleaned", {"worktree": removed, "branch": deleted})
         cleaned = True
+    clear_pending(root)
     return LandOutcome(change, "landed", commit=new, committed=committed, cleaned=cleaned)
 
 
@@ -157,9 +174,3 @@ def commit_message(change: str, events: Sequence[dict[str, Any]], title: str) ->
     verdicts = [event.get("verdict") for event in events if event.get("event") == "verify"]
     verdict = verdicts[-1] if verdicts else "not run"
     return f"{title}\n\nChange {change}: {iterations} iteration(s), last verify {verdict}.\n"
-
-
-def _record(paths: ChangePaths, name: str, fields: dict[str, Any]) -> None:
-    paths.folder.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(paths.lock):
-        append_event(paths.timeline, paths.name, OtherEvent(name=name, fields=fields))

@@ -168,7 +168,8 @@ def advance(root: Path, branch: str, new: str, old: str, *, checked_out: bool) -
     when it still points at ``old``: a kill at any moment leaves it old or new.
     When the main working tree has the branch checked out (and is clean: the
     caller checked), its index and files follow with a two-tree
-    ``read-tree -m -u``, which changes only the files the land changed.
+    ``read-tree -m -u``, which changes only the files the land changed; a
+    kill between the two is finished by the next run (``_pending.py``).
 
     Raises:
         LandGitError: the branch moved meanwhile, or git failed.
