@@ -67,8 +67,22 @@ async def test_timeout_stops_the_whole_tree(
 ) -> None:
     pids = tmp_path / "pids"
     env = {**os.environ, "PIDS": str(pids)}
+    # The mock clock stands still until the tree is up (it prints "started" once
+    # both pids are recorded): autojump would otherwise reach the time limit
+    # while a shell slow to start under load has not forked its grandchild yet.
+    autojump_clock.autojump_threshold = float("inf")
+
+    def on_output(chunk: bytes) -> None:
+        if b"started" in chunk:
+            autojump_clock.autojump_threshold = 0
+
     result = await run_process(
-        ["sh", "-c", STUBBORN_TREE], cwd=tmp_path, env=env, time_limit=60, grace=10
+        ["sh", "-c", STUBBORN_TREE],
+        cwd=tmp_path,
+        env=env,
+        time_limit=60,
+        grace=10,
+        on_output=on_output,
     )
     assert result.timed_out
     assert result.exit_code is None
