@@ -2,7 +2,8 @@
 
 The deadline's own durations are real and short here; every kill is waited
 for (a process reaped), never assumed after a sleep. What must *not* happen
-is watched over spans many times longer than any renewal interval.
+is proved by order on the pipe: a witness group killed by a later line shows
+that every line before it was read and judged.
 """
 
 from __future__ import annotations
@@ -68,20 +69,41 @@ def test_a_lapsed_deadline_kills_every_group(
     assert os.waitpid(watchdog.pid, os.WNOHANG) == (0, 0)
 
 
+@pytest.fixture
+def raw() -> Iterator[subprocess.Popen[bytes]]:
+    """The watchdog's script with its pipe in the test's hands: several lines in one write."""
+    process = subprocess.Popen(
+        [sys.executable, "-S", "-I", "-c", _WATCHDOG, repr(boot_clock())],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    yield process
+    if process.stdin is not None and not process.stdin.closed:
+        process.stdin.close()
+    process.wait(timeout=10)
+
+
+def send(raw: subprocess.Popen[bytes], text: str) -> None:
+    """One write, shorter than PIPE_BUF, so one read: all its lines are obeyed, then judged."""
+    assert raw.stdin is not None
+    raw.stdin.write(text.encode())
+    raw.stdin.flush()
+
+
 def test_a_renewed_deadline_kills_nothing_and_lapses_once_renewals_stop(
-    watchdog: Watchdog, sleepers: list[subprocess.Popen[bytes]]
+    raw: subprocess.Popen[bytes], sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
-    span = 1.0
-    sleepers.append(sleeper())
-    watchdog.watch(sleepers[0].pid, True)
-    began = boot_clock()
-    watchdog.kill_at(began + span)
-    # Renewed ten times a span: three spans later, well past the first deadline.
-    while boot_clock() < began + 3 * span:
-        time.sleep(span / 10)
-        watchdog.kill_at(boot_clock() + span)
-    assert sleepers[0].poll() is None
-    assert killed(sleepers[0])  # the renewals stopped: the last deadline lapses
+    sleepers += [sleeper(), sleeper()]
+    kept, witness = sleepers
+    # A deadline already passed, renewed in the same read: the renewal is what is judged.
+    send(raw, f"+{kept.pid}\nd{boot_clock() - 1!r}\nd{boot_clock() + 600!r}\n")
+    # Written after: once the witness is killed, the lines before were read and judged.
+    send(raw, f"-{kept.pid}\n+{witness.pid}\nd{boot_clock() - 1!r}\n")
+    assert killed(witness)
+    assert kept.poll() is None
+    # The renewals stop: the last deadline lapses.
+    send(raw, f"d{boot_clock() + 0.2!r}\n+{kept.pid}\n")
+    assert killed(kept)
 
 
 def test_a_group_stopped_by_the_worker_is_left_alone(
@@ -121,19 +143,20 @@ def test_after_a_lapse_new_groups_die_at_once_until_a_new_deadline(
 
 
 def test_no_deadline_kills_nothing_until_the_worker_ends(
-    sleepers: list[subprocess.Popen[bytes]],
+    raw: subprocess.Popen[bytes], sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
-    watchdog = Watchdog()
-    try:
-        sleepers.append(sleeper())
-        watchdog.watch(sleepers[0].pid, True)
-        watchdog.kill_at(boot_clock() + 0.3)
-        watchdog.kill_at(None)  # the worker holds no lease any more
-        time.sleep(1.5)
-        assert sleepers[0].poll() is None
-    finally:
-        watchdog.close()
-    assert killed(sleepers[0])  # the worker ended: what is listed goes
+    sleepers += [sleeper(), sleeper()]
+    kept, witness = sleepers
+    # The worker holds no lease any more: its last deadline, passed, goes unjudged.
+    send(raw, f"+{kept.pid}\nd{boot_clock() - 1!r}\nx\n")
+    send(raw, f"-{kept.pid}\n+{witness.pid}\nd{boot_clock() - 1!r}\n")
+    assert killed(witness)  # the lines before it were read and judged
+    assert kept.poll() is None
+    send(raw, f"x\n+{kept.pid}\n")
+    assert raw.stdin is not None
+    raw.stdin.close()  # the worker ended: what is listed goes
+    assert killed(kept)
+    assert raw.wait(timeout=10) == 0
 
 
 def test_partial_and_garbled_lines_are_read_whole_or_ignored(
