@@ -267,6 +267,8 @@ def _land_line(paths: ChangePaths, records: Sequence[dict[str, Any]], stands: st
     Only a loop in a worktree has a branch to land (``forge/<change>``).
     """
     land = land_state(records)
+    if land.state == "reworked" and stands == DONE:
+        return f"ready, {land.line()}"  # its rework is done: the next forge land takes it
     if land.state != "none":
         return land.line()
     worktree = paths.root / STATE_DIR / "worktrees" / paths.name
