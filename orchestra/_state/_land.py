@@ -11,10 +11,14 @@ all take a change's land state from here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
+
+from ._files import STATE_DIR
 
 LAND_DONE = "land.done"
 LAND_CONFLICT = "land.conflict"
@@ -113,6 +117,26 @@ def land_state(records: Sequence[Mapping[str, Any]]) -> LandState:
             by=_text(record.get("by")) if state == ABANDONED else "",
         )
     return attrs.evolve(found, cleaned=cleaned)
+
+
+def pending_landing_path(root: Path) -> Path:
+    """Where a land run journals the landing under way: ``.forge/land/pending.json``."""
+    return root / STATE_DIR / "land" / "pending.json"
+
+
+def interrupted_landing(root: Path) -> tuple[str, str] | None:
+    """``(change, base)`` of a landing a killed ``forge land`` left journalled, if any.
+
+    Only for showing it: the land run itself reads (and judges) the whole journal.
+    """
+    try:
+        data = json.loads(pending_landing_path(root).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    change, base = data.get("change"), data.get("base")
+    return (change, base) if isinstance(change, str) and isinstance(base, str) else None
 
 
 def _listed(items: tuple[str, ...]) -> str:
