@@ -1,5 +1,6 @@
 """forge land: bring a batch's finished changes onto the base, one at a time, verified."""
 
+from ._lock import land_run as land_run
 from ._pending import finish_pending as finish_pending
 from ._pending import read_pending as read_pending
 from ._plan import LandPlan as LandPlan
