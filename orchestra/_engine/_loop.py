@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -51,7 +52,7 @@ from .._sandbox import (
     apply_requests,
     choose_sandbox,
     empty_inbox,
-    inbox_of,
+    run_inbox,
 )
 from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
@@ -627,11 +628,16 @@ class _Loop:
         if sandbox is None:
             # Unsandboxed, the agent's requests go to the inbox as well: none left
             # from before this iteration is run after it.
-            empty_inbox(inbox_of(self.plan.paths.folder), create=False)
+            empty_inbox(self._inbox, create=False)
             return attempts, ()
-        empty_inbox(sandbox.inbox)
+        empty_inbox(self._inbox)
         _, wrapper = sandbox.wrapper()
         return attempts, wrapper
+
+    @property
+    def _inbox(self) -> Path:
+        """This run's own folder of the change's inbox (another run of it has its own)."""
+        return run_inbox(self.plan.paths.folder, self.plan.run_id)
 
     def _apply_inbox(self, inbox: Path, number: int, verified: bool) -> None:
         """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
@@ -653,6 +659,8 @@ class _Loop:
         )
         # Its report is read: nothing left there outlives the iteration.
         empty_inbox(inbox, create=False)
+        with contextlib.suppress(OSError):
+            inbox.rmdir()
         if lines:
             log = self.plan.context(number).log_path
             with open(log, "a", encoding="utf-8") as handle:
@@ -661,17 +669,15 @@ class _Loop:
     def _sandboxed(self, context: IterationContext, wrapper: tuple[str, ...]) -> IterationContext:
         """The context inside the sandbox: its report goes to the inbox, the one place it may."""
         sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        inbox = (INBOX_ENV, str(self._inbox))
         if sandbox is None or not wrapper:
-            return context
+            # The agent's forge checkpoint and forge event queue their requests there too.
+            return attrs.evolve(context, extra_env=(*context.extra_env, inbox))
         return attrs.evolve(
             context,
             wrapper=wrapper,
-            report_path=sandbox.inbox / "report.json",
-            extra_env=(
-                *context.extra_env,
-                (SANDBOX_ENV, BUBBLEWRAP),
-                (INBOX_ENV, str(sandbox.inbox)),
-            ),
+            report_path=self._inbox / "report.json",
+            extra_env=(*context.extra_env, (SANDBOX_ENV, BUBBLEWRAP), inbox),
         )
 
     def _loop_verify(self) -> tuple[str, str]:
@@ -757,7 +763,7 @@ class _Loop:
         # tree its iteration ended with.
         # The loop's own recorded verify of this tree stands for the agent's.
         counted = record.verify is not None and not record.verify_read_only
-        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number, counted)
+        self._apply_inbox(self._inbox, ran.outcome.number, counted)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)
@@ -841,6 +847,8 @@ class _Loop:
 
     def _summary(self, ending: Ending, iterations: int, between: _Between) -> RunSummary:
         state = between.state
+        # What an iteration cut short left in this run's inbox goes with the run.
+        shutil.rmtree(self._inbox, ignore_errors=True)
         return RunSummary(
             reason=ending.reason,
             iterations=iterations,
