@@ -384,7 +384,11 @@ class _Live:
         change, folder = run.setup.change, str(run.setup.root)
         question = run.progress.question
         if question and self.notices.tells_questions:
-            ask = partial(self.notices.asked, change, folder, run.progress.iteration, question)
+            run_policy = run.setup.policy.run
+            wait = run_policy.question_wait.seconds if run_policy.on_question == "wait" else None
+            ask = partial(
+                self.notices.asked, change, folder, run.progress.iteration, question, wait=wait
+            )
             nursery.start_soon(self._send, change, ask)
         if not self.notices.tells_alerts:
             return

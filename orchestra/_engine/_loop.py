@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from .._circuit import HALF_OPEN, OPEN
+from .._durations import format_duration
 from .._errors import StateError
 from .._executor import (
     Executor,
@@ -69,6 +70,7 @@ from .._state import (
     ProtectViolation,
     RunStarted,
     RunStopped,
+    read_guidance,
     take_guidance,
     utc_iso,
 )
@@ -120,6 +122,9 @@ from ._watch import IterationWatch
 
 _T = TypeVar("_T")
 
+# How often a loop waiting for an answer looks for a person's guidance (trio seconds).
+_ANSWER_LOOK = 2.0
+
 EventSink = Callable[[str, str, str], None]  # (kind, change, text)
 IterationCallback = Callable[[IterationOutcome, IterationRecord], None]
 
@@ -164,7 +169,9 @@ class LoopPlan:
             log_path=run_dir / f"iteration-{number}.log",
             prompt=with_steering(
                 with_question(
-                    with_strategy(with_brief(self.prompt, self.brief), strategy), question
+                    with_strategy(with_brief(self.prompt, self.brief), strategy),
+                    question,
+                    answered=bool(guidance),
                 ),
                 guidance,
             ),
@@ -443,6 +450,8 @@ class _Loop:
                 await self._pause(verdict.pause)
             if verdict.ending is not None:
                 return self._summary(verdict.ending, number, between)
+            if between.question and self.policy.run.on_question == "wait":
+                await self._await_answer(number)
         # Nothing left to run: an earlier run used every iteration.
         most = self.plan.max_iterations
         return self._summary(exhausted(most), most, between)
@@ -478,6 +487,41 @@ class _Loop:
             event = circuit_event(BreakerHalfOpen, state, run_id, reason="the cooldown has elapsed")
             state = await _in_thread(self.store.save_circuit, state.circuit, event)
             self._show_transition(event, state)
+
+    async def _await_answer(self, number: int) -> None:
+        """After a question: wait (``[run] question_wait`` at most) for a person's guidance.
+
+        The wait runs on trio's clock and holds no permit; the guidance is
+        looked for every few seconds. Answered or not, the loop goes on: the
+        next iteration gets the answer, or is told to decide.
+        """
+        progress, wait = self.progress, self.policy.run.question_wait.seconds
+        began = trio.current_time()
+        progress.status = "waiting for an answer"
+        progress.answer_until = began + wait
+        self._say(
+            "loop",
+            f"iteration {number} asked a question: waiting up to {format_duration(wait)} for "
+            f'an answer (forge steer {self.plan.paths.name} "…")',
+        )
+        answered = False
+        while not (answered := await _in_thread(self._answered)):
+            left = progress.answer_until - trio.current_time()
+            if left <= 0:
+                break
+            await trio.sleep(min(_ANSWER_LOOK, left))
+        progress.answer_until = None
+        waited = round(trio.current_time() - began, 3)
+        fields = {"run_id": self.plan.run_id, "iteration": number, "answered": answered}
+        event = OtherEvent(name="question.waited", fields={**fields, "waited": waited})
+        await _in_thread(self.store.append, event)
+        if not answered:
+            self._say("loop", "no answer: the next iteration decides")
+
+    def _answered(self) -> bool:
+        """Whether guidance waits for the next iteration (a person answered)."""
+        waiting = read_guidance(self.plan.paths)
+        return waiting.blocked is None and bool(waiting.entries)
 
     async def _cool_down(self, seconds: float) -> None:
         progress = self.progress

@@ -17,6 +17,7 @@ class LoopProgress:
     circuit: str = "closed"
     trips: int = 0
     cooldown_until: float | None = None  # trio clock
+    answer_until: float | None = None  # trio clock: how long it waits for an answer
     verify: str = ""
     tokens: int = 0
     cost_usd: float = 0.0

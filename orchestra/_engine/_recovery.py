@@ -213,18 +213,24 @@ def with_brief(prompt: str, brief: str) -> str:
     return f"{prompt}\n\n{brief}" if prompt else brief
 
 
-def with_question(prompt: str, question: str | None) -> str:
-    """A prompt with guidance to decide, after an iteration that asked instead of acting.
+def with_question(prompt: str, question: str | None, *, answered: bool = False) -> str:
+    """A prompt after an iteration that asked instead of acting.
 
-    Nobody answers during a run: the agent is told to choose, say what it
-    chose and why, and go on.
+    Unless a person answered (``forge steer``: their guidance is in the
+    prompt), the agent is told to choose, say what it chose and why, and go on.
     """
     if not question:
         return prompt
-    text = (
-        f"Forge: your last iteration ended on a question ({question}). Nobody answers "
-        "during this run: decide yourself, say in one line what you chose and why, and go on."
-    )
+    if answered:
+        text = (
+            f"Forge: your last iteration ended on a question ({question}). A person "
+            "answered it: follow their guidance, and go on."
+        )
+    else:
+        text = (
+            f"Forge: your last iteration ended on a question ({question}). Nobody answers "
+            "during this run: decide yourself, say in one line what you chose and why, and go on."
+        )
     return f"{prompt}\n\n{text}" if prompt else text
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._durations import format_duration
 from ._deliver import (
     ALERT,
     BATCH_WIDE,
@@ -107,16 +108,30 @@ class LiveNotices:
         part = {"change": change, "dir": folder, "name": name, "text": detail}
         return self._send(ALERT, {"alert": part}, change)
 
-    def asked(self, change: str, folder: str, iteration: int, question: str) -> list[Delivery]:
-        """An iteration of a loop ended on ``question``; the loop goes on and decides."""
+    def asked(
+        self, change: str, folder: str, iteration: int, question: str, *, wait: float | None
+    ) -> list[Delivery]:
+        """An iteration of a loop ended on ``question``: the notice names the answering command.
+
+        ``wait``: how long the loop waits for the answer (``[run] on_question =
+        "wait"``), or None when its next iteration decides at once.
+        """
+        answer = f'forge steer {change} "ANSWER"'
+        if wait is None:
+            then = f"the next iteration decides unless a person answers first: {answer}"
+        else:
+            waits = f"the loop waits up to {format_duration(wait)} for an answer"
+            then = f"{waits}: {answer}; then it decides"
         part = {
             "change": change,
             "dir": folder,
             "iteration": iteration,
             "text": question,
-            "next": "the next iteration's prompt tells the agent to decide and go on",
+            "answer": answer,
+            "next": then,
         }
-        return self._send(QUESTION, {"question": part}, change, {"FORGE_QUESTION": question})
+        env = {"FORGE_QUESTION": question, "FORGE_ANSWER": answer}
+        return self._send(QUESTION, {"question": part}, change, env)
 
     def _send(
         self,

@@ -152,6 +152,22 @@ class RunPolicy:
             'executor can); "fresh": a new session each time; empty: the executor\'s choice.'
         ),
     )
+    on_question: str = attrs.field(
+        default="decide",
+        validator=in_choices(("decide", "wait")),
+        metadata=_doc(
+            "After an iteration that ended on a question: decide (the next iteration is told "
+            "to choose and go on) or wait up to question_wait for a person's answer "
+            "(forge steer), then go on with it, or decide."
+        ),
+    )
+    question_wait: Duration = attrs.field(
+        default=Duration(30 * 60),
+        validator=positive_duration,
+        metadata=_doc(
+            'The longest on_question = "wait" waits for an answer before the loop decides.'
+        ),
+    )
     session_max_age: Duration = attrs.field(
         default=Duration(12 * 60 * 60),
         validator=positive_duration,
