@@ -41,6 +41,10 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "forge.ship.ready": {"goal": "refunds"},
     "forge.checkpoint": {"stage": "iteration-2", "next_action": "tests", "owner_decision": "ok?"},
     "control.refused": {"command": "forge circuit --reset", "found_by": "env"},
+    "guidance.given": {"by": "alice@laptop", "keep": "once", "text": "use SQLite"},
+    "guidance.delivered": {**RUN, "iteration": 3, "by": ["alice@laptop"], "texts": ["use it"]},
+    "guidance.cleared": {"by": "alice@laptop", "count": 1},
+    "question.waited": {**RUN, "iteration": 2, "answered": True, "waited": 600.0},
 }
 
 
@@ -55,7 +59,7 @@ def test_every_kind_this_release_writes_has_a_sample() -> None:
 def test_every_kind_reads_as_words_not_as_its_name_and_fields() -> None:
     for kind in KNOWN_KINDS:
         event = _event(kind)
-        if not kind.startswith(("forge.", "control.")):
+        if not kind.startswith(("forge.", "control.", "guidance.", "question.")):
             assert not isinstance(event, OtherEvent | ContractEvent), kind  # typed, as written
         words = event_words(event)
         assert words, kind
@@ -73,6 +77,11 @@ def test_words_say_what_happened() -> None:
         "a person reset the loop circuit: fixed the fixture"
     )
     assert event_words(_event("forge.blocked")) == "blocked: needs the tax table"
+    assert event_words(_event("guidance.given")) == "guidance from alice@laptop (once): use SQLite"
+    assert event_words(_event("guidance.delivered")) == "iteration 3 given 1 piece of guidance"
+    assert event_words(_event("question.waited")) == (
+        "waited for an answer to iteration 2's question after 10m: answered"
+    )
     assert event_words(_event("iteration.finished")) == "iteration 2, exit 0; took 3.5s"
     assert event_iteration(_event("forge.iteration.started")) == 2
     assert event_iteration(_event("protect.violation")) == 3

@@ -17,6 +17,8 @@ from pathlib import Path
 from .._errors import EXIT_OK, UsageError
 from .._operator import operator
 from .._state import (
+    GUIDANCE_CLEARED,
+    GUIDANCE_GIVEN,
     ONCE,
     UNTIL_CLEARED,
     ChangePaths,
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if text:
             raise UsageError("--clear takes no text", hint=f"forge steer {paths.name} --clear")
         before = clear_guidance(paths)
-        _record(paths, "guidance.cleared", {"by": by, "count": len(before.entries)})
+        _record(paths, GUIDANCE_CLEARED, {"by": by, "count": len(before.entries)})
         out.line(f'steer: cleared {len(before.entries)} piece(s) of guidance for "{paths.name}"')
         if out.json_mode:
             out.document({"change": paths.name, "cleared": len(before.entries)})
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     keep = UNTIL_CLEARED if args.until_cleared else ONCE
     given = Guidance(text=text, by=by, at=utc_now_iso(), keep=keep)
     after = give_guidance(paths, given)
-    _record(paths, "guidance.given", {"by": by, "keep": keep, "text": text})
+    _record(paths, GUIDANCE_GIVEN, {"by": by, "keep": keep, "text": text})
     when = "its next iteration" if keep == ONCE else "every iteration until --clear"
     out.line(f'steer: guidance for "{paths.name}" waits for {when} ({len(after.entries)} waiting)')
     if after.blocked:

@@ -59,6 +59,8 @@ from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
     FORGE_WRITES,
+    GUIDANCE_DELIVERED,
+    QUESTION_WAITED,
     STATE_DIR,
     BreakerClosed,
     BreakerHalfOpen,
@@ -513,7 +515,7 @@ class _Loop:
         progress.answer_until = None
         waited = round(trio.current_time() - began, 3)
         fields = {"run_id": self.plan.run_id, "iteration": number, "answered": answered}
-        event = OtherEvent(name="question.waited", fields={**fields, "waited": waited})
+        event = OtherEvent(name=QUESTION_WAITED, fields={**fields, "waited": waited})
         await _in_thread(self.store.append, event)
         if not answered:
             self._say("loop", "no answer: the next iteration decides")
@@ -711,7 +713,7 @@ class _Loop:
                 "by": [given.by for given in taken],
                 "texts": texts,
             }
-            self.store.append(OtherEvent(name="guidance.delivered", fields=fields))
+            self.store.append(OtherEvent(name=GUIDANCE_DELIVERED, fields=fields))
             self._say("loop", f"iteration {number} given {len(taken)} piece(s) of guidance")
         return taken
 

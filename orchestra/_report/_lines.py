@@ -17,8 +17,12 @@ from .._inside import REFUSED_EVENT as _REFUSED
 from .._state import (
     BLOCKED,
     CHECKPOINT,
+    GUIDANCE_CLEARED,
+    GUIDANCE_DELIVERED,
+    GUIDANCE_GIVEN,
     ITERATION_BEGUN,
     LOOP_STARTED,
+    QUESTION_WAITED,
     SHIP_READY,
     STRATEGY_CHANGED,
     VERIFY_BREAKER,
@@ -76,6 +80,10 @@ KNOWN_KINDS: tuple[str, ...] = (
     SHIP_READY,
     CHECKPOINT,
     _REFUSED,
+    GUIDANCE_GIVEN,
+    GUIDANCE_DELIVERED,
+    GUIDANCE_CLEARED,
+    QUESTION_WAITED,
 )
 """Every event kind this release writes, each with its own words below."""
 
@@ -206,6 +214,28 @@ def _notice_words(event: Event) -> str | None:
     return None
 
 
+def _steering_words(name: str, fields: Mapping[str, Any], said: Mapping[str, str]) -> str | None:
+    """A person's guidance (``forge steer``) and a loop waiting for its answer."""
+    if name == GUIDANCE_GIVEN:
+        keep = said.get("keep", "once")
+        return f"guidance from {said.get('by', 'a person')} ({keep}): {said.get('text', '')}"
+    if name == GUIDANCE_DELIVERED:
+        texts = fields.get("texts")
+        count = len(texts) if isinstance(texts, list) else 0
+        return (
+            f"iteration {fields.get('iteration', '?')} given {_count(count, 'piece')} of guidance"
+        )
+    if name == GUIDANCE_CLEARED:
+        return f"guidance cleared by {said.get('by', 'a person')}"
+    if name == QUESTION_WAITED:
+        answered = "answered" if fields.get("answered") is True else "no answer: it decided"
+        waited = fields.get("waited")
+        took = f" after {brief_seconds(float(waited))}" if isinstance(waited, int | float) else ""
+        number = fields.get("iteration", "?")
+        return f"waited for an answer to iteration {number}'s question{took}: {answered}"
+    return None
+
+
 def _named_words(name: str, fields: Mapping[str, Any]) -> str:
     """The loop contract's events, a refused command, and kinds known only by name."""
     said = {key: value for key, value in fields.items() if isinstance(value, str) and value}
@@ -228,6 +258,9 @@ def _named_words(name: str, fields: Mapping[str, Any]) -> str:
     if name == _REFUSED:
         words = f"refused {said.get('command', 'a command')} from inside the loop"
         return f"{words} (found by {said['found_by']})" if "found_by" in said else words
+    steered = _steering_words(name, fields, said)
+    if steered is not None:
+        return steered
     text = fields_text(fields)
     return f"{name}: {text}" if text else name
 

@@ -53,7 +53,11 @@ if TYPE_CHECKING:
     from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._guidance import GUIDANCE_CLEARED as GUIDANCE_CLEARED
+    from ._guidance import GUIDANCE_DELIVERED as GUIDANCE_DELIVERED
+    from ._guidance import GUIDANCE_GIVEN as GUIDANCE_GIVEN
     from ._guidance import ONCE as ONCE
+    from ._guidance import QUESTION_WAITED as QUESTION_WAITED
     from ._guidance import UNTIL_CLEARED as UNTIL_CLEARED
     from ._guidance import Guidance as Guidance
     from ._guidance import GuidanceState as GuidanceState
@@ -159,7 +163,11 @@ if not TYPE_CHECKING:
             ),
             "._guarded": ("load_or_block",),
             "._guidance": (
+                "GUIDANCE_CLEARED",
+                "GUIDANCE_DELIVERED",
+                "GUIDANCE_GIVEN",
                 "ONCE",
+                "QUESTION_WAITED",
                 "UNTIL_CLEARED",
                 "Guidance",
                 "GuidanceState",

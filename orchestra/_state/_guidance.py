@@ -21,6 +21,13 @@ from ._yamlstate import save_state
 ONCE = "once"
 UNTIL_CLEARED = "until-cleared"
 
+# The timeline's events of guidance: given by a person, delivered to an
+# iteration, cleared; and a loop's wait for an answer to its question.
+GUIDANCE_GIVEN = "guidance.given"
+GUIDANCE_DELIVERED = "guidance.delivered"
+GUIDANCE_CLEARED = "guidance.cleared"
+QUESTION_WAITED = "question.waited"
+
 
 @attrs.frozen
 class Guidance:
