@@ -606,6 +606,8 @@ class _Loop:
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
         hook_attempts, wrapper, guidance = await _in_thread(self._before_executor, number)
+        if guidance:
+            self._say("loop", f"iteration {number} given {len(guidance)} piece(s) of guidance")
         strategy = in_force_for(state, self.policy, self.settings.rules)
         self.progress.recovery = strategy.describe() if strategy is not None else ""
         context = self.plan.context(number, strategy, between.question, guidance)
@@ -714,7 +716,6 @@ class _Loop:
                 "texts": texts,
             }
             self.store.append(OtherEvent(name=GUIDANCE_DELIVERED, fields=fields))
-            self._say("loop", f"iteration {number} given {len(taken)} piece(s) of guidance")
         return taken
 
     @property
