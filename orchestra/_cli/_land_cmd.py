@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from .._land import (
     LandSettings,
     batch_changes,
@@ -149,6 +149,8 @@ def _run(project: Project, land_policy: LandPolicy, args: argparse.Namespace, ou
                 **({"rework": reworked} if reworked is not None else {}),
             }
         )
+    if reworked is not None and reworked.get("interrupted"):
+        return EXIT_INTERRUPTED  # Ctrl-C stopped the rework's loops: their state is written
     return EXIT_ESCALATE if held else EXIT_OK
 
 
@@ -186,7 +188,7 @@ def _rework(
             taken.append((outcome, setup))
     if not taken:
         out.line("land: nothing handed back — escalate: see the lines above")
-        return {"run_id": None, "loops": [], "refused": refused}
+        return {"run_id": None, "loops": [], "refused": refused, "interrupted": False}
     batch = batch_of(project, loaded.policy, [setup for _, setup in taken], out)
     briefs = {}
     for outcome, _ in taken:
@@ -201,7 +203,7 @@ def _rework(
         attrs.evolve(run, plan=attrs.evolve(run.plan, brief=briefs[run.setup.change]))
         for run in batch.runs
     ]
-    supervise_batch(attrs.evolve(batch, runs=runs), out, document=False)
+    code = supervise_batch(attrs.evolve(batch, runs=runs), out, document=False)
     endings = _endings(root / STATE_DIR / "runs" / batch.run_id / "summary.json")
     for change in briefs:
         ending = endings.get(change) or "without an ending"
@@ -217,7 +219,8 @@ def _rework(
         )
     )
     loops = [{"change": change, "reason": endings.get(change)} for change in briefs]
-    return {"run_id": batch.run_id, "loops": loops, "refused": refused}
+    interrupted = code == EXIT_INTERRUPTED
+    return {"run_id": batch.run_id, "loops": loops, "refused": refused, "interrupted": interrupted}
 
 
 def _endings(summary: Path) -> dict[str, str | None]:
