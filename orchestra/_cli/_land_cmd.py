@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from .._errors import EXIT_ESCALATE, EXIT_OK, UsageError
+from .._fleet import fleet_meant
 from .._land import (
     LandSettings,
     batch_changes,
@@ -29,6 +32,8 @@ from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
     from .._policy import LandPolicy, LoadedPolicy, VerifyPolicy
+    from .._workspace import Project
+    from ._land_fleet import FleetLand
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -43,7 +48,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
         finish_pending(root, out.line)
     elif (pending := read_pending(root)) is not None:
         out.line(f"land: {pending.change} — an interrupted landing; forge land finishes it")
+    fleet_wanted = fleet_meant(args.fleet)
     if args.pr or land_policy.mode == "pr":
+        if fleet_wanted:
+            from ._land_fleet import refuse_pull_requests
+
+            refuse_pull_requests()
         return _land_prs(root, args, out, land_policy)
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"
     if args.merge and args.squash:
@@ -65,18 +75,26 @@ def run(args: argparse.Namespace, out: Output) -> int:
             hint="land onto the branch of the main working tree, or switch that worktree away",
         )
     named = list(args.changes or [])
-    batch = [] if named else _latest_batch(root)
+    fleet = _fleet_batch(project, args, out, named) if fleet_wanted else None
+    batch = fleet.batch if fleet else [] if named else _latest_batch(root)
     candidates = {name for name, _ in batch} | set(named)
     order = [c.strip() for c in (args.order or "").split(",") if c.strip()]
+    would_fetch = fleet.fetchable if fleet else set()
     plan = order_changes(
         batch,
         named=named,
         order=order,
-        has_branch={c: head_of(root, f"forge/{c}") is not None for c in candidates},
+        has_branch={
+            c: c in would_fetch or head_of(root, f"forge/{c}") is not None for c in candidates
+        },
         landed={
-            c: has_landed(read_timeline(ChangePaths(root, c).timeline).events) for c in candidates
+            c: (fleet is not None and c in fleet.landed)
+            or has_landed(read_timeline(ChangePaths(root, c).timeline).events)
+            for c in candidates
         },
     )
+    if fleet:
+        plan = attrs.evolve(plan, skipped=(*fleet.skipped, *plan.skipped))
     on_base = checked == base
     if on_base and not args.dry_run:
         dirty = tracked_changes(root)
@@ -104,10 +122,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     async def verify(change: str, folder: Path) -> tuple[bool, list[str]]:
         from .._verify import run_verify
 
-        report = await run_verify(folder, _verify_policy(loaded, root, change), grace)
+        report = await run_verify(folder, _verify_policy(loaded, root, change, fleet), grace)
         return report.passed, report.failing()
 
     outcomes = run_interruptible(land_all, root, plan.changes, settings, verify, out.line)
+    if fleet:
+        fleet.journal(project, out)  # the fleet's report shows what landed
     landed = sum(1 for o in outcomes if o.result == "landed")
     held = len(outcomes) - landed
     out.line(
@@ -145,10 +165,23 @@ def _latest_batch(root: Path) -> list[tuple[str, str | None]]:
     )
 
 
-def _verify_policy(loaded: LoadedPolicy, root: Path, change: str) -> VerifyPolicy:
-    """The change's verify: its ``[[loop]]``'s effective policy, else the project's."""
+def _fleet_batch(
+    project: Project, args: argparse.Namespace, out: Output, named: list[str]
+) -> FleetLand:
+    """The fleet batch's loops, their pushed branches fetched (see ``_land_fleet``)."""
+    from ._land_fleet import fleet_land
+
+    return fleet_land(project, args, out, named)
+
+
+def _verify_policy(
+    loaded: LoadedPolicy, root: Path, change: str, fleet: FleetLand | None = None
+) -> VerifyPolicy:
+    """The change's verify: a fleet loop's as submitted, its ``[[loop]]``'s, else the project's."""
     from .._supervise import resolve_loops
 
+    if fleet is not None and change in fleet.verify:
+        return fleet.verify[change]
     for setup in resolve_loops(loaded, root):
         if setup.change == change:
             return setup.policy.verify
