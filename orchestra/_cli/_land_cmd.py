@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         },
     )
     if fleet:
-        plan = attrs.evolve(plan, skipped=(*fleet.skipped, *plan.skipped))
+        plan = attrs.evolve(plan, skipped=fleet.all_skipped(plan.skipped))
     on_base = checked == base
     if on_base and not args.dry_run:
         dirty = tracked_changes(root)

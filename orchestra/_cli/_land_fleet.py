@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._errors import ConfigError, UsageError
-from .._land import fetch_change, has_landed, remote_for
+from .._land import fetch_change, has_landed, head_of, remote_for
 from .._state import ChangePaths, read_timeline
 from .._workspace import Project
 from ._common import policy_from
@@ -57,6 +57,12 @@ class FleetLand:
     fetchable: set[str] = attrs.field(factory=set)
     landed: set[str] = attrs.field(factory=set)
     verify: dict[str, VerifyPolicy] = attrs.field(factory=dict)
+
+    def all_skipped(self, planned: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+        """These skipped loops and those the plan ``planned`` skipped, in submission order."""
+        position = {change: n for n, change in enumerate(self.loops)}
+        both = [*self.skipped, *planned]
+        return tuple(sorted(both, key=lambda item: position.get(item[0], len(position))))
 
     def journal(self, project: Project, out: Output) -> None:
         """Append the local land events of the batch's changes the server lacks to its timelines.
@@ -169,7 +175,10 @@ def _prepare(
             continue
         if args.dry_run:
             land.fetchable.add(change)
-            out.line(f"land: {change} — would fetch forge/{change} from {remote}", style="dim")
+            said = f"land: {change} — would fetch forge/{change} from {remote}"
+            if head_of(root, f"forge/{change}") is not None:
+                said += f" (taken only if it fast-forwards the local forge/{change})"
+            out.line(said, style="dim")
             land.batch.append((change, "done"))
             continue
         fetched = fetch_change(root, remote, change)
