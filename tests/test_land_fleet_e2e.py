@@ -171,7 +171,8 @@ def test_a_fleet_batch_lands_in_submission_order_each_verified_on_the_combined_t
 
         for order, change in enumerate(DONE, 1):
             done = [e for e in _events(clone, change) if e["event"] == "land.done"]
-            assert len(done) == 1 and done[0]["order"] == order, done
+            assert len(done) == 1, done
+            assert done[0]["order"] == order, done
             assert done[0]["verify"] == "PASS"
         # The server's timelines have the land events too: the fleet's report shows them.
         shown = _forge(fleet, clone, "timeline", "--fleet", "zulu", "--json")
