@@ -194,6 +194,18 @@ def test_a_fleet_batch_lands_in_submission_order_each_verified_on_the_combined_t
         server = [e for e in json.loads(shown.out)["events"] if e["event"].startswith("land.")]
         assert len(server) == 2, server
 
+        # Named, a loop is fetched whatever its ending; one that cannot be is refused.
+        for change, why in (("shared", "a dir loop"), ("kilo", "not clobbered")):
+            refused = _forge(fleet, clone, "land", "--fleet", change)
+            assert refused.code == 2, refused
+            assert f"error: change '{change}' is not landed from the fleet: " in refused.err
+            assert why in refused.err
+        assert git(clone, "rev-parse", "forge/kilo").strip() == kilo
+        named = _forge(fleet, clone, "land", "--fleet", "stuck")
+        assert named.code == 0, named.out + named.err
+        assert (clone / "result-stuck.txt").read_text() == "stuck\n"
+        assert [e["order"] for e in _events(clone, "stuck") if e["event"] == "land.done"] == [1]
+
 
 def test_forge_land_fleet_refuses_without_a_batch_an_unreachable_server_and_pr(
     tmp_path: Path, redis_server: RedisServer

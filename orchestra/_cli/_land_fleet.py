@@ -82,13 +82,20 @@ class FleetLand:
                     continue
                 try:
                     append_land_events(connection, change, local, loop.events)
-                except (FleetUnavailable, UsageError) as exc:
-                    out.note(
-                        f"note: land events of {change} not sent to the fleet's server "
-                        f"({exc.message}); the next forge land --fleet sends them"
-                    )
+                except UsageError as exc:  # its loop runs again, or is gone from the batch
+                    out.note(_not_sent(change, exc.message))
+                except FleetUnavailable as exc:
+                    out.note(_not_sent("the batch's changes", exc.message))
+                    return  # every other change would wait out the same timeout
         finally:
             connection.close()
+
+
+def _not_sent(what: str, why: str) -> str:
+    return (
+        f"note: the land events of {what} were not sent to the fleet's server ({why}); "
+        "the next forge land --fleet sends them"
+    )
 
 
 def fleet_land(
@@ -157,6 +164,7 @@ def _prepare(
         if has_landed(loop.events) or has_landed(local):
             land.landed.add(loop.change)
     wanted = [loops[c] for c in named if c in loops] if named else list(batch.loops)
+    taken: list[tuple[str, str]] = []
     for loop in wanted:
         change = loop.change
         if change in land.landed:
@@ -165,14 +173,16 @@ def _prepare(
             continue  # a named one: the plan says so
         if not named and loop.state in ("queued", "running"):
             land.skipped.append((change, f"its loop is still {loop.state} on the fleet"))
-            continue
-        if not named and loop.reason != "done":
+        elif not named and loop.reason != "done":
             land.batch.append((change, loop.reason))  # the plan says how it ended
-            continue
-        why, remote = _source(root, loop)
-        if remote is None:
-            land.skipped.append((change, why))
-            continue
+        else:
+            why, remote = _source(root, loop)
+            if remote is None:
+                _left_out(land, change, why, named)
+            else:
+                taken.append((change, remote))
+    # Every named change was found fetchable before anything is fetched.
+    for change, remote in taken:
         if args.dry_run:
             land.fetchable.add(change)
             said = f"land: {change} — would fetch forge/{change} from {remote}"
@@ -183,7 +193,7 @@ def _prepare(
             continue
         fetched = fetch_change(root, remote, change)
         if fetched.why:
-            land.skipped.append((change, fetched.why))
+            _left_out(land, change, fetched.why, named)
             continue
         out.line(
             f"land: {change} — fetched forge/{change} from {remote} "
@@ -191,7 +201,23 @@ def _prepare(
             style="dim",
         )
         land.batch.append((change, "done"))
+    position = {change: n for n, change in enumerate(loops)}
+    land.batch.sort(key=lambda item: position[item[0]])  # the plan lands them in this order
     return land
+
+
+def _left_out(land: FleetLand, change: str, why: str, named: Sequence[str]) -> None:
+    """A loop not fetched: skipped from the batch; a named one is refused, not landed from here.
+
+    Raises:
+        UsageError: ``change`` was named.
+    """
+    if named:
+        raise UsageError(
+            f"change {change!r} is not landed from the fleet: {why}",
+            hint="forge land --fleet --dry-run shows what the batch lands",
+        )
+    land.skipped.append((change, why))
 
 
 def _source(root: Any, loop: LandLoop) -> tuple[str, str | None]:
