@@ -3,7 +3,9 @@
 
 Usage: ``fake_agent.py SCRIPT.json``. The script is ``{"steps": [step, ...]}``;
 iteration N (from ``$FORGE_ITERATION``) plays step N, or the last step once
-the steps run out. A step may hold, in the order they are carried out:
+the steps run out. ``{"when_env": {"VAR": [step, ...]}}`` beside ``steps``
+plays that list instead while ``$VAR`` is set (a loop handed back by
+``forge land --rework`` has ``FORGE_BRIEF``). A step may hold, in the order they are carried out:
 
 - ``record_env``: a path; the FORGE_* environment is written there as JSON
 - ``record_argv``: a path; the arguments after the script's are written there as JSON
@@ -38,6 +40,10 @@ from typing import Any
 def main() -> int:
     script = json.loads(Path(sys.argv[1]).read_text())
     steps: list[dict[str, Any]] = script["steps"]
+    for variable, instead in script.get("when_env", {}).items():
+        if os.environ.get(variable):
+            steps = instead
+            break
     iteration = int(os.environ.get("FORGE_ITERATION", "1"))
     step = steps[min(iteration, len(steps)) - 1]
     if calls := os.environ.get("FAKE_AGENT_CALLS"):

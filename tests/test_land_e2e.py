@@ -310,6 +310,10 @@ def test_a_landing_killed_before_the_tree_followed_is_finished_by_the_next_run(
     # The branch moved, the files did not: this is what git sees.
     assert repo.git("status", "--porcelain", "--untracked-files=no") != ""
     assert not (repo.root / "h.txt").exists()
+    assert repo.forge("verify", "--change", "half").code == 0  # the change is known
+    status = json.loads(repo.forge("status", "--json").out)
+    [row] = status["changes"]
+    assert row["land"] == "an interrupted landing onto main: forge land finishes it"
 
     done = repo.forge("land", "half", "--plain")
 
@@ -322,10 +326,12 @@ def test_a_landing_killed_before_the_tree_followed_is_finished_by_the_next_run(
     assert not (repo.root / ".forge" / "land" / "pending.json").exists()
     assert not (repo.root / ".forge" / "land" / "scratch").exists()
     assert "scratch" not in repo.git("worktree", "list")
-    kinds = [e["event"] for e in _events(repo, "half")]
-    assert kinds == ["land.done", "land.cleaned"]
-    assert _events(repo, "half")[0]["commit"] == new
+    landed = [e for e in _events(repo, "half") if str(e["event"]).startswith("land.")]
+    assert [e["event"] for e in landed] == ["land.done", "land.cleaned"]
+    assert landed[0]["commit"] == new
     assert "forge/half" not in _branches(repo)
+    status = json.loads(repo.forge("status", "--json").out)
+    assert status["changes"][0]["land"] == f"landed on main ({new[:7]})"
 
     again = repo.forge("land", "--base", "main", "--dry-run")
     assert again.code == 2  # no batch: and nothing is pending any more

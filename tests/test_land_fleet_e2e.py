@@ -207,7 +207,7 @@ def test_a_fleet_batch_lands_in_submission_order_each_verified_on_the_combined_t
         assert [e["order"] for e in _events(clone, "stuck") if e["event"] == "land.done"] == [1]
 
 
-def test_forge_land_fleet_refuses_without_a_batch_an_unreachable_server_and_pr(
+def test_forge_land_fleet_refuses_without_a_batch_an_unreachable_server_pr_and_rework(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     bare = _bare(tmp_path, "project")
@@ -229,6 +229,10 @@ def test_forge_land_fleet_refuses_without_a_batch_an_unreachable_server_and_pr(
         pr = _forge(fleet, clone, "land", "--fleet", "--pr")
         assert pr.code == 2, pr
         assert "its branches are on the remote already" in pr.err
+
+        rework = _forge(fleet, clone, "land", "--fleet", "--rework")
+        assert rework.code == 2, rework
+        assert "--rework does not take a fleet batch" in rework.err
 
 
 def test_a_loop_s_repository_is_matched_to_the_project_s_remotes(tmp_path: Path) -> None:

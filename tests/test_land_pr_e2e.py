@@ -208,7 +208,12 @@ def test_a_failed_push_is_reported_with_exit_1(repo: Repo, tmp_path: Path) -> No
 
     assert done.code == 1
     assert done.lines[0].startswith("land: broken — FAILED: git push origin forge/broken failed")
-    assert _events(repo, "broken") == []
+    [failed] = _events(repo, "broken")
+    assert failed["event"] == "land.pr.failed"
+    assert failed["step"] == "push"
+    assert failed["remote"] == "origin"
+    assert str(failed["message"]).startswith("git push origin forge/broken failed")
+    assert repo.forge("land", "--status", env=env).out.startswith("land: no pull requests")
 
 
 def test_the_land_table_selects_pr_mode_and_its_remote(repo: Repo, tmp_path: Path) -> None:

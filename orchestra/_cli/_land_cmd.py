@@ -31,6 +31,7 @@ from ._console import Output
 from ._trio_run import run_interruptible
 
 if TYPE_CHECKING:
+    from .._land import LandOutcome
     from .._policy import LandPolicy, LoadedPolicy, VerifyPolicy
     from .._workspace import Project
     from ._land_fleet import FleetLand
@@ -54,7 +55,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
             from ._land_fleet import refuse_pull_requests
 
             refuse_pull_requests()
+        if args.rework:
+            raise UsageError(
+                "--rework does not apply to pull requests: the remote's checks decide there",
+                hint="forge land --rework lands onto the local base",
+            )
         return _land_prs(root, args, out, land_policy)
+    # A fleet batch's changes are reworked on the fleet (forge fleet requeue), not here.
+    rework = (args.rework or land_policy.rework) and not fleet_wanted
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"
     if args.merge and args.squash:
         raise UsageError("--merge and --squash exclude each other", hint="pick one mode")
@@ -107,8 +115,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for change, why in plan.skipped:
         out.line(f"land: {change} — skipped: {why}", style="dim")
     if args.dry_run:
+        after = "; a conflict or FAIL goes back to its loop" if rework else ""
         for position, change in enumerate(plan.changes, start=1):
-            out.line(f"plan {position}: {change} — {mode} onto {base}, then verify")
+            out.line(f"plan {position}: {change} — {mode} onto {base}, then verify{after}")
         out.line(f"land: would land {len(plan.changes)} change(s) onto {base} (dry run)")
         if out.json_mode:
             out.document(
@@ -132,8 +141,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
     held = len(outcomes) - landed
     out.line(
         f"land: {landed} landed, {held} not landed of {len(outcomes)} onto {base}"
-        + ("" if not held else " — escalate: see the lines above")
+        + ("" if not held or rework else " — escalate: see the lines above")
     )
+    reworked = None
+    if rework and held:
+        reworked = _rework(
+            project, loaded, base, [o for o in outcomes if o.result != "landed"], out
+        )
     if out.json_mode:
         out.document(
             {
@@ -143,9 +157,87 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 "not_landed": held,
                 "changes": [o.as_json() for o in outcomes],
                 "skipped": [{"change": c, "why": w} for c, w in plan.skipped],
+                **({"rework": reworked} if reworked is not None else {}),
             }
         )
     return EXIT_ESCALATE if held else EXIT_OK
+
+
+def _rework(
+    project: Project, loaded: LoadedPolicy, base: str, held: list[LandOutcome], out: Output
+) -> dict[str, object]:
+    """Hand the changes that did not land back to their loops, and run those loops.
+
+    Each goes back only when a ``[[loop]]`` in a worktree declares it and its
+    circuit is closed; the loops run as one ``forge supervise`` batch (same
+    gates, one rate limit), whose ``done`` ones the next ``forge land`` takes.
+    """
+    import attrs
+
+    from .._land import prepare_rework, rework_refusal
+    from .._supervise import resolve_loops
+    from ._supervise_cmd import batch_of, supervise_batch
+
+    root = project.root
+    setups = {setup.change: setup for setup in resolve_loops(loaded, root)}
+    taken = []
+    refused: list[dict[str, str]] = []
+    for outcome in held:
+        setup = setups.get(outcome.change)
+        if setup is None:
+            why: str | None = "no [[loop]] in forge.toml declares it"
+        elif not setup.worktree:
+            why = "its loop does not work in a worktree"
+        else:
+            why = rework_refusal(ChangePaths(root, outcome.change))
+        if setup is None or why is not None:
+            out.line(f"land: {outcome.change} — not reworked: {why}")
+            refused.append({"change": outcome.change, "why": str(why)})
+        else:
+            taken.append((outcome, setup))
+    if not taken:
+        out.line("land: nothing handed back — escalate: see the lines above")
+        return {"run_id": None, "loops": [], "refused": refused}
+    batch = batch_of(project, loaded.policy, [setup for _, setup in taken], out)
+    briefs = {}
+    for outcome, _ in taken:
+        given = prepare_rework(root, outcome, base, batch.run_id)
+        conflicts = f", conflicts marked in {', '.join(given.files)}" if given.files else ""
+        out.line(
+            f"land: {given.change} — handed back to its loop: {base} ({given.commit[:7]}) "
+            f"merged into forge/{given.change}{conflicts}"
+        )
+        briefs[given.change] = given.brief
+    runs = [
+        attrs.evolve(run, plan=attrs.evolve(run.plan, brief=briefs[run.setup.change]))
+        for run in batch.runs
+    ]
+    supervise_batch(attrs.evolve(batch, runs=runs), out, document=False)
+    endings = _endings(root / STATE_DIR / "runs" / batch.run_id / "summary.json")
+    for change in briefs:
+        ending = endings.get(change) or "without an ending"
+        then = "the next forge land lands it" if ending == "done" else "a person looks"
+        out.line(f"land: {change} — its rework ended {ending}: {then}")
+    done = sum(1 for change in briefs if endings.get(change) == "done")
+    out.line(
+        f"land: {done} of {len(briefs)} handed back ended done"
+        + (
+            " — forge land lands them"
+            if done == len(briefs) and not refused
+            else " — escalate: see the lines above"
+        )
+    )
+    loops = [{"change": change, "reason": endings.get(change)} for change in briefs]
+    return {"run_id": batch.run_id, "loops": loops, "refused": refused}
+
+
+def _endings(summary: Path) -> dict[str, str | None]:
+    """Each loop's ending in a batch's ``summary.json`` (empty when it cannot be read)."""
+    try:
+        data = json.loads(summary.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return dict(batch_changes(data)) if isinstance(data, dict) else {}
 
 
 def _latest_batch(root: Path) -> list[tuple[str, str | None]]:

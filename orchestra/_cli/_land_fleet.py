@@ -109,6 +109,13 @@ def fleet_land(
     from .._fleet import FleetConfig, FleetUnavailable, land_batch
 
     policy = policy_from(project, args=args).policy
+    if args.rework:
+        raise UsageError(
+            "--rework does not take a fleet batch: its loops run on the fleet's hosts",
+            hint="forge fleet requeue C runs a loop again there",
+        )
+    if policy.land.rework:
+        out.note("note: [land] rework does not apply to a fleet batch: nothing is handed back")
     try:
         config = FleetConfig.from_policy(policy.fleet)
     except ConfigError as exc:

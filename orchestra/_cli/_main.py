@@ -104,6 +104,7 @@ _EXAMPLES = {
         "forge land --dry-run",
         "forge land",
         "forge land billing --squash --keep",
+        "forge land --rework",
         "forge land --pr",
         "forge land --status",
         "forge land --fleet",
@@ -425,6 +426,11 @@ def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
     land.add_argument("--squash", action="store_true", help="one commit per change")
     land.add_argument("--keep", action="store_true", help="keep each landed change's worktree")
     land.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    land.add_argument(
+        "--rework",
+        action="store_true",
+        help="hand a conflicted or failed change back to its loop, the base merged in",
+    )
     land.add_argument(
         "--pr", action="store_true", help="push each branch and open a pull request (gh)"
     )

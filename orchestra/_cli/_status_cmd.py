@@ -34,6 +34,7 @@ from .._state import (
     RecoveryStep,
     decode_event,
     event_name,
+    interrupted_landing,
     land_state,
     last_alert_details,
     list_changes,
@@ -266,7 +267,12 @@ def _land_line(paths: ChangePaths, records: Sequence[dict[str, Any]], stands: st
 
     Only a loop in a worktree has a branch to land (``forge/<change>``).
     """
+    interrupted = interrupted_landing(paths.root)
+    if interrupted is not None and interrupted[0] == paths.name:
+        return f"an interrupted landing onto {interrupted[1]}: forge land finishes it"
     land = land_state(records)
+    if land.state == "reworked" and stands == DONE:
+        return f"ready, {land.line()}"  # its rework is done: the next forge land takes it
     if land.state != "none":
         return land.line()
     worktree = paths.root / STATE_DIR / "worktrees" / paths.name

@@ -101,6 +101,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_ESCALATE
     if args.dry_run:
         return _dry_run(batch, out)
+    return supervise_batch(batch, out)
+
+
+def supervise_batch(batch: Batch, out: Output, *, document: bool = True) -> int:
+    """Run a prepared batch to its end: warnings said, the summary and report written.
+
+    ``document``: in ``--json`` mode, print the summary as the command's document
+    (a command that runs a batch as one of its steps prints its own).
+
+    Returns:
+        The exit code of ``forge supervise``: 0 when every loop ended done.
+    """
     for loop in batch.runs:
         warning = cost_warning(loop.plan.executor, loop.setup.policy)
         refuse_unpriced(
@@ -110,7 +122,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     out.announce(ANNOUNCE)
     for warning in batch.warnings:
         out.announce(warning, style="yellow")
-    return _finish(batch, _supervised(batch, out), out)
+    return _finish(batch, _supervised(batch, out), out, document=document)
 
 
 def _warnings(batch: Batch) -> list[str]:
@@ -159,11 +171,16 @@ def _batch(args: argparse.Namespace, out: Output) -> Batch:
         )
     if args.only:
         setups = _only(setups, args.only)
-    setups, notes = separate_trees(setups, loaded.policy.supervise.worktrees)
+    return batch_of(project, loaded.policy, setups, out)
+
+
+def batch_of(project: Project, policy: Policy, setups: list[LoopSetup], out: Output) -> Batch:
+    """These loops prepared as one batch under the project's ``policy`` (notes said)."""
+    setups, notes = separate_trees(setups, policy.supervise.worktrees)
     for note in notes:
         out.line(f"note: {note}")
     run_id = new_run_id()
-    return Batch(project, loaded.policy, prepare(setups, run_id), run_id, notes)
+    return Batch(project, policy, prepare(setups, run_id), run_id, notes)
 
 
 def _only(setups: list[LoopSetup], only: str) -> list[LoopSetup]:
@@ -234,7 +251,7 @@ def _supervised(batch: Batch, out: Output) -> _Ran:
     return _Ran(results, interrupted, started, waits, stats, live)
 
 
-def _finish(batch: Batch, ran: _Ran, out: Output) -> int:
+def _finish(batch: Batch, ran: _Ran, out: Output, *, document: bool = True) -> int:
     """The summary written, the table and the report shown, the exit code."""
     runs, results = batch.runs, ran.results
     all_done = all(r.reason == DONE for r in results.values()) and len(results) == len(runs)
@@ -257,7 +274,7 @@ def _finish(batch: Batch, ran: _Ran, out: Output) -> int:
     after_batch(batch.project.root, batch.policy, summary, path, out, live=live)
     if ran.interrupted:
         out.line("supervise: INTERRUPTED — every loop's state is written; rerun to continue")
-    if out.json_mode:
+    if out.json_mode and document:
         out.document(summary)
     return code
 

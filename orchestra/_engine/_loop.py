@@ -102,7 +102,7 @@ from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
-from ._recovery import Strategy, with_guidance, with_strategy
+from ._recovery import Strategy, with_brief, with_guidance, with_strategy
 from ._session import Resume, Session, carried, resumable
 from ._store import ChangeStore, Store
 from ._watch import IterationWatch
@@ -131,6 +131,9 @@ class LoopPlan:
     redact: Redact | None = None
     # The sandbox the executor runs in, or why there is none (None: not chosen yet).
     sandbox: SandboxChoice | None = None
+    # What this run is for beyond the prompt (``forge land --rework``: the conflict
+    # to resolve), appended to every iteration's prompt and given as FORGE_BRIEF.
+    brief: str = ""
 
     def context(
         self, number: int, strategy: Strategy | None = None, question: str | None = None
@@ -144,10 +147,13 @@ class LoopPlan:
             state_dir=self.paths.folder,
             report_path=run_dir / f"iteration-{number}.report.json",
             log_path=run_dir / f"iteration-{number}.log",
-            prompt=with_guidance(with_strategy(self.prompt, strategy), question),
+            prompt=with_guidance(
+                with_strategy(with_brief(self.prompt, self.brief), strategy), question
+            ),
             extra_env=(
                 *(strategy.environment() if strategy is not None else ()),
                 *((("FORGE_QUESTION", question),) if question else ()),
+                *((("FORGE_BRIEF", self.brief),) if self.brief else ()),
             ),
         )
 

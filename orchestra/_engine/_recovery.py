@@ -203,6 +203,13 @@ def with_strategy(prompt: str, strategy: Strategy | None) -> str:
     return f"{prompt}\n\n{text}" if prompt else text
 
 
+def with_brief(prompt: str, brief: str) -> str:
+    """A prompt with the run's brief (what the run is for beyond it), appended."""
+    if not brief:
+        return prompt
+    return f"{prompt}\n\n{brief}" if prompt else brief
+
+
 def with_guidance(prompt: str, question: str | None) -> str:
     """A prompt with guidance to decide, after an iteration that asked instead of acting.
 

@@ -26,3 +26,6 @@ from ._repo import checked_out_elsewhere as checked_out_elsewhere
 from ._repo import head_of as head_of
 from ._repo import require_repository as require_repository
 from ._repo import tracked_changes as tracked_changes
+from ._rework import Rework as Rework
+from ._rework import prepare_rework as prepare_rework
+from ._rework import rework_refusal as rework_refusal

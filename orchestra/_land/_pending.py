@@ -19,7 +19,7 @@ import attrs
 import cattrs
 
 from .._errors import UsageError
-from .._state import STATE_DIR, ChangePaths, atomic_write, read_timeline
+from .._state import STATE_DIR, ChangePaths, atomic_write, pending_landing_path, read_timeline
 from ._events import done_at, record
 from ._repo import checked_out_branch, close_scratch, git, head_of, must, remove_change
 
@@ -40,7 +40,7 @@ class Pending:
 
 def pending_path(root: Path) -> Path:
     """Where the journal lives: ``.forge/land/pending.json``."""
-    return root / STATE_DIR / "land" / "pending.json"
+    return pending_landing_path(root)
 
 
 def write_pending(root: Path, pending: Pending) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 import attrs
 
 from .._git import run_git
-from .._state import ChangePaths, OtherEvent, append_event, exclusive_lock, read_timeline
+from .._state import ChangePaths, read_timeline
+from ._events import record
 from ._queue import commit_message, worktree_of
 from ._repo import all_changes, commit_all
 
@@ -167,14 +168,12 @@ def _open_one(
             worktree, commit_message(change, events, f"forge: uncommitted work of {change}")
         )
         said(f"land: {change} — committed its uncommitted work on {branch} ({committed[:7]})")
+    fields = {"branch": branch, "remote": remote, "base": base}
     pushed = run_git(root, "push", "-q", remote, f"{branch}:refs/heads/{branch}", timeout=300)
     if not pushed.ok:
-        return PrOutcome(
-            change,
-            "failed",
-            message=f"git push {remote} {branch} failed: " + _last_line(pushed.message()),
-            committed=committed,
-        )
+        message = f"git push {remote} {branch} failed: " + _last_line(pushed.message())
+        record(paths, "land.pr.failed", {**fields, "step": "push", "message": message})
+        return PrOutcome(change, "failed", message=message, committed=committed)
     if missing:
         return PrOutcome(change, "pushed", message=missing, committed=committed)
     subject = run_git(root, "log", "-1", "--format=%s", branch).stdout.decode(errors="replace")
@@ -189,14 +188,12 @@ def _open_one(
         )  # fmt: skip
     url = _last_line(created.stdout)
     if created.returncode != 0 or not url:
-        why = _last_line(created.stderr) or f"exit {created.returncode}"
-        return PrOutcome(
-            change, "failed", message=f"gh pr create failed: {why}", committed=committed
+        message = "gh pr create failed: " + (
+            _last_line(created.stderr) or f"exit {created.returncode}"
         )
-    fields = {"url": url, "branch": branch, "remote": remote, "base": base}
-    paths.folder.mkdir(parents=True, exist_ok=True)
-    with exclusive_lock(paths.lock):
-        append_event(paths.timeline, paths.name, OtherEvent(name="land.pr", fields=fields))
+        record(paths, "land.pr.failed", {**fields, "step": "gh pr create", "message": message})
+        return PrOutcome(change, "failed", message=message, committed=committed)
+    record(paths, "land.pr", {"url": url, **fields})
     return PrOutcome(change, "opened", url=url, committed=committed)
 
 

@@ -24,6 +24,7 @@ from ._repo import (
     combine,
     commit_all,
     head_of,
+    mode_for,
     must,
     open_scratch,
     remove_change,
@@ -130,8 +131,9 @@ async def _land_one(
     old = head_of(root, settings.base) or ""
     tip = head_of(root, f"forge/{change}") or ""
     reset_scratch(scratch, old)
+    mode = mode_for(root, old, tip, settings.mode)
     files = combine(
-        scratch, old, tip, settings.mode, commit_message(change, events, f"forge land: {change}")
+        scratch, old, tip, mode, commit_message(change, events, f"forge land: {change}")
     )
     if files:
         record(paths, "land.conflict", {"base": settings.base, "files": files})
@@ -150,14 +152,14 @@ async def _land_one(
             base=settings.base,
             old=old,
             new=new,
-            mode=settings.mode,
+            mode=mode,
             order=order,
             keep=settings.keep,
             checked_out=settings.checked_out,
         ),
     )
     advance(root, settings.base, new, old, checked_out=settings.checked_out)
-    fields = {"base": settings.base, "commit": new, "mode": settings.mode}
+    fields = {"base": settings.base, "commit": new, "mode": mode}
     record(paths, "land.done", {**fields, "verify": "PASS", "order": order})
     cleaned = False
     if not settings.keep:

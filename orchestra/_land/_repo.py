@@ -132,7 +132,8 @@ def combine(scratch: Path, base: str, tip: str, mode: str, message: str) -> list
     """Bring the commits of ``tip`` onto ``base`` in the scratch tree (at ``base``).
 
     ``rebase`` replays the commits since the merge-base, ``merge`` makes a merge
-    commit, ``squash`` one commit with ``message``. No branch moves: the result
+    commit, ``squash`` one commit with ``message``, ``fast-forward`` takes a
+    ``tip`` that holds ``base`` as it is. No branch moves: the result
     is the scratch tree's detached HEAD.
 
     Returns:
@@ -142,6 +143,8 @@ def combine(scratch: Path, base: str, tip: str, mode: str, message: str) -> list
     if mode == "rebase":
         merge_base = must(scratch, "merge-base", base, tip)
         done = git(scratch, "rebase", "-q", "--onto", base, merge_base, tip)
+    elif mode == "fast-forward":
+        done = git(scratch, "merge", "-q", "--ff-only", tip)
     elif mode == "merge":
         done = git(scratch, "merge", "-q", "--no-ff", "-m", message, tip)
     else:
@@ -155,6 +158,47 @@ def combine(scratch: Path, base: str, tip: str, mode: str, message: str) -> list
     if not files:
         raise LandGitError(
             f"git could not {mode} {tip[:7]} onto {base[:7]}",
+            context=[done.message()],
+            hint="see git's message",
+        )
+    return files
+
+
+def mode_for(root: Path, base: str, tip: str, mode: str) -> str:
+    """How ``tip`` is brought onto ``base``: ``mode``, unless rebasing cannot keep its merges.
+
+    A branch with a merge commit since it left the base — the base merged into
+    it by ``forge land --rework``, or by the agent — would have the conflicts
+    its merge resolved replayed again by a rebase. It is merged instead: a
+    fast-forward when it already holds the base, else a merge commit.
+    """
+    if mode != "rebase":
+        return mode
+    merge_base = must(root, "merge-base", base, tip)
+    merges = must(root, "rev-list", "--merges", "--count", f"{merge_base}..{tip}")
+    if merges == "0":
+        return mode
+    holds_base = git(root, "merge-base", "--is-ancestor", base, tip).ok
+    return "fast-forward" if holds_base else "merge"
+
+
+def merge_base_into(tree: Path, base: str, message: str) -> list[str]:
+    """Merge ``base`` into the branch checked out in ``tree``; the conflicted paths.
+
+    A clean merge is committed. A conflicted one is left as git leaves it,
+    the conflicts marked in the files, for the agent to resolve: the next
+    ``forge land`` commits what it made of them.
+
+    Raises:
+        LandGitError: the merge failed without conflicts (git's words say why).
+    """
+    done = git(tree, "merge", "-q", "--no-ff", "--no-edit", "-m", message, base)
+    if done.ok:
+        return []
+    files = conflicted(tree)
+    if not files:
+        raise LandGitError(
+            f"git could not merge {base[:7]} into {tree}",
             context=[done.message()],
             hint="see git's message",
         )

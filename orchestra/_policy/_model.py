@@ -863,6 +863,13 @@ class LandPolicy:
             example="main",
         ),
     )
+    rework: bool = attrs.field(
+        default=False,
+        metadata=_doc(
+            "Hand a change that conflicts with the base or fails its verify on the combined "
+            "tree back to its loop, the base merged into its branch (forge land --rework)."
+        ),
+    )
 
 
 @_table

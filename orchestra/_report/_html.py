@@ -312,7 +312,12 @@ def _landed(report: BatchReport) -> str:
     )
 
 
-_LAND_GROUPS = (("Landed", "landed"), ("Conflicts", "conflict"), ("Failed", "failed"))
+_LAND_GROUPS = (
+    ("Landed", "landed"),
+    ("Conflicts", "conflict"),
+    ("Failed", "failed"),
+    ("Handed back to their loops", "reworked"),
+)
 
 
 def landing_groups(report: BatchReport) -> list[tuple[str, tuple[LoopReport, ...]]]:
@@ -329,6 +334,9 @@ def land_words(loop: LoopReport) -> str:
         return f"on {land.base or '?'} at {land.commit[:7] or '?'}{mode}"
     if land.state == "conflict":
         return f"conflicts with {land.base or 'the base'} in " + (", ".join(land.files) or "?")
+    if land.state == "reworked":
+        why = f"conflicts in {', '.join(land.files)}" if land.files else "; ".join(land.checks)
+        return f"{land.base or 'the base'} ({land.commit[:7] or '?'}) merged in, {why or 'verify'}"
     return f"verify failed on {land.base or 'the base'}: " + ("; ".join(land.checks) or "?")
 
 

@@ -221,7 +221,8 @@ class LoopReport:
         working in the repository's own tree left its work there already.
         """
         on_branch = (self.where or "").startswith(f"branch forge/{self.change},")
-        return on_branch and self.ending == "done" and self.land.state == "none"
+        # A change handed back by forge land --rework lands again once its loop is done.
+        return on_branch and self.ending == "done" and self.land.state in ("none", "reworked")
 
     @property
     def alerts(self) -> tuple[Notice, ...]:
@@ -326,8 +327,8 @@ class BatchReport:
         return tuple(loop for loop in self.loops if loop.ready_to_land)
 
     def landing(self, state: str) -> tuple[LoopReport, ...]:
-        """The loops whose latest land outcome is ``state`` (landed, conflict, failed)."""
-        found = [loop for loop in self.loops if loop.land.state == state]
+        """The loops whose latest land outcome is ``state``, and not ready to land again."""
+        found = [loop for loop in self.loops if loop.land.state == state and not loop.ready_to_land]
         # Landed ones in the order they landed; the rest by name.
         return tuple(sorted(found, key=lambda loop: (loop.land.order, loop.change)))
 

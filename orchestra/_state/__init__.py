@@ -73,7 +73,9 @@ if TYPE_CHECKING:
     from ._land import LAND_DONE as LAND_DONE
     from ._land import LAND_FAILED as LAND_FAILED
     from ._land import LandState as LandState
+    from ._land import interrupted_landing as interrupted_landing
     from ._land import land_state as land_state
+    from ._land import pending_landing_path as pending_landing_path
     from ._statusfile import STATUS_FILE as STATUS_FILE
     from ._statusfile import last_alert_details as last_alert_details
     from ._statusfile import read_sections as read_sections
@@ -155,7 +157,9 @@ if not TYPE_CHECKING:
                 "LAND_DONE",
                 "LAND_FAILED",
                 "LandState",
+                "interrupted_landing",
                 "land_state",
+                "pending_landing_path",
             ),
             "._journal": ("JOURNAL", "checkpoint", "recover", "write_journaled"),
             "._ignore": ("GITIGNORE", "IGNORE_RULES", "keep_out_of_git"),
