@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -227,7 +228,7 @@ def _left_out(land: FleetLand, change: str, why: str, named: Sequence[str]) -> N
     land.skipped.append((change, why))
 
 
-def _source(root: Any, loop: LandLoop) -> tuple[str, str | None]:
+def _source(root: Path, loop: LandLoop) -> tuple[str, str | None]:
     """``(why not, None)``, or ``("", remote)``: the project's remote the loop pushed to."""
     spec = loop.spec
     if spec is None:
