@@ -8,9 +8,10 @@ on the branch ``forge/<c>`` — made with real git.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from tests.support import Repo
+from tests.support import Repo, spawn_forge
 
 RUN_ID = "20261204T010000Z-abc123"
 
@@ -395,3 +396,31 @@ def test_a_journal_forge_did_not_write_is_a_usage_error(repo: Repo, tmp_path: Pa
     assert "is not a pending landing forge can read" in done.err
     assert "Traceback" not in done.err
     assert _head(repo) == before
+
+
+def test_a_second_land_run_is_refused_while_one_runs(repo: Repo, tmp_path: Path) -> None:
+    started, go = tmp_path / "started", tmp_path / "go"
+    os.mkfifo(started)
+    os.mkfifo(go)
+    # The first run's verify says it started, then waits for the test's word.
+    _project(repo, tmp_path / "seen.log", f'echo up > "{started}"\nread word < "{go}"')
+    _change(repo, "slow", {"s.txt": "s\n"})
+    _batch(repo, ("slow", "done"))
+    first = spawn_forge(["land", "--plain"], cwd=repo.root)
+    try:
+        with open(started, encoding="utf-8") as signal:
+            assert signal.read() == "up\n"
+
+        second = repo.forge("land", "--plain")
+
+        assert second.code == 2
+        assert "another forge land is running in this project" in second.err
+        assert "Traceback" not in second.err
+        assert repo.forge("land", "--dry-run").code == 0  # reading the plan is not a run
+    finally:
+        with open(go, "w", encoding="utf-8") as word:
+            word.write("go\n")
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert "land: slow — landed on main" in out
+    assert repo.forge("land", "--plain").code == 0  # the lock went with the run

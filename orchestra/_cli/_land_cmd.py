@@ -20,6 +20,7 @@ from .._land import (
     has_landed,
     head_of,
     land_all,
+    land_run,
     order_changes,
     read_pending,
     require_repository,
@@ -44,6 +45,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
     land_policy = policy_from(project, args=args).policy.land
     if args.status:
         return _pr_status(root, args, out)  # reads only: an interrupted landing waits
+    if args.dry_run:
+        return _run(project, land_policy, args, out)
+    with land_run(root):
+        return _run(project, land_policy, args, out)
+
+
+def _run(project: Project, land_policy: LandPolicy, args: argparse.Namespace, out: Output) -> int:
+    root = project.root
     if not args.dry_run:
         # A run killed while it moved the base left a journal: finish that first.
         finish_pending(root, out.line)
