@@ -78,6 +78,7 @@ CONTROLS: dict[str, str] = {
     "_fleet_control_cmd:requeue_cmd": "forge fleet requeue",
     "_fleet_control_cmd:cancel_cmd": "forge fleet cancel",
     "_executors_cmd:run": "forge executors check",
+    "_steer_cmd:run": "forge steer",
     "_init_cmd:run": "forge init",
     "_contract_cmd:loop_start": "forge loop start",
     "_report_cmd:run": "forge report",

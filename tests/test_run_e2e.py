@@ -263,9 +263,12 @@ def test_executor_learns_its_context_from_the_environment(repo: Repo) -> None:
     assert seen["FORGE_ITERATION"] == "1"
     assert seen["FORGE_MAX_ITERATIONS"] == "4"
     assert Path(seen["FORGE_STATE_DIR"]) == repo.change_dir("ctx")
-    # In the sandbox the report goes to the change's inbox, the one place of
-    # Forge's state an agent may write (tests/test_sandbox_e2e.py).
-    assert Path(seen["FORGE_REPORT"]) == repo.change_dir("ctx") / "inbox" / "report.json"
+    # In the sandbox the report goes to the run's folder of the change's inbox,
+    # the one place of Forge's state an agent may write (tests/test_sandbox_e2e.py).
+    report = Path(seen["FORGE_REPORT"])
+    assert report.parent.parent == repo.change_dir("ctx") / "inbox"
+    assert report.name == "report.json"
+    assert seen["FORGE_INBOX"] == str(report.parent)
     assert seen["FORGE_SANDBOX"] == "bubblewrap"
 
 

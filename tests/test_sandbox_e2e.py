@@ -94,7 +94,8 @@ def test_the_kernel_refuses_every_harm_and_the_check_finds_none(project: Repo) -
     assert (project.root / "notes.txt").read_text() == "my work\n"
     # $FORGE_REPORT is in the inbox; Forge read it (its tokens) and emptied the inbox.
     inbox = project.change_dir("c") / "inbox"
-    assert f"report: {inbox}/report.json" in log
+    [started] = events(project, "c", "run.started")
+    assert f"report: {inbox}/{started['run_id']}/report.json" in log  # this run's own folder
     [finished] = events(project, "c", "iteration.finished")
     assert finished["tokens"] == 1234
     assert list(inbox.iterdir()) == []

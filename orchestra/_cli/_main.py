@@ -117,6 +117,11 @@ _EXAMPLES = {
     "checkpoint": ["forge checkpoint --change billing --stage iteration-2"],
     "event": ['forge event --change billing forge.blocked --detail "needs the tax table"'],
     "resume": ["forge resume --change billing"],
+    "steer": [
+        'forge steer billing "the test fixture is in tests/conftest.py, use it"',
+        "forge steer billing --file guidance.md --until-cleared",
+        "forge steer billing --clear",
+    ],
     "clean": [
         "forge clean --dry-run",
         'forge clean --abandon billing --reason "superseded by refunds"',
@@ -443,6 +448,26 @@ def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
         help="the fleet batch's pushed branches, fetched (implied when FORGE_REDIS_URL is set)",
     )
     land.set_defaults(handler="_land_cmd:run")
+
+
+def _add_steer(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    steer = commands.add_parser(
+        "steer", parents=[common], help="guidance for a loop's next iteration, from a person"
+    )
+    steer.add_argument("change", type=_change_name, metavar="CHANGE", help=_CHANGE_HELP)
+    steer.add_argument(
+        "text", nargs="?", metavar="TEXT", help="the guidance (none: list what waits)"
+    )
+    steer.add_argument("--file", metavar="FILE", help="the guidance, read from a file")
+    keep = steer.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--once", action="store_true", help="for the next iteration only (the default)"
+    )
+    keep.add_argument(
+        "--until-cleared", action="store_true", help="for every iteration until --clear"
+    )
+    keep.add_argument("--clear", action="store_true", help="remove the guidance waiting")
+    steer.set_defaults(handler="_steer_cmd:run")
 
 
 def _add_clean(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -801,6 +826,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "circuit": _add_circuit,
     "land": _add_land,
     "clean": _add_clean,
+    "steer": _add_steer,
     "loop": _add_loop,
     "checkpoint": _add_checkpoint,
     "event": _add_event,

@@ -38,6 +38,7 @@ from .._state import (
     land_state,
     last_alert_details,
     list_changes,
+    read_guidance,
     read_timeline,
 )
 from .._verify import read_breaker
@@ -106,6 +107,9 @@ def status(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  alert:    {name} — {detail}", style="yellow")
         if row["land"] is not None:
             out.line(f"  land:     {row['land']}")
+        for given in row["guidance"]:
+            text = given["text"] if len(given["text"]) <= 60 else given["text"][:59] + "…"
+            out.line(f"  guidance: waiting ({given['keep']}, by {given['by']}): {text}")
         out.line(f"  last:     {row['last_event'] or '-'}")
     return EXIT_OK
 
@@ -259,6 +263,10 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
         "decisions": [attrs.asdict(decision) for decision in stands.decisions],
         "then": list(stands.then),
         "land": _land_line(paths, records, stands.state),
+        "guidance": [
+            {"text": given.text, "by": given.by, "keep": given.keep}
+            for given in read_guidance(paths).entries
+        ],
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import time
 from collections.abc import Callable
@@ -51,7 +52,7 @@ from .._sandbox import (
     apply_requests,
     choose_sandbox,
     empty_inbox,
-    inbox_of,
+    run_inbox,
 )
 from .._secscan import project_scanner
 from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
@@ -62,10 +63,13 @@ from .._state import (
     BreakerHalfOpen,
     BreakerOpened,
     ChangePaths,
+    Guidance,
     IterationStarted,
+    OtherEvent,
     ProtectViolation,
     RunStarted,
     RunStopped,
+    take_guidance,
     utc_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
@@ -102,7 +106,14 @@ from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
-from ._recovery import Strategy, with_brief, with_guidance, with_strategy
+from ._recovery import (
+    Strategy,
+    steering_text,
+    with_brief,
+    with_question,
+    with_steering,
+    with_strategy,
+)
 from ._session import Resume, Session, carried, resumable
 from ._store import ChangeStore, Store
 from ._watch import IterationWatch
@@ -136,7 +147,11 @@ class LoopPlan:
     brief: str = ""
 
     def context(
-        self, number: int, strategy: Strategy | None = None, question: str | None = None
+        self,
+        number: int,
+        strategy: Strategy | None = None,
+        question: str | None = None,
+        guidance: tuple[Guidance, ...] = (),
     ) -> IterationContext:
         run_dir = self.paths.runs / self.run_id
         return IterationContext(
@@ -147,13 +162,17 @@ class LoopPlan:
             state_dir=self.paths.folder,
             report_path=run_dir / f"iteration-{number}.report.json",
             log_path=run_dir / f"iteration-{number}.log",
-            prompt=with_guidance(
-                with_strategy(with_brief(self.prompt, self.brief), strategy), question
+            prompt=with_steering(
+                with_question(
+                    with_strategy(with_brief(self.prompt, self.brief), strategy), question
+                ),
+                guidance,
             ),
             extra_env=(
                 *(strategy.environment() if strategy is not None else ()),
                 *((("FORGE_QUESTION", question),) if question else ()),
                 *((("FORGE_BRIEF", self.brief),) if self.brief else ()),
+                *((("FORGE_GUIDANCE", steering_text(guidance)),) if guidance else ()),
             ),
         )
 
@@ -540,10 +559,11 @@ class _Loop:
         self.progress.status = "probing" if probing else "running"
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
-        hook_attempts, wrapper = await _in_thread(self._before_executor, number)
+        hook_attempts, wrapper, guidance = await _in_thread(self._before_executor, number)
         strategy = in_force_for(state, self.policy, self.settings.rules)
         self.progress.recovery = strategy.describe() if strategy is not None else ""
-        context = self._sandboxed(self.plan.context(number, strategy, between.question), wrapper)
+        context = self.plan.context(number, strategy, between.question, guidance)
+        context = self._sandboxed(context, wrapper)
         if self.plan.executor.verifies_at_stop:
             context = attrs.evolve(context, extra_env=(*context.extra_env, self._loop_verify()))
         began = self.settings.wall_clock()
@@ -610,14 +630,16 @@ class _Loop:
 
     # -- blocking steps, each run in one worker thread ------------------------
 
-    def _before_executor(self, number: int) -> tuple[int, tuple[str, ...]]:
+    def _before_executor(self, number: int) -> tuple[int, tuple[str, ...], tuple[Guidance, ...]]:
         """Record the start (counted as used: a rerun goes on after it) and arm the check.
 
         Returns the breaker's attempts before the iteration (see :meth:`_hook_verdict`),
-        and the sandbox's ``bwrap ... --`` (empty without one), its mounts
-        found as the protected paths stand now, its inbox emptied.
+        the sandbox's ``bwrap ... --`` (empty without one), its mounts
+        found as the protected paths stand now, its inbox emptied, and the
+        person's guidance the iteration is given (recorded as delivered).
         """
         self.store.begin(IterationStarted(run_id=self.plan.run_id, iteration=number))
+        guidance = self._take_guidance(number)
         attempts = 0
         if self.plan.executor.verifies_at_stop:
             attempts = read_breaker(self.plan.paths).after.total_attempts
@@ -627,11 +649,32 @@ class _Loop:
         if sandbox is None:
             # Unsandboxed, the agent's requests go to the inbox as well: none left
             # from before this iteration is run after it.
-            empty_inbox(inbox_of(self.plan.paths.folder), create=False)
-            return attempts, ()
-        empty_inbox(sandbox.inbox)
+            empty_inbox(self._inbox, create=False)
+            return attempts, (), guidance
+        empty_inbox(self._inbox)
         _, wrapper = sandbox.wrapper()
-        return attempts, wrapper
+        return attempts, wrapper, guidance
+
+    def _take_guidance(self, number: int) -> tuple[Guidance, ...]:
+        """The guidance ``forge steer`` left for this iteration, recorded as delivered."""
+        taken = take_guidance(self.plan.paths)
+        if taken:
+            redact = self.plan.redact
+            texts = [redact(g.text) if redact is not None else g.text for g in taken]
+            fields = {
+                "run_id": self.plan.run_id,
+                "iteration": number,
+                "by": [given.by for given in taken],
+                "texts": texts,
+            }
+            self.store.append(OtherEvent(name="guidance.delivered", fields=fields))
+            self._say("loop", f"iteration {number} given {len(taken)} piece(s) of guidance")
+        return taken
+
+    @property
+    def _inbox(self) -> Path:
+        """This run's own folder of the change's inbox (another run of it has its own)."""
+        return run_inbox(self.plan.paths.folder, self.plan.run_id)
 
     def _apply_inbox(self, inbox: Path, number: int, verified: bool) -> None:
         """Run what the agent asked of Forge's state from its iteration, then empty the inbox.
@@ -653,6 +696,8 @@ class _Loop:
         )
         # Its report is read: nothing left there outlives the iteration.
         empty_inbox(inbox, create=False)
+        with contextlib.suppress(OSError):
+            inbox.rmdir()
         if lines:
             log = self.plan.context(number).log_path
             with open(log, "a", encoding="utf-8") as handle:
@@ -661,17 +706,15 @@ class _Loop:
     def _sandboxed(self, context: IterationContext, wrapper: tuple[str, ...]) -> IterationContext:
         """The context inside the sandbox: its report goes to the inbox, the one place it may."""
         sandbox = self.plan.sandbox.sandbox if self.plan.sandbox is not None else None
+        inbox = (INBOX_ENV, str(self._inbox))
         if sandbox is None or not wrapper:
-            return context
+            # The agent's forge checkpoint and forge event queue their requests there too.
+            return attrs.evolve(context, extra_env=(*context.extra_env, inbox))
         return attrs.evolve(
             context,
             wrapper=wrapper,
-            report_path=sandbox.inbox / "report.json",
-            extra_env=(
-                *context.extra_env,
-                (SANDBOX_ENV, BUBBLEWRAP),
-                (INBOX_ENV, str(sandbox.inbox)),
-            ),
+            report_path=self._inbox / "report.json",
+            extra_env=(*context.extra_env, (SANDBOX_ENV, BUBBLEWRAP), inbox),
         )
 
     def _loop_verify(self) -> tuple[str, str]:
@@ -757,7 +800,7 @@ class _Loop:
         # tree its iteration ended with.
         # The loop's own recorded verify of this tree stands for the agent's.
         counted = record.verify is not None and not record.verify_read_only
-        self._apply_inbox(inbox_of(self.plan.paths.folder), ran.outcome.number, counted)
+        self._apply_inbox(self._inbox, ran.outcome.number, counted)
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)
@@ -841,6 +884,8 @@ class _Loop:
 
     def _summary(self, ending: Ending, iterations: int, between: _Between) -> RunSummary:
         state = between.state
+        # What an iteration cut short left in this run's inbox goes with the run.
+        shutil.rmtree(self._inbox, ignore_errors=True)
         return RunSummary(
             reason=ending.reason,
             iterations=iterations,

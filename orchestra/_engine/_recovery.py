@@ -19,10 +19,13 @@ goes on with the next strategy rather than the first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from .._circuit import CLOSED, CircuitState
 from .._policy import Policy, RecoveryPolicy
+from .._state import Guidance
 
 # The kinds of trip a strategy list exists for, as the environment names them.
 NO_PROGRESS = "no-progress"
@@ -210,7 +213,7 @@ def with_brief(prompt: str, brief: str) -> str:
     return f"{prompt}\n\n{brief}" if prompt else brief
 
 
-def with_guidance(prompt: str, question: str | None) -> str:
+def with_question(prompt: str, question: str | None) -> str:
     """A prompt with guidance to decide, after an iteration that asked instead of acting.
 
     Nobody answers during a run: the agent is told to choose, say what it
@@ -222,6 +225,25 @@ def with_guidance(prompt: str, question: str | None) -> str:
         f"Forge: your last iteration ended on a question ({question}). Nobody answers "
         "during this run: decide yourself, say in one line what you chose and why, and go on."
     )
+    return f"{prompt}\n\n{text}" if prompt else text
+
+
+# The placeholder a prompt may hold for a person's guidance; without it the guidance is appended.
+GUIDANCE_PLACEHOLDER = "{guidance}"
+
+
+def steering_text(guidance: Sequence[Guidance]) -> str:
+    """The words an iteration gets of a person's guidance (``forge steer``), one line each."""
+    return "\n".join(f"Guidance from a person ({given.by}): {given.text}" for given in guidance)
+
+
+def with_steering(prompt: str, guidance: Sequence[Guidance]) -> str:
+    """A prompt with a person's guidance: at ``{guidance}``, or appended."""
+    text = steering_text(guidance)
+    if GUIDANCE_PLACEHOLDER in prompt:
+        return prompt.replace(GUIDANCE_PLACEHOLDER, text)
+    if not text:
+        return prompt
     return f"{prompt}\n\n{text}" if prompt else text
 
 

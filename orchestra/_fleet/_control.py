@@ -29,9 +29,7 @@ loop ended sets it again (:mod:`._retention`).
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -40,6 +38,7 @@ import attrs
 
 from .._circuit import CLOSED_CIRCUIT, CircuitState
 from .._errors import UsageError
+from .._operator import operator as operator
 from .._spend import SpendTotals
 from .._state import Event, OtherEvent
 from ._config import GROUP, Keys
@@ -118,15 +117,6 @@ class Applied:
     change: str
     was: str
     requeued: bool
-
-
-def operator() -> str:
-    """Who runs a control, for the journal: ``user@host``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a bare container)
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
 
 
 def requeued_circuit(circuit: CircuitState) -> CircuitState:

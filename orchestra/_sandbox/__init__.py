@@ -19,6 +19,7 @@ from ._detect import probe_bubblewrap as probe_bubblewrap
 from ._inbox import INBOX as INBOX
 from ._inbox import empty_inbox as empty_inbox
 from ._inbox import inbox_of as inbox_of
+from ._inbox import run_inbox as run_inbox
 from ._mounts import Mounts as Mounts
 from ._mounts import bwrap_arguments as bwrap_arguments
 from ._mounts import describe_mounts as describe_mounts

@@ -53,6 +53,14 @@ if TYPE_CHECKING:
     from ._files import utc_iso as utc_iso
     from ._files import utc_now_iso as utc_now_iso
     from ._guarded import load_or_block as load_or_block
+    from ._guidance import ONCE as ONCE
+    from ._guidance import UNTIL_CLEARED as UNTIL_CLEARED
+    from ._guidance import Guidance as Guidance
+    from ._guidance import GuidanceState as GuidanceState
+    from ._guidance import clear_guidance as clear_guidance
+    from ._guidance import give_guidance as give_guidance
+    from ._guidance import read_guidance as read_guidance
+    from ._guidance import take_guidance as take_guidance
     from ._ignore import GITIGNORE as GITIGNORE
     from ._ignore import IGNORE_RULES as IGNORE_RULES
     from ._ignore import keep_out_of_git as keep_out_of_git
@@ -150,6 +158,16 @@ if not TYPE_CHECKING:
                 "utc_now_iso",
             ),
             "._guarded": ("load_or_block",),
+            "._guidance": (
+                "ONCE",
+                "UNTIL_CLEARED",
+                "Guidance",
+                "GuidanceState",
+                "clear_guidance",
+                "give_guidance",
+                "read_guidance",
+                "take_guidance",
+            ),
             "._land": (
                 "LAND_ABANDONED",
                 "LAND_CLEANED",

@@ -48,6 +48,11 @@ class ChangePaths:
         return self.folder / "secscan-markers.json"
 
     @property
+    def guidance(self) -> Path:
+        """A person's guidance for the next iteration (``forge steer``)."""
+        return self.folder / "guidance.yaml"
+
+    @property
     def runs(self) -> Path:
         return self.folder / "runs"
 
