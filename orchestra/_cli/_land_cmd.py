@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from .._errors import EXIT_ESCALATE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .._fleet import fleet_meant
 from .._land import (
     LandSettings,
     batch_changes,
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from .._land import LandOutcome
     from .._policy import LandPolicy, LoadedPolicy, VerifyPolicy
     from .._workspace import Project
+    from ._land_fleet import FleetLand
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -54,14 +58,20 @@ def _run(project: Project, land_policy: LandPolicy, args: argparse.Namespace, ou
         finish_pending(root, out.line)
     elif (pending := read_pending(root)) is not None:
         out.line(f"land: {pending.change} — an interrupted landing; forge land finishes it")
+    fleet_wanted = fleet_meant(args.fleet)
     if args.pr or land_policy.mode == "pr":
+        if fleet_wanted:
+            from ._land_fleet import refuse_pull_requests
+
+            refuse_pull_requests()
         if args.rework:
             raise UsageError(
                 "--rework does not apply to pull requests: the remote's checks decide there",
                 hint="forge land --rework lands onto the local base",
             )
         return _land_prs(root, args, out, land_policy)
-    rework = args.rework or land_policy.rework
+    # A fleet batch's changes are reworked on the fleet (forge fleet requeue), not here.
+    rework = (args.rework or land_policy.rework) and not fleet_wanted
     mode = "merge" if args.merge else "squash" if args.squash else "rebase"
     if args.merge and args.squash:
         raise UsageError("--merge and --squash exclude each other", hint="pick one mode")
@@ -82,18 +92,26 @@ def _run(project: Project, land_policy: LandPolicy, args: argparse.Namespace, ou
             hint="land onto the branch of the main working tree, or switch that worktree away",
         )
     named = list(args.changes or [])
-    batch = [] if named else _latest_batch(root)
+    fleet = _fleet_batch(project, args, out, named) if fleet_wanted else None
+    batch = fleet.batch if fleet else [] if named else _latest_batch(root)
     candidates = {name for name, _ in batch} | set(named)
     order = [c.strip() for c in (args.order or "").split(",") if c.strip()]
+    would_fetch = fleet.fetchable if fleet else set()
     plan = order_changes(
         batch,
         named=named,
         order=order,
-        has_branch={c: head_of(root, f"forge/{c}") is not None for c in candidates},
+        has_branch={
+            c: c in would_fetch or head_of(root, f"forge/{c}") is not None for c in candidates
+        },
         landed={
-            c: has_landed(read_timeline(ChangePaths(root, c).timeline).events) for c in candidates
+            c: (fleet is not None and c in fleet.landed)
+            or has_landed(read_timeline(ChangePaths(root, c).timeline).events)
+            for c in candidates
         },
     )
+    if fleet:
+        plan = attrs.evolve(plan, skipped=fleet.all_skipped(plan.skipped))
     on_base = checked == base
     if on_base and not args.dry_run:
         dirty = tracked_changes(root)
@@ -122,10 +140,12 @@ def _run(project: Project, land_policy: LandPolicy, args: argparse.Namespace, ou
     async def verify(change: str, folder: Path) -> tuple[bool, list[str]]:
         from .._verify import run_verify
 
-        report = await run_verify(folder, _verify_policy(loaded, root, change), grace)
+        report = await run_verify(folder, _verify_policy(loaded, root, change, fleet), grace)
         return report.passed, report.failing()
 
     outcomes = run_interruptible(land_all, root, plan.changes, settings, verify, out.line)
+    if fleet:
+        fleet.journal(project, out)  # the fleet's report shows what landed
     landed = sum(1 for o in outcomes if o.result == "landed")
     held = len(outcomes) - landed
     out.line(
@@ -163,8 +183,6 @@ def _rework(
     circuit is closed; the loops run as one ``forge supervise`` batch (same
     gates, one rate limit), whose ``done`` ones the next ``forge land`` takes.
     """
-    import attrs
-
     from .._land import prepare_rework, rework_refusal
     from .._supervise import resolve_loops
     from ._supervise_cmd import batch_of, supervise_batch
@@ -249,10 +267,23 @@ def _latest_batch(root: Path) -> list[tuple[str, str | None]]:
     )
 
 
-def _verify_policy(loaded: LoadedPolicy, root: Path, change: str) -> VerifyPolicy:
-    """The change's verify: its ``[[loop]]``'s effective policy, else the project's."""
+def _fleet_batch(
+    project: Project, args: argparse.Namespace, out: Output, named: list[str]
+) -> FleetLand:
+    """The fleet batch's loops, their pushed branches fetched (see ``_land_fleet``)."""
+    from ._land_fleet import fleet_land
+
+    return fleet_land(project, args, out, named)
+
+
+def _verify_policy(
+    loaded: LoadedPolicy, root: Path, change: str, fleet: FleetLand | None = None
+) -> VerifyPolicy:
+    """The change's verify: a fleet loop's as submitted, its ``[[loop]]``'s, else the project's."""
     from .._supervise import resolve_loops
 
+    if fleet is not None and change in fleet.verify:
+        return fleet.verify[change]
     for setup in resolve_loops(loaded, root):
         if setup.change == change:
             return setup.policy.verify
@@ -264,7 +295,6 @@ def _land_prs(root: Path, args: argparse.Namespace, out: Output, policy: LandPol
 
     Nothing is verified here and the local base never moves: the remote's checks decide.
     """
-    import attrs
 
     from .._git import run_git
     from .._land import has_pull_request, open_pull_requests

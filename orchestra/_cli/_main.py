@@ -107,6 +107,7 @@ _EXAMPLES = {
         "forge land --rework",
         "forge land --pr",
         "forge land --status",
+        "forge land --fleet",
     ],
     "circuit": [
         "forge circuit billing",
@@ -440,6 +441,11 @@ def _add_land(commands: _Commands, common: argparse.ArgumentParser) -> None:
     )
     land.add_argument(
         "--status", action="store_true", help="the opened pull requests' state and checks"
+    )
+    land.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the fleet batch's pushed branches, fetched (implied when FORGE_REDIS_URL is set)",
     )
     land.set_defaults(handler="_land_cmd:run")
 

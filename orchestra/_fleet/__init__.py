@@ -14,6 +14,7 @@
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
 - ``_control``: a person's controls of one loop: reset, requeue, cancel, spend.
 - ``_retention``: what the server keeps: an ended batch's expiry, pruned hosts.
+- ``_landing``: what ``forge land`` reads of a batch, and the land events it writes back.
 """
 
 from typing import TYPE_CHECKING
@@ -38,6 +39,10 @@ if TYPE_CHECKING:
     from ._control import reset_spend as reset_spend
     from ._env import REDIS_URL_ENV as REDIS_URL_ENV
     from ._env import fleet_meant as fleet_meant
+    from ._landing import LandBatch as LandBatch
+    from ._landing import LandLoop as LandLoop
+    from ._landing import append_land_events as append_land_events
+    from ._landing import land_batch as land_batch
     from ._limiter import RedisBackend as RedisBackend
     from ._queue import BatchInfo as BatchInfo
     from ._queue import LoopSpec as LoopSpec
@@ -78,6 +83,7 @@ if not TYPE_CHECKING:
                 "ServerClock",
                 "host_clock",
             ),
+            "._landing": ("LandBatch", "LandLoop", "append_land_events", "land_batch"),
             "._limiter": ("RedisBackend",),
             "._queue": ("BatchInfo", "LoopSpec", "drop_all", "read_batch", "submit"),
             "._source": ("SourceError",),

@@ -109,8 +109,8 @@ class Keys:
     (a stream of its events), ``fence:<c>`` (the fencing token), ``lease:<c>``.
     For the batch: ``batch`` (what was submitted), ``loops`` (the stream loops
     are handed out from, group ``workers``), ``specs`` (each loop as submitted, to
-    requeue it), ``status`` (each loop's state),
-    ``hosts`` (heartbeats), and the limiter's ``limiter:*``.
+    requeue it), ``order`` (the changes in submission order), ``status`` (each
+    loop's state), ``hosts`` (heartbeats), and the limiter's ``limiter:*``.
     """
 
     name: str
@@ -146,6 +146,10 @@ class Keys:
     @property
     def specs(self) -> str:
         return f"{self.prefix}specs"
+
+    @property
+    def order(self) -> str:
+        return f"{self.prefix}order"
 
     @property
     def hosts(self) -> str:

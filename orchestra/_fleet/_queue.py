@@ -151,6 +151,8 @@ def submit(
         # Kept after its stream entry is deleted: a requeue adds it again.
         pipe.hset(keys.specs, spec.change, spec.to_json())
         pipe.hset(keys.status, spec.change, status_json(QUEUED, since=now_iso))
+        # The hashes keep no order: ``forge land`` lands the loops as they were submitted.
+        pipe.rpush(keys.order, spec.change)
     pipe.set(keys.batch, batch.to_json())
     pipe.execute()
 

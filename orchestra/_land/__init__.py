@@ -1,5 +1,9 @@
 """forge land: bring a batch's finished changes onto the base, one at a time, verified."""
 
+from ._fetch import Fetched as Fetched
+from ._fetch import fetch_change as fetch_change
+from ._fetch import normalise_url as normalise_url
+from ._fetch import remote_for as remote_for
 from ._lock import land_run as land_run
 from ._pending import finish_pending as finish_pending
 from ._pending import read_pending as read_pending
