@@ -23,7 +23,7 @@ from ._console import Output
 
 
 @contextmanager
-def _connected(project: Project, args: argparse.Namespace) -> Iterator[Connection]:
+def connected(project: Project, args: argparse.Namespace) -> Iterator[Connection]:
     config = FleetConfig.from_policy(policy_from(project, args=args).policy.fleet)
     connection = Connection(config)
     try:
@@ -32,7 +32,7 @@ def _connected(project: Project, args: argparse.Namespace) -> Iterator[Connectio
         connection.close()
 
 
-def _fleet_loop(
+def fleet_loop(
     connection: Connection, args: argparse.Namespace, out: Output
 ) -> dict[str, Any] | None:
     """The change's loop in the batch; None to fall back to this host's files.
@@ -67,8 +67,8 @@ def fleet_circuit(
     """``forge circuit`` of a fleet loop; None when the change is this host's own."""
     from .._fleet import reset_circuit
 
-    with _connected(project, args) as connection:
-        loop = _fleet_loop(connection, args, out)
+    with connected(project, args) as connection:
+        loop = fleet_loop(connection, args, out)
         if loop is None:
             return None
         name = connection.config.name
@@ -166,7 +166,7 @@ def fleet_spend(args: argparse.Namespace, out: Output, project: Project) -> int 
     """``forge spend [CHANGE]`` of the fleet; None when the change is this host's own."""
     from .._fleet import read_spend, reset_spend
 
-    with _connected(project, args) as connection:
+    with connected(project, args) as connection:
         name = connection.config.name
         if args.change is None:
             every = read_spend(connection)
@@ -187,7 +187,7 @@ def fleet_spend(args: argparse.Namespace, out: Output, project: Project) -> int 
                     f"${spent.cost_usd:.4f}"
                 )
             return EXIT_OK
-        loop = _fleet_loop(connection, args, out)
+        loop = fleet_loop(connection, args, out)
         if loop is None:
             return None
         if args.reset:
@@ -251,7 +251,7 @@ def requeue_cmd(args: argparse.Namespace, out: Output) -> int:
     from .._fleet import requeue
 
     project = project_from(args)
-    with _connected(project, args) as connection:
+    with connected(project, args) as connection:
         applied = requeue(connection, args.change, reason=_reason(args))
         name = connection.config.name
     out.line(
@@ -269,7 +269,7 @@ def cancel_cmd(args: argparse.Namespace, out: Output) -> int:
     from .._fleet import cancel, loop_state
 
     project = project_from(args)
-    with _connected(project, args) as connection:
+    with connected(project, args) as connection:
         loop = loop_state(connection, args.change) or {}
         applied = cancel(connection, args.change, reason=_reason(args))
         name = connection.config.name

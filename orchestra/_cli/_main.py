@@ -116,7 +116,12 @@ _EXAMPLES = {
     "loop": ['forge loop start --change billing --goal "refunds" --rubric "R1: tests pass"'],
     "checkpoint": ["forge checkpoint --change billing --stage iteration-2"],
     "event": ['forge event --change billing forge.blocked --detail "needs the tax table"'],
-    "resume": ["forge resume --change billing"],
+    "resume": ["forge resume billing", "forge resume --change billing"],
+    "pause": [
+        'forge pause billing --reason "reviewing its migration"',
+        "forge pause billing --fleet",
+    ],
+    "stop": ['forge stop billing --reason "superseded by refunds"'],
     "steer": [
         'forge steer billing "the test fixture is in tests/conftest.py, use it"',
         "forge steer billing --file guidance.md --until-cleared",
@@ -562,11 +567,48 @@ def _add_event(commands: _Commands, common: argparse.ArgumentParser) -> None:
 
 def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
     resume = commands.add_parser(
-        "resume", parents=[common], help="reconstruct a loop contract from its files"
+        "resume",
+        parents=[common],
+        help="let a paused loop go on (CHANGE), or reconstruct a loop contract (--change)",
     )
-    resume.add_argument("--change", type=_change_name, required=True)
+    resume.add_argument(
+        "paused",
+        nargs="?",
+        type=_change_name,
+        metavar="CHANGE",
+        help="the loop forge pause holds: it goes on",
+    )
+    resume.add_argument(
+        "--change", type=_change_name, help="the change whose loop contract is reconstructed"
+    )
     resume.add_argument("--events", type=_integer, default=5, metavar="N", help="last events shown")
+    resume.add_argument("--reason", help="why it may go on (kept in the timeline)")
+    resume.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     resume.set_defaults(handler="_contract_cmd:resume")
+
+
+def _add_pause(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    pause = commands.add_parser(
+        "pause",
+        parents=[common],
+        help="hold a running loop after its current iteration, until forge resume",
+    )
+    pause.add_argument("change", type=_change_name, metavar="CHANGE", help=_CHANGE_HELP)
+    pause.add_argument("--reason", help="why it holds (kept in the timeline)")
+    pause.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
+    pause.set_defaults(handler="_pause_cmd:pause")
+
+
+def _add_stop(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    stop = commands.add_parser(
+        "stop",
+        parents=[common],
+        help="end one running loop after its current iteration (the others go on)",
+    )
+    stop.add_argument("change", type=_change_name, metavar="CHANGE", help=_CHANGE_HELP)
+    stop.add_argument("--reason", help="why it stops (kept in the timeline)")
+    stop.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
+    stop.set_defaults(handler="_pause_cmd:stop")
 
 
 def _add_policy(
@@ -827,6 +869,8 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "land": _add_land,
     "clean": _add_clean,
     "steer": _add_steer,
+    "pause": _add_pause,
+    "stop": _add_stop,
     "loop": _add_loop,
     "checkpoint": _add_checkpoint,
     "event": _add_event,
@@ -891,9 +935,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             known = [name for item in own._actions for name in item.option_strings]
             own.error(unknown_word("option", flag, known))
         own.error("unrecognized arguments: " + " ".join(extras))
+    if command == "resume":
+        _resume_which(args, _subparser(parser, "resume"))
     # The words as given: a request left in the inbox is this command line again.
     args.command_line = tuple(words)
     return args
+
+
+def _resume_which(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """``forge resume CHANGE`` lifts a pause (a control); ``--change C`` reads the contract."""
+    if args.paused is not None and args.change is not None:
+        parser.error("give CHANGE (a paused loop goes on) or --change C (its contract), not both")
+    if args.paused is not None:
+        args.handler, args.change = "_pause_cmd:resume", args.paused
+    elif args.change is None:
+        parser.error("give CHANGE (a paused loop goes on) or --change C (its contract)")
 
 
 def _subparser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:

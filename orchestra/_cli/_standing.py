@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 NEEDS_YOU = "needs you"
 RUNNING = "running"
 INTERRUPTED = "interrupted"
+STOPPED = "stopped"  # the ending of a loop a person stopped (forge stop)
 IDLE = "idle"
 DONE = "done"
 # The headline's order: what asks for a person first, what is settled last.
 ORDER = (NEEDS_YOU, RUNNING, INTERRUPTED, IDLE, DONE)
 # Endings after which nothing is wrong: the loop is done, or a person stopped it.
-_SETTLED = {DONE: DONE, INTERRUPTED: INTERRUPTED}
+_SETTLED = {DONE: DONE, INTERRUPTED: INTERRUPTED, STOPPED: INTERRUPTED}
 
 
 @attrs.frozen

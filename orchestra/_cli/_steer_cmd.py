@@ -23,16 +23,13 @@ from .._state import (
     UNTIL_CLEARED,
     ChangePaths,
     Guidance,
-    OtherEvent,
-    append_event,
     clear_guidance,
-    exclusive_lock,
     give_guidance,
     read_guidance,
     require_change,
     utc_now_iso,
 )
-from ._common import project_from
+from ._common import project_from, record_control
 from ._console import Output
 
 
@@ -46,7 +43,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if text:
             raise UsageError("--clear takes no text", hint=f"forge steer {paths.name} --clear")
         before = clear_guidance(paths)
-        _record(paths, GUIDANCE_CLEARED, {"by": by, "count": len(before.entries)})
+        record_control(paths, GUIDANCE_CLEARED, {"by": by, "count": len(before.entries)})
         out.line(f'steer: cleared {len(before.entries)} piece(s) of guidance for "{paths.name}"')
         if out.json_mode:
             out.document({"change": paths.name, "cleared": len(before.entries)})
@@ -71,7 +68,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     keep = UNTIL_CLEARED if args.until_cleared else ONCE
     given = Guidance(text=text, by=by, at=utc_now_iso(), keep=keep)
     after = give_guidance(paths, given)
-    _record(paths, GUIDANCE_GIVEN, {"by": by, "keep": keep, "text": text})
+    record_control(paths, GUIDANCE_GIVEN, {"by": by, "keep": keep, "text": text})
     when = "its next iteration" if keep == ONCE else "every iteration until --clear"
     out.line(f'steer: guidance for "{paths.name}" waits for {when} ({len(after.entries)} waiting)')
     if after.blocked:
@@ -105,8 +102,3 @@ def _text(args: argparse.Namespace) -> str:
 
 def _entry(given: Guidance) -> dict[str, str]:
     return {"text": given.text, "by": given.by, "at": given.at, "keep": given.keep}
-
-
-def _record(paths: ChangePaths, name: str, fields: dict[str, object]) -> None:
-    with exclusive_lock(paths.lock):
-        append_event(paths.timeline, paths.name, OtherEvent(name=name, fields=fields))

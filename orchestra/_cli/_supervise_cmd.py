@@ -18,6 +18,7 @@ import trio
 from .._engine import (
     DONE,
     INTERRUPTED,
+    STOPPED,
     TRIP_CONDITIONS,
     EventSink,
     RunSummary,
@@ -399,7 +400,7 @@ class _Live:
             nursery.start_soon(self._send, run.setup.change, send)
 
     async def loop_ended(self, run: LoopRun, result: RunSummary) -> None:
-        if result.reason in (DONE, INTERRUPTED) or not self.notices.tells_escalations:
+        if result.reason in (DONE, INTERRUPTED, STOPPED) or not self.notices.tells_escalations:
             return
         from .._report import resume_commands
 

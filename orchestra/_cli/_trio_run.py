@@ -10,11 +10,12 @@ command then ends as interrupted (exit 130).
 from __future__ import annotations
 
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TypeVar, TypeVarTuple, Unpack
 
 import trio
 
+from .._groups import leaves
 from .._process import become_subreaper, sweep_orphans
 
 _T = TypeVar("_T")
@@ -50,10 +51,10 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
         # The nursery wraps what its tasks raise; callers expect the plain error.
         if group.subgroup(KeyboardInterrupt) is not None:
             raise KeyboardInterrupt from None
-        leaves = list(_leaves(group))
+        found = list(leaves(group))
         # Tasks that met the same error (a server refusing each its credentials) met one.
-        if len({(type(leaf), str(leaf)) for leaf in leaves}) == 1:
-            raise leaves[0] from None
+        if len({(type(leaf), str(leaf)) for leaf in found}) == 1:
+            raise found[0] from None
         raise
     finally:
         # Whatever escaped its executor's session (setsid) was adopted by Forge:
@@ -62,11 +63,3 @@ def run_interruptible(function: Callable[[Unpack[_Args]], Awaitable[_T]], *args:
     if not finished:  # the work was cancelled: only a stop signal does that
         raise KeyboardInterrupt
     return finished[0]
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
-    for exc in group.exceptions:
-        if isinstance(exc, BaseExceptionGroup):
-            yield from _leaves(exc)
-        else:
-            yield exc

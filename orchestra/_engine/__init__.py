@@ -46,6 +46,7 @@ from ._endings import GATE_OPEN as GATE_OPEN
 from ._endings import INTERRUPTED as INTERRUPTED
 from ._endings import OUTPUT_UNREADABLE as OUTPUT_UNREADABLE
 from ._endings import PROVIDER_LIMIT as PROVIDER_LIMIT
+from ._endings import STOPPED as STOPPED
 from ._endings import WORKTREE_FAILED as WORKTREE_FAILED
 from ._endings import Ending as Ending
 from ._endings import RunSummary as RunSummary

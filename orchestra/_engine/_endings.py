@@ -24,6 +24,8 @@ OUTPUT_UNREADABLE = "output-unreadable"
 DONE_UNVERIFIED = "done-unverified"
 # A supervised loop whose git worktree could not be made: it never started.
 WORKTREE_FAILED = "worktree-failed"
+# A person stopped the loop (forge stop): it goes on when the batch runs again.
+STOPPED = "stopped"
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ from .._executor import (
     run_iteration,
     state_paths,
 )
+from .._groups import sole_error
 from .._hook_passing import LOOP_VERIFY
 from .._monitor import CallsLeft
 from .._policy import Policy, policy_as_dict, verify_digest
@@ -60,6 +61,8 @@ from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
     FORGE_WRITES,
     GUIDANCE_DELIVERED,
+    LOOP_PAUSED,
+    LOOP_RESUMED,
     QUESTION_WAITED,
     STATE_DIR,
     BreakerClosed,
@@ -68,10 +71,12 @@ from .._state import (
     ChangePaths,
     Guidance,
     IterationStarted,
+    LoopControls,
     OtherEvent,
     ProtectViolation,
     RunStarted,
     RunStopped,
+    live_loop,
     read_guidance,
     take_guidance,
     utc_iso,
@@ -106,7 +111,7 @@ from ._decision import (
     recovery_events,
     started_event,
 )
-from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
+from ._endings import GATE_ERROR, INTERRUPTED, STOPPED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
@@ -126,6 +131,9 @@ _T = TypeVar("_T")
 
 # How often a loop waiting for an answer looks for a person's guidance (trio seconds).
 _ANSWER_LOOK = 2.0
+# How often a waiting loop (paused, cooling down, waiting for a permit or an
+# answer) looks for a person's resume or stop (trio seconds).
+_CONTROL_LOOK = 1.0
 
 EventSink = Callable[[str, str, str], None]  # (kind, change, text)
 IterationCallback = Callable[[IterationOutcome, IterationRecord], None]
@@ -292,6 +300,15 @@ async def run_loop(
     if store is None:
         store = ChangeStore(plan.paths, owns_circuit=moves_circuit(settings.rules))
     loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
+    with contextlib.ExitStack() as live:
+        # Held while the loop runs: how forge pause and forge stop know it does.
+        await _in_thread(live.enter_context, live_loop(plan.paths))
+        return await _run_to_its_end(loop, plan, settings, store, progress)
+
+
+async def _run_to_its_end(
+    loop: _Loop, plan: LoopPlan, settings: LoopSettings, store: Store, progress: LoopProgress
+) -> RunSummary:
     try:
         summary = await loop.run()
     except StateError as exc:
@@ -368,6 +385,9 @@ class _Between:
     # The agent session the last iteration ran in (continued when the executor can).
     session: Session | None = None
     last: IterationOutcome | None = None
+    # A person's pause or stop, as read after the last iteration (None: read it
+    # again, the loop has waited since).
+    controls: LoopControls | None = None
 
 
 @attrs.frozen
@@ -378,6 +398,9 @@ class _Run:
     sight: _Sight
     # The status log and the lessons file: what a person watching reads.
     watch: IterationWatch
+    # When the run began (the loop's wall clock): a stop asked before it was
+    # meant for an earlier run.
+    began: float = 0.0
 
 
 @attrs.frozen
@@ -405,6 +428,7 @@ class _Concluded:
     decision: Decision
     tree: _Tree
     secscan: GateReading
+    controls: LoopControls
 
 
 @attrs.frozen
@@ -422,6 +446,7 @@ class _Loop:
 
     async def run(self) -> RunSummary:
         rules = self.settings.rules
+        began = self.settings.wall_clock()
         state = await _in_thread(self.store.load)
         begun = start(state, rules)
         sight, tree = await _in_thread(self._look_at_the_tree, begun.measures)
@@ -439,12 +464,12 @@ class _Loop:
             progress=self.progress,
             redact=self.plan.redact,
         )
-        run = _Run(begun, sight, watch)
+        run = _Run(begun, sight, watch, began)
         between = _Between(state, secscan, tree)
         number = begun.used
         while may_run(between.state, number + 1, rules):
             number += 1
-            between, ending = await self._admit(between)
+            between, ending = await self._before_iteration(between, number, run)
             if ending is not None:
                 return self._summary(ending, number - 1, between)
             between, verdict = await self._iterate(between, number, run)
@@ -453,14 +478,121 @@ class _Loop:
             if verdict.ending is not None:
                 return self._summary(verdict.ending, number, between)
             if between.question and self.policy.run.on_question == "wait":
-                await self._await_answer(number)
+                between = attrs.evolve(between, controls=None)
+                ending = await self._unless_stopped(partial(self._await_answer, number), run)
+                if ending is not None:
+                    return self._summary(ending, number, between)
         # Nothing left to run: an earlier run used every iteration.
         most = self.plan.max_iterations
         return self._summary(exhausted(most), most, between)
 
     # -- before an iteration -------------------------------------------------
 
-    async def _admit(self, between: _Between) -> tuple[_Between, Ending | None]:
+    async def _before_iteration(
+        self, between: _Between, number: int, run: _Run
+    ) -> tuple[_Between, Ending | None]:
+        """Admit iteration ``number`` (a cooldown sat out), hold it while paused, take a permit.
+
+        A person's stop ends the run at any of these waits; after a pause the
+        loop is admitted afresh (a person may have reset its circuit meanwhile).
+        """
+        while True:
+            between, ending = await self._admit(between, run)
+            if ending is not None:
+                return between, ending
+            between, ending, held = await self._hold(between, number, run)
+            if ending is not None:
+                return between, ending
+            if not held:
+                break
+        limiter = self.settings.limiter
+        if limiter is None:
+            return between, None
+        self.progress.status = "waiting for a permit"
+        ending = await self._unless_stopped(partial(limiter.acquire, self.plan.paths.name), run)
+        return between, ending
+
+    async def _hold(
+        self, between: _Between, number: int, run: _Run
+    ) -> tuple[_Between, Ending | None, bool]:
+        """A person's stop ends the run here; a pause holds it until resumed (or stopped).
+
+        Returns the state after it, the ending (stopped), and whether the loop
+        held (then its state is read afresh).
+        """
+        controls = between.controls
+        if controls is None:
+            controls = await _in_thread(self.store.controls)
+        if controls.stop_for(run.began) is not None:
+            ending = await self._stop_asked(run)
+            if ending is not None:
+                return between, ending, False
+        if not controls.holds:
+            return attrs.evolve(between, controls=controls), None, False
+        progress = self.progress
+        was, progress.status = progress.status, "paused by a person"
+        held_since = trio.current_time()
+        why = controls.why_held()
+        fields = {"run_id": self.plan.run_id, "iteration": number, "why": why}
+        await _in_thread(self.store.append, OtherEvent(name=LOOP_PAUSED, fields=fields))
+        name = self.plan.paths.name
+        self._say("loop", f"paused before iteration {number} — {why}; forge resume {name} goes on")
+        while controls.holds:
+            await trio.sleep(_CONTROL_LOOK)
+            controls = await _in_thread(self.store.controls)
+            if controls.stop_for(run.began) is not None:
+                ending = await self._stop_asked(run)
+                if ending is not None:
+                    return between, ending, True
+        waited = round(trio.current_time() - held_since, 3)
+        fields = {"run_id": self.plan.run_id, "iteration": number, "waited": waited}
+        await _in_thread(self.store.append, OtherEvent(name=LOOP_RESUMED, fields=fields))
+        progress.status = was
+        self._say("loop", f"resumed after {format_duration(waited)}: iteration {number} goes on")
+        state = await _in_thread(self.store.refresh)
+        return attrs.evolve(between, state=state, controls=controls), None, True
+
+    async def _stop_asked(self, run: _Run) -> Ending | None:
+        """The ending a person's stop asks for (taken from the controls), or None."""
+        request = await _in_thread(self.store.take_stop, run.began)
+        if request is None:
+            return None
+        detail = request.describe("stopped")
+        self._say("loop", f"stopped — {detail}")
+        return Ending(STOPPED, detail=detail)
+
+    async def _unless_stopped(
+        self, wait: Callable[[], Awaitable[object]], run: _Run
+    ) -> Ending | None:
+        """Run ``wait`` (a cooldown, a permit, an answer), cut short by a person's stop.
+
+        Returns the stop's ending, or None when ``wait`` ran to its end.
+        """
+        stopped: list[Ending] = []
+
+        async def watch(cancel_scope: trio.CancelScope) -> None:
+            while True:
+                await trio.sleep(_CONTROL_LOOK)
+                controls = await _in_thread(self.store.controls)
+                if controls.stop_for(run.began) is None:
+                    continue
+                ending = await self._stop_asked(run)
+                if ending is not None:
+                    stopped.append(ending)
+                    cancel_scope.cancel()
+                    return
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch, nursery.cancel_scope)
+                await wait()
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The wait's own error (a state file it cannot read), as it would be without the watch.
+            raise sole_error(group) from None
+        return stopped[0] if stopped else None
+
+    async def _admit(self, between: _Between, run: _Run) -> tuple[_Between, Ending | None]:
         run_id, rules = self.plan.run_id, self.settings.rules
         state = between.state
         while True:
@@ -479,7 +611,11 @@ class _Loop:
                 self._show_transition(event, state)
             if admission.ending is not None or admission.wait is None:
                 return attrs.evolve(between, state=state), admission.ending
-            await self._cool_down(admission.wait)
+            # Read again after the wait: a person may pause the loop meanwhile.
+            between = attrs.evolve(between, state=state, controls=None)
+            stopped = await self._unless_stopped(partial(self._cool_down, admission.wait), run)
+            if stopped is not None:
+                return between, stopped
             # A person may have reset the circuit (or a breaker) meanwhile: look
             # again before moving it, and admit afresh when it is no longer open.
             state = await _in_thread(self.store.refresh)
@@ -589,6 +725,7 @@ class _Loop:
             ),
             last=outcome,
             question=concluded.record.question,
+            controls=concluded.controls,
         )
         return after, decision.verdict
 
@@ -598,10 +735,6 @@ class _Loop:
         probing = state.circuit.state == HALF_OPEN
         # A fresh session after the circuit opened: a recovery wants a fresh look.
         previous = None if probing or state.circuit.state == OPEN else between.session
-        limiter = self.settings.limiter
-        if limiter is not None:
-            self.progress.status = "waiting for a permit"
-            await limiter.acquire(self.plan.paths.name)
         self.progress.status = "probing" if probing else "running"
         self.progress.iteration = number
         label = f"{self.plan.run_id}-{number}"
@@ -851,7 +984,8 @@ class _Loop:
         # After the commit, outside the change's lock: the status log and the
         # lessons file are renderings of what was committed, not part of it.
         run.watch.render(record, ran_in, decision.after, decision.verdict, now_iso)
-        return _Concluded(record, decision, tree, secscan)
+        # Read in this hop, not one of its own: the next iteration's pause or stop.
+        return _Concluded(record, decision, tree, secscan, self.store.controls())
 
     def _commit(self, record: IterationRecord, now: float, now_iso: str) -> Decision:
         """Decide on the state as it stands and commit it; decide again if it moved meanwhile."""

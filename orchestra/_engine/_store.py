@@ -30,13 +30,17 @@ from .._state import (
     ChangePaths,
     Event,
     IterationStarted,
+    LoopControls,
+    Request,
     append_events,
     checkpoint,
     exclusive_lock,
     load_or_block,
+    read_controls,
     read_timeline,
     recover,
     render_state,
+    take_stop,
     write_journaled,
 )
 from .._verify import VerifyAttempts, load_verify_locked
@@ -98,6 +102,14 @@ class Store(Protocol):
 
     def stop(self, event: Event, *, finished: str | None = None) -> None:
         """Record how the loop ended (``finished``: the ending its circuit keeps)."""
+        ...
+
+    def controls(self) -> LoopControls:
+        """A person's pause or stop of the loop, as they stand now."""
+        ...
+
+    def take_stop(self, run_began: float) -> Request | None:
+        """The stop a person asked of the run that began at ``run_began``, removed as obeyed."""
         ...
 
 
@@ -226,6 +238,14 @@ class ChangeStore:
             self._write(files, [event])
             # A loop that ends leaves its files flushed and its journal empty.
             checkpoint(self.paths)
+
+    def controls(self) -> LoopControls:
+        """``controls.yaml``: a person's pause or stop (``forge pause``, ``forge stop``)."""
+        return read_controls(self.paths)
+
+    def take_stop(self, run_began: float) -> Request | None:
+        """The stop meant for this run, removed from ``controls.yaml`` as the loop obeys it."""
+        return take_stop(self.paths, run_began)
 
     # -- with the lock held ------------------------------------------------------
 

@@ -13,6 +13,7 @@
 - ``_watchdog``: the process that kills a host's executors when it dies or freezes.
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
 - ``_control``: a person's controls of one loop: reset, requeue, cancel, spend.
+- ``_steering``: a person's pause, resume and stop of one loop, for its host to read.
 - ``_retention``: what the server keeps: an ended batch's expiry, pruned hosts.
 - ``_landing``: what ``forge land`` reads of a batch, and the land events it writes back.
 """
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from ._control import requeue as requeue
     from ._control import reset_circuit as reset_circuit
     from ._control import reset_spend as reset_spend
+    from ._control import server_iso as server_iso
     from ._env import REDIS_URL_ENV as REDIS_URL_ENV
     from ._env import fleet_meant as fleet_meant
     from ._landing import LandBatch as LandBatch
@@ -59,7 +61,11 @@ if TYPE_CHECKING:
     from ._status import export_summary as export_summary
     from ._status import fleet_status as fleet_status
     from ._status import read_hosts as read_hosts
+    from ._steering import ANY as ANY
+    from ._steering import RUNNING as RUNNING
+    from ._steering import set_control as set_control
     from ._store import RedisChangeStore as RedisChangeStore
+    from ._store import read_controls as read_controls
     from ._store import read_state as read_state
     from ._store import timeline_lines as timeline_lines
     from ._worker import Worker as Worker
@@ -98,7 +104,8 @@ if not TYPE_CHECKING:
                 "export_summary",
                 "read_hosts",
             ),
-            "._store": ("RedisChangeStore", "timeline_lines", "read_state"),
+            "._store": ("RedisChangeStore", "timeline_lines", "read_state", "read_controls"),
+            "._steering": ("ANY", "RUNNING", "set_control"),
             "._worker": ("Worker", "WorkerResult", "default_host", "open_worker_batch"),
             "._control": (
                 "cancel",
@@ -108,6 +115,7 @@ if not TYPE_CHECKING:
                 "requeue",
                 "reset_circuit",
                 "reset_spend",
+                "server_iso",
             ),
         },
     )

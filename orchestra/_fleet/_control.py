@@ -173,7 +173,7 @@ def reset_circuit(connection: Connection, change: str, *, reason: str) -> tuple[
     ]
     fields: dict[str, object] = {"circuit": CLOSED_CIRCUIT}
     if holds(before.verify):
-        fields["verify"] = reset(before.verify, now=_iso(now))
+        fields["verify"] = reset(before.verify, now=server_iso(now))
         events.append(
             BreakerReset(
                 breaker=VERIFY_BREAKER,
@@ -271,7 +271,7 @@ def _control(
 ) -> Applied:
     config = connection.config
     keys = config.keys
-    when = _iso(connection.server_time() if now is None else now)
+    when = server_iso(connection.server_time() if now is None else now)
     queued = status_json(QUEUED, since=when, requeued_by=by, reason=reason or None)
     cancelled = status_json(
         ESCALATED, reason=CANCELLED, detail=f"cancelled by {by}: {reason}", ended=when
@@ -335,7 +335,7 @@ def _refused(name: str, change: str, mode: str, why: str, detail: str) -> UsageE
     return UsageError(f'change "{change}": {mode} refused ({why})')
 
 
-def _iso(epoch: float) -> str:
+def server_iso(epoch: float) -> str:
     """The server's time as the timeline's timestamps (as :meth:`ServerClock.iso`)."""
     whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch))
     return f"{whole}.{int((epoch % 1) * 1000):03d}Z"

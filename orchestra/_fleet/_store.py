@@ -43,6 +43,8 @@ from .._state import (
     STATE_CONVERTER,
     Event,
     IterationStarted,
+    LoopControls,
+    Request,
     decode_event,
     event_record,
 )
@@ -104,6 +106,21 @@ end
 redis.call('HSET', KEYS[2], 'seq', seq, 'commit', ARGV[2])
 local cap = tonumber(redis.call('HGET', KEYS[2], 'timeline_max') or '0')
 if appended and cap > 0 and redis.call('XLEN', KEYS[3]) > cap then return 2 end
+return 1
+"""
+
+# KEYS: fence, change hash. ARGV: token, the stop's time.
+# Returns -1 when the fence has moved, 1 when the stop was removed, 0 when it was not there.
+TAKE_STOP = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local text = redis.call('HGET', KEYS[2], 'controls')
+if not text then return 0 end
+local ok, controls = pcall(cjson.decode, text)
+if not ok or type(controls) ~= 'table' then return 0 end
+local stop = controls['stop']
+if stop == nil or stop == cjson.null or stop['at'] ~= ARGV[2] then return 0 end
+controls['stop'] = nil
+redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls))
 return 1
 """
 
@@ -180,6 +197,30 @@ def _state_of(fields: dict[str, str]) -> LoopState:
     )
 
 
+def controls_from_json(text: str | None) -> LoopControls:
+    """The controls a change's hash holds (unreadable: blocked, so the loop holds)."""
+    if text is None:
+        return LoopControls()
+    try:
+        data = json.loads(text)
+        return LoopControls(
+            paused=_request(data.get("paused")), stop=_request(data.get("stop")), blocked=None
+        )
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return LoopControls(blocked="unreadable on the fleet's server")
+
+
+def _request(data: Any) -> Request | None:
+    if data is None:
+        return None
+    return Request(by=str(data["by"]), at=str(data["at"]), reason=str(data.get("reason", "")))
+
+
+def read_controls(client: Any, keys: Keys, change: str) -> LoopControls:
+    """The change's controls as the server holds them."""
+    return controls_from_json(client.hget(keys.change(change), "controls"))
+
+
 def timeline_lines(client: Any, keys: Keys, change: str, after: str = "-") -> list[tuple[str, str]]:
     """The change's timeline entries after stream id ``after``: (id, JSON line)."""
     start = "-" if after == "-" else f"({after}"
@@ -228,6 +269,7 @@ class RedisChangeStore:
         self._lapsed = threading.Event()
         self._script = connection.script(COMMIT)
         self._trim_script = connection.script(TRIM)
+        self._take_stop_script = connection.script(TAKE_STOP)
 
     def revoke(self) -> None:
         """Another host holds the change now: refuse every write from now on, at once."""
@@ -334,6 +376,29 @@ class RedisChangeStore:
         # lease at most, never for ever.
         deadline = time.monotonic() + self._connection.config.lease
         self._write(fields, [event], give_up=lambda: time.monotonic() > deadline)
+
+    def controls(self) -> LoopControls:
+        """A person's pause or stop of the loop, as the server holds them."""
+        return self._connection.retrying(
+            lambda client: read_controls(client, self._keys, self.change), give_up=self._gone
+        )
+
+    def take_stop(self, run_began: float) -> Request | None:
+        """The stop meant for this run, removed on the server as the loop obeys it."""
+        request = self.controls().stop_for(run_began)
+        if request is None:
+            return None
+        keys = [self._keys.fence(self.change), self._keys.change(self.change)]
+        args = [self.token, request.at]
+        taken = int(
+            self._connection.retrying(
+                lambda _client: self._take_stop_script(keys=keys, args=args), give_up=self._gone
+            )
+        )
+        if taken < 0:
+            self._revoked.set()
+            raise LeaseLost(self.change)
+        return request if taken == 1 else None
 
     # -- the server -----------------------------------------------------------
 

@@ -21,8 +21,11 @@ from ._model import BatchReport, LoopReport, Spend, Trip
 DONE = "done"
 INTERRUPTED = "interrupted"
 UNFINISHED = "unfinished"
+STOPPED = "stopped"  # a person stopped the loop (forge stop)
+# Endings that ask no person to look: the loop goes on when the batch runs again.
+NOT_ESCALATED = frozenset({DONE, INTERRUPTED, UNFINISHED, STOPPED})
 # Endings after which the loop goes on by itself when the batch is run again.
-_RERUN_ONLY = frozenset({INTERRUPTED, UNFINISHED, "provider-limit", "executor-failed"})
+_RERUN_ONLY = frozenset({INTERRUPTED, UNFINISHED, STOPPED, "provider-limit", "executor-failed"})
 
 
 @attrs.frozen
@@ -255,9 +258,9 @@ def _loop(
     spend = fold.spend
     if not segment and entry is not None:
         spend = _summary_spend(entry)
-    # Every ending but done asks a person to look, except an interruption or a
-    # killed batch: those go on when the batch runs again.
-    escalated = ending not in (DONE, INTERRUPTED, UNFINISHED)
+    # Every ending but done asks a person to look, except an interruption, a
+    # person's stop or a killed batch: those go on when the batch runs again.
+    escalated = ending not in NOT_ESCALATED
     files = tuple(fact.files_changed)
     loop_files = tuple(f for f in fold.files if not is_forge_file(f, fact.forge_files))
     return LoopReport(

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from .._durations import brief_seconds
-from ._build import DONE, INTERRUPTED, UNFINISHED
+from ._build import DONE, INTERRUPTED, STOPPED, UNFINISHED
 from ._diff import cut_words
 from ._fold import (
     alert_lines,
@@ -28,7 +28,7 @@ from ._svg import defs_svg, endings_svg, legend, score_svg, strip_svg
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 # Glyphs every common font has (DejaVu included): ⏸ is often an empty box.
-_GLYPH = {DONE: "✔", INTERRUPTED: "‖", UNFINISHED: "…"}
+_GLYPH = {DONE: "✔", INTERRUPTED: "‖", STOPPED: "■", UNFINISHED: "…"}
 
 _STYLE = """
 :root{--fg:#1f2328;--muted:#57606a;--line:#d0d7de;--bad:#cf222e;--good:#1a7f37;--warn:#9a6700}
@@ -110,7 +110,7 @@ def source_note(report: BatchReport) -> str:
 def ending_tone(ending: str) -> str:
     if ending == DONE:
         return GOOD
-    if ending in (INTERRUPTED, UNFINISHED):
+    if ending in (INTERRUPTED, STOPPED, UNFINISHED):
         return WARN
     return BAD
 
@@ -249,7 +249,8 @@ def _not_finished(report: BatchReport) -> str:
     return (
         '<section id="not-finished" aria-labelledby="not-finished-h">\n'
         f'<h2 id="not-finished-h">Not finished ({len(loops)})</h2>\n'
-        "<p>These loops stopped before they ended (the batch was interrupted or killed); "
+        "<p>These loops stopped before they ended (a person stopped them, or the batch was "
+        "interrupted or killed); "
         "their state is kept, and each goes on where it stopped with:</p>"
         f"<ul>{items}</ul>\n</section>"
     )

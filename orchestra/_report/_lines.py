@@ -17,10 +17,15 @@ from .._inside import REFUSED_EVENT as _REFUSED
 from .._state import (
     BLOCKED,
     CHECKPOINT,
+    CONTROL_PAUSED,
+    CONTROL_RESUMED,
+    CONTROL_STOP,
     GUIDANCE_CLEARED,
     GUIDANCE_DELIVERED,
     GUIDANCE_GIVEN,
     ITERATION_BEGUN,
+    LOOP_PAUSED,
+    LOOP_RESUMED,
     LOOP_STARTED,
     QUESTION_WAITED,
     SHIP_READY,
@@ -84,6 +89,11 @@ KNOWN_KINDS: tuple[str, ...] = (
     GUIDANCE_DELIVERED,
     GUIDANCE_CLEARED,
     QUESTION_WAITED,
+    CONTROL_PAUSED,
+    CONTROL_RESUMED,
+    CONTROL_STOP,
+    LOOP_PAUSED,
+    LOOP_RESUMED,
 )
 """Every event kind this release writes, each with its own words below."""
 
@@ -214,6 +224,26 @@ def _notice_words(event: Event) -> str | None:
     return None
 
 
+def _holding_words(name: str, fields: Mapping[str, Any], said: Mapping[str, str]) -> str | None:
+    """A person's pause, resume and stop (``forge pause`` ...), and the loop holding for them."""
+    by = said.get("by", "a person")
+    why = f": {said['reason']}" if said.get("reason") else ""
+    if name == CONTROL_PAUSED:
+        return f"paused by {by}{why}"
+    if name == CONTROL_RESUMED:
+        return f"resumed by {by}{why}"
+    if name == CONTROL_STOP:
+        return f"stop asked by {by}{why}"
+    number = fields.get("iteration", "?")
+    if name == LOOP_PAUSED:
+        return f"held before iteration {number} — {said.get('why', 'paused')}"
+    if name == LOOP_RESUMED:
+        waited = fields.get("waited")
+        took = f" after {brief_seconds(float(waited))}" if isinstance(waited, int | float) else ""
+        return f"went on with iteration {number}{took}"
+    return None
+
+
 def _steering_words(name: str, fields: Mapping[str, Any], said: Mapping[str, str]) -> str | None:
     """A person's guidance (``forge steer``) and a loop waiting for its answer."""
     if name == GUIDANCE_GIVEN:
@@ -227,6 +257,9 @@ def _steering_words(name: str, fields: Mapping[str, Any], said: Mapping[str, str
         )
     if name == GUIDANCE_CLEARED:
         return f"guidance cleared by {said.get('by', 'a person')}"
+    held = _holding_words(name, fields, said)
+    if held is not None:
+        return held
     if name == QUESTION_WAITED:
         answered = "answered" if fields.get("answered") is True else "no answer: it decided"
         waited = fields.get("waited")

@@ -31,7 +31,7 @@ from ._html import (
 )
 from ._model import BatchReport, LoopReport, WorkDiff
 
-_GLYPH = {"done": "✅", "interrupted": "⏸️", "unfinished": "…"}
+_GLYPH = {"done": "✅", "interrupted": "⏸️", "stopped": "⏹️", "unfinished": "…"}
 
 
 def _cell(text: str) -> str:
@@ -176,8 +176,8 @@ def _not_finished(report: BatchReport) -> list[str]:
     lines = [
         f"## Not finished ({len(loops)})",
         "",
-        "These loops stopped before they ended (the batch was interrupted or killed); their "
-        "state is kept, and each goes on where it stopped with:",
+        "These loops stopped before they ended (a person stopped them, or the batch was "
+        "interrupted or killed); their state is kept, and each goes on where it stopped with:",
         "",
     ]
     lines += [f"- {loop.change} — {_ending(loop.ending)}: `{loop.resume[-1]}`" for loop in loops]

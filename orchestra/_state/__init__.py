@@ -9,6 +9,21 @@ if TYPE_CHECKING:
     from ._change import STATE_DIR as STATE_DIR
     from ._change import ChangePaths as ChangePaths
     from ._change import list_changes as list_changes
+    from ._controls import CONTROL_PAUSED as CONTROL_PAUSED
+    from ._controls import CONTROL_RESUMED as CONTROL_RESUMED
+    from ._controls import CONTROL_STOP as CONTROL_STOP
+    from ._controls import LOOP_PAUSED as LOOP_PAUSED
+    from ._controls import LOOP_RESUMED as LOOP_RESUMED
+    from ._controls import NO_CONTROLS as NO_CONTROLS
+    from ._controls import LoopControls as LoopControls
+    from ._controls import Request as Request
+    from ._controls import ask_stop as ask_stop
+    from ._controls import live_loop as live_loop
+    from ._controls import loop_running as loop_running
+    from ._controls import pause_loop as pause_loop
+    from ._controls import read_controls as read_controls
+    from ._controls import resume_loop as resume_loop
+    from ._controls import take_stop as take_stop
     from ._converter import STATE_CONVERTER as STATE_CONVERTER
     from ._events import BLOCKED as BLOCKED
     from ._events import CHECKPOINT as CHECKPOINT
@@ -207,6 +222,23 @@ if not TYPE_CHECKING:
                 "read_timeline",
             ),
             "._converter": ("STATE_CONVERTER",),
+            "._controls": (
+                "CONTROL_PAUSED",
+                "CONTROL_RESUMED",
+                "CONTROL_STOP",
+                "LOOP_PAUSED",
+                "LOOP_RESUMED",
+                "NO_CONTROLS",
+                "LoopControls",
+                "Request",
+                "ask_stop",
+                "live_loop",
+                "loop_running",
+                "pause_loop",
+                "read_controls",
+                "resume_loop",
+                "take_stop",
+            ),
             "._yamlstate": (
                 "load_state",
                 "render_state",

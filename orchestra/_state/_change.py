@@ -53,6 +53,16 @@ class ChangePaths:
         return self.folder / "guidance.yaml"
 
     @property
+    def controls(self) -> Path:
+        """A person's pause or stop of the change's loop (``forge pause``, ``forge stop``)."""
+        return self.folder / "controls.yaml"
+
+    @property
+    def live(self) -> Path:
+        """Locked, shared, by every loop while it runs the change."""
+        return self.folder / ".live"
+
+    @property
     def runs(self) -> Path:
         return self.folder / "runs"
 
