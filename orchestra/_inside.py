@@ -117,6 +117,10 @@ class Inside:
     loop_pid: int | None
     change: str | None
     how: str  # "process ancestry" | "environment"
+    # Where the executor was started to keep its state and leave its requests
+    # (FORGE_STATE_DIR, FORGE_INBOX): where a refusal is recorded.
+    state_dir: str | None = None
+    inbox: str | None = None
 
     def describe(self) -> str:
         change = f'change "{self.change}"' if self.change else "a change Forge cannot name"
@@ -130,7 +134,14 @@ def inside_an_executor(proc: str = _PROC) -> Inside | None:
     if found is not None:
         return found
     if "FORGE_ITERATION" in os.environ:
-        return Inside(None, os.environ.get("FORGE_CHANGE") or None, "environment")
+        env = os.environ
+        return Inside(
+            None,
+            env.get("FORGE_CHANGE") or None,
+            "environment",
+            state_dir=env.get("FORGE_STATE_DIR") or None,
+            inbox=env.get("FORGE_INBOX") or None,
+        )
     return None
 
 
@@ -230,12 +241,20 @@ def _by_ancestry(proc: str) -> Inside | None:
         if argv is not None and is_loop_command(argv):
             if _same_session(pid):
                 return None  # the loop's own helper: no executor's process is in its session
+            started = _environ(proc, child)
             change = (
-                _environ(proc, child).get("FORGE_CHANGE")
+                started.get("FORGE_CHANGE")
                 or os.environ.get("FORGE_CHANGE")
                 or _option(argv, "--change")
             )
-            return Inside(pid, change or None, "process ancestry")
+            return Inside(
+                pid,
+                change or None,
+                "process ancestry",
+                # bwrap's own environment lacks them (it sets the agent's): ours then.
+                state_dir=started.get("FORGE_STATE_DIR") or os.environ.get("FORGE_STATE_DIR"),
+                inbox=started.get("FORGE_INBOX") or os.environ.get("FORGE_INBOX"),
+            )
         child, pid = pid, _parent(proc, pid)
     return None
 
@@ -290,28 +309,54 @@ def _option(argv: Sequence[str], name: str) -> str | None:
 
 
 def _record(root: Path, command: str, inside: Inside) -> str | None:
-    """Append ``control.refused`` to the change's timeline; where, or None when it cannot."""
+    """Record ``control.refused`` on the change's timeline; where, or None when it cannot.
+
+    The change's folder is the loop's (``FORGE_STATE_DIR``: in a worktree the
+    project found from the working folder is the worktree's copy). Inside the
+    sandbox that folder is read-only: the refusal is left in the run's inbox,
+    and the loop records it once the iteration has ended.
+    """
     from ._errors import ForgeError
     from ._names import check_change_name
     from ._state import ChangePaths, OtherEvent, append_event, exclusive_lock
 
     if not inside.change:
         return None
+    fields: dict[str, object] = {
+        "command": command,
+        "pid": os.getpid(),
+        "loop_pid": inside.loop_pid,
+        "found_by": inside.how,
+    }
     try:
         paths = ChangePaths(root, check_change_name(inside.change))
-        if not paths.folder.is_dir():
-            return None
-        fields: dict[str, object] = {
-            "command": command,
-            "pid": os.getpid(),
-            "loop_pid": inside.loop_pid,
-            "found_by": inside.how,
-        }
+    except ForgeError:
+        return None
+    folder = Path(inside.state_dir) if inside.state_dir else paths.folder
+    if not folder.is_dir() or folder.name != paths.name:
+        folder = paths.folder
+    paths = ChangePaths(folder.parent.parent.parent, paths.name)
+    if not paths.folder.is_dir():
+        return None
+    try:
         with exclusive_lock(paths.lock):
             append_event(paths.timeline, paths.name, OtherEvent(name=REFUSED_EVENT, fields=fields))
     except (ForgeError, OSError):
-        return None
+        # Read-only inside the sandbox: the loop records it after the iteration.
+        return _leave_in_inbox(inside, fields)
     return str(paths.timeline)
+
+
+def _leave_in_inbox(inside: Inside, fields: dict[str, object]) -> str | None:
+    """The refusal left in the run's inbox for its loop to record (or None: no inbox)."""
+    if not inside.inbox:
+        return None
+    from ._sandbox import queue_refusal
+
+    try:
+        return str(queue_refusal(Path(inside.inbox), fields))
+    except OSError:
+        return None
 
 
 REFUSED_EVENT = "control.refused"

@@ -91,6 +91,9 @@ def test_a_reset_detached_with_setsid_and_a_bare_environment_is_refused(project:
         ("secscan", "waive", "0123456789abcdef", "--reason", "ok"),
         ("circuit", "c", "--reset", "--reason", "ok"),
         ("steer", "c", "decide it yourself"),
+        ("pause", "c"),
+        ("resume", "c"),
+        ("stop", "c"),
     ],
 )
 def test_the_environment_is_a_seatbelt_too(project: Repo, args: tuple[str, ...]) -> None:

@@ -41,6 +41,7 @@ from .._executor import (
 )
 from .._groups import sole_error
 from .._hook_passing import LOOP_VERIFY
+from .._inside import REFUSED_EVENT
 from .._monitor import CallsLeft
 from .._policy import Policy, policy_as_dict, verify_digest
 from .._protect import IntegrityCheck, IntegrityReport, integrity_check
@@ -54,6 +55,7 @@ from .._sandbox import (
     apply_requests,
     choose_sandbox,
     empty_inbox,
+    read_refusals,
     run_inbox,
 )
 from .._secscan import project_scanner
@@ -864,6 +866,14 @@ class _Loop:
         log. ``verified``: the loop recorded a verify of the tree itself, so
         the agent's queued verify is not run again (the breaker counts one).
         """
+        refused = [
+            OtherEvent(name=REFUSED_EVENT, fields={**fields, "recorded": "from the inbox"})
+            for fields in read_refusals(inbox)
+        ]
+        if refused:
+            # A person's control the agent tried inside the sandbox, which keeps
+            # the timeline out of its reach: recorded now, by the loop.
+            self.store.append(*refused)
         env = {k: v for k, v in os.environ.items() if k not in (SANDBOX_ENV, INBOX_ENV)}
         lines = apply_requests(
             inbox,

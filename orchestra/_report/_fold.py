@@ -345,8 +345,9 @@ class Fold:
 
     def named(self, event: ContractEvent | OtherEvent, now: float) -> None:
         name = event_name(event)
-        text = fields_text(event.fields)
-        label = f"{name}: {text}" if text else name
+        # Its own words where the release has them (a person's guidance, pause,
+        # stop), else its name and plain fields.
+        label = event_words(event)
         self.notices.append(Notice(name, label, event.ts))
         if name.startswith("alert."):
             tone = GOOD if name.endswith(("cleared", "resolved")) else BAD

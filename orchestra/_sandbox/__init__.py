@@ -26,7 +26,9 @@ from ._mounts import describe_mounts as describe_mounts
 from ._mounts import plan_mounts as plan_mounts
 from ._requests import REQUEST_COMMANDS as REQUEST_COMMANDS
 from ._requests import apply_requests as apply_requests
+from ._requests import queue_refusal as queue_refusal
 from ._requests import queue_request as queue_request
+from ._requests import read_refusals as read_refusals
 from ._sandbox import BUBBLEWRAP as BUBBLEWRAP
 from ._sandbox import INBOX_ENV as INBOX_ENV
 from ._sandbox import SANDBOX_ENV as SANDBOX_ENV

@@ -24,6 +24,8 @@ from pathlib import Path
 import attrs
 
 REQUESTS = "requests"
+# A person's control an agent tried and Forge refused, for the loop to record.
+REFUSED = "refused"
 REQUEST_COMMANDS = ("checkpoint", "event", "verify")
 _MAX_REQUESTS = 100
 _MAX_REQUEST_BYTES = 64 * 1024
@@ -47,6 +49,41 @@ def queue_request(inbox: Path, argv: Sequence[str]) -> Path:
     temporary.write_text(json.dumps({"argv": list(argv)}), encoding="utf-8")
     temporary.rename(folder / name)  # whole or not at all: the loop never reads half a request
     return folder / name
+
+
+def queue_refusal(inbox: Path, fields: Mapping[str, object]) -> Path:
+    """Leave a refused control's record in the inbox (the sandbox keeps the timeline read-only)."""
+    folder = inbox / REFUSED
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{time.time_ns():020d}-{os.getpid()}.json"
+    temporary = folder / f".{name}.tmp"
+    temporary.write_text(json.dumps(dict(fields)), encoding="utf-8")
+    temporary.rename(folder / name)
+    return folder / name
+
+
+def read_refusals(inbox: Path) -> list[dict[str, object]]:
+    """The refusals left in the inbox, oldest first (unreadable ones skipped)."""
+    folder = inbox / REFUSED
+    try:
+        names = sorted(
+            entry.name
+            for entry in os.scandir(folder)
+            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
+        )
+    except OSError:
+        return []
+    found: list[dict[str, object]] = []
+    for name in names[:_MAX_REQUESTS]:
+        try:
+            data = json.loads((folder / name).read_bytes()[:_MAX_REQUEST_BYTES])
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            # The agent can write here too: only the fields a refusal has, as plain values.
+            kept = {k: data.get(k) for k in ("command", "pid", "loop_pid", "found_by")}
+            found.append({k: v for k, v in kept.items() if isinstance(v, str | int)})
+    return found
 
 
 def _change_of(argv: Sequence[str]) -> str | None:
