@@ -294,9 +294,7 @@ def test_a_stop_ends_a_paused_or_cooling_loop_at_once(repo: Repo, tmp_path: Path
     assert "  paused:" in repo.forge("status", "--plain").out
 
 
-def test_a_control_from_inside_an_agent_is_refused_and_recorded(
-    repo: Repo, tmp_path: Path
-) -> None:
+def test_a_control_from_inside_an_agent_is_refused_and_recorded(repo: Repo, tmp_path: Path) -> None:
     """An agent that tries to pause or stop a loop (its neighbour, or its own) is refused."""
     answers = tmp_path / "answers.txt"
     tries = " ; ".join(
@@ -342,4 +340,3 @@ def _latest_run(repo: Repo) -> Path:
 
 def _report(repo: Repo) -> str:
     return (_latest_run(repo) / "report.md").read_text()
-
