@@ -189,7 +189,8 @@ def test_a_corrupt_controls_file_holds_the_loop_until_resumed(tmp_path: Path) ->
     paths.controls.write_text("paused: [unclosed\n")
     controls = read_controls(paths)
     assert controls.holds  # what it said is not known: the loop holds
-    assert controls.blocked is not None and controls.blocked.startswith("moved aside to ")
+    assert controls.blocked is not None
+    assert controls.blocked.startswith("moved aside to ")
     assert "state.corrupt" in paths.timeline.read_text()
     before = resume_loop(paths)
     assert before.holds
