@@ -314,6 +314,18 @@ def _print_loops(status: FleetStatus, out: Output) -> None:
             (f"{reason:<22}", style),
             (f"{said}{detail}", None),
         )
+        if loop.get("held"):
+            out.line(f"  {' ' * width}{_held_line(change, loop)}", style="yellow")
+
+
+def _held_line(change: str, loop: dict[str, Any]) -> str:
+    """``paused by a person (alice@laptop, since …): why — forge resume C --fleet …``."""
+    resume = f"forge resume {change} --fleet lets it go on"
+    paused = loop.get("paused")
+    if paused is None:
+        return f"held: {loop['held']} — {resume}"
+    why = f": {paused['reason']}" if paused.get("reason") else ""
+    return f"paused by a person ({paused['by']}, since {paused['at']}){why} — {resume}"
 
 
 # -- forge fleet status ---------------------------------------------------------

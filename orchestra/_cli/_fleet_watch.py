@@ -87,7 +87,9 @@ def frame_lines(status: FleetStatus, notices: Sequence[str]) -> list[Line]:
         elif holder:
             where = f"on {holder}"
         ending = loop.get("reason")
-        said = " · ".join(str(p) for p in (where, ending if ending != loop_state else "") if p)
+        held = "paused by a person" if loop.get("paused") else loop.get("held")
+        parts = (where, ending if ending != loop_state else "", held)
+        said = " · ".join(str(p) for p in parts if p)
         lines.append((f"  {change:<16} {loop_state:<10} {said}", _LOOP_STYLES.get(loop_state)))
     return [*lines, *_notice_lines(notices)]
 

@@ -221,6 +221,9 @@ class LoopSettings:
         secscan: The secret-scan gate (its scanner, or none).
         limiter: The shared rate limiter every executor start takes a permit from.
         wall_clock: Wall-clock epoch seconds (persisted times, provider resets).
+        began: When the run began, on ``wall_clock`` (None: when the loop
+            starts): a person's stop asked earlier was meant for an earlier run.
+            A fleet's loop passes 0: its server keeps no earlier run's stop.
     """
 
     policy: Policy
@@ -228,6 +231,7 @@ class LoopSettings:
     secscan: SecscanGate = attrs.field(factory=SecscanGate)
     limiter: RateLimiter | None = None
     wall_clock: Callable[[], float] = time.time
+    began: float | None = None
 
 
 def iteration_time_limit(executor: Executor, policy: Policy, *, flag_set: bool = False) -> float:
@@ -448,7 +452,9 @@ class _Loop:
 
     async def run(self) -> RunSummary:
         rules = self.settings.rules
-        began = self.settings.wall_clock()
+        began = self.settings.began
+        if began is None:
+            began = self.settings.wall_clock()
         state = await _in_thread(self.store.load)
         begun = start(state, rules)
         sight, tree = await _in_thread(self._look_at_the_tree, begun.measures)

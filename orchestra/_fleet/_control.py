@@ -14,6 +14,7 @@ change's timeline stream with its reason and who ran it.
   batch exits 1).
 - **requeue** puts an ended loop (done, escalated, cancelled) back in the
   queue with its state kept: iterations used, spend and the timeline go on.
+  A person's stop the ended run never took is dropped (a pause stands).
   A loop whose circuit escalated, or that used all its iterations, would
   stop again at once: reset it instead (its iterations counted afresh).
 - **reset** (``forge circuit --reset``) closes the loop circuit and clears
@@ -103,6 +104,13 @@ if mode == 'cancel' then
   redis.call('HSET', KEYS[1], change, ARGV[4])
 end
 if again then
+  -- A person's stop the ended run never took is not for the next one.
+  local text = redis.call('HGET', KEYS[2], 'controls')
+  local ok, controls = pcall(cjson.decode, text or '')
+  if ok and type(controls) == 'table' and controls['stop'] ~= nil then
+    controls['stop'] = nil
+    redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls))
+  end
   redis.call('XADD', KEYS[4], '*', 'loop', spec)
   redis.call('HSET', KEYS[1], change, ARGV[3])
 end

@@ -21,7 +21,7 @@ from ._config import Keys
 from ._connection import Connection
 from ._limiter import RedisBackend
 from ._queue import ENDED, QUEUED, RUNNING, BatchInfo, LoopSpec, read_batch, read_status
-from ._store import read_state, timeline_lines
+from ._store import read_controls, read_state, timeline_lines
 
 WAITING = "waiting"
 """A loop's state while its host is lost and no other host has taken it over yet."""
@@ -42,7 +42,9 @@ class FleetStatus:
             its last heartbeat is older than a lease), last heartbeat (seconds
             ago), loops running, clock skew.
         loops: Per change: state (queued, running, waiting — its host was lost
-            and no other has taken it over yet —, done, escalated), host, ending.
+            and no other has taken it over yet —, done, escalated), host, ending;
+            ``paused`` (by, at, reason) while a person's pause holds it
+            (``forge pause C --fleet``), ``held`` what holds it in words.
         limiter: The shared limiter's use (calls, window, used, next free).
         expires_in: Seconds until the ended batch's keys expire (``[fleet]
             keep``), or None while it runs (or never expires).
@@ -90,6 +92,14 @@ def fleet_status(connection: Connection) -> FleetStatus:
 
     now, batch, raw_hosts, loops, expiry = connection.once(read)
     hosts = host_states(raw_hosts, now, connection.config.lease)
+    controls = connection.once(
+        lambda client: {change: read_controls(client, keys, change) for change in loops}
+    )
+    for change, held in controls.items():
+        if held.holds:
+            loops[change]["held"] = held.why_held()
+        if held.paused is not None:
+            loops[change]["paused"] = attrs.asdict(held.paused)
     for change, loop in loops.items():
         if loop.get("state") == RUNNING:
             holder = connection.once(partial(_get, keys.lease(change)))

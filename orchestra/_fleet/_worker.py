@@ -346,6 +346,10 @@ class Worker:
             plan, settings = guarded(
                 plan, policy, supervised_rules(policy), limiter=self.limiter, wall_clock=self.clock
             )
+            # Every stop on the server is meant for this run (a requeue drops the
+            # last run's): one asked from the claim on (the status says running while
+            # this host still clones), or of the host this one takes the loop over from.
+            settings = attrs.evolve(settings, began=0.0)
         except ForgeError as exc:
             reason = WORKTREE_FAILED if isinstance(exc, SourceError) else EXECUTOR_FAILED
             self.on_event("loop", spec.change, f"cannot run: {exc.message}")
