@@ -23,6 +23,7 @@ _CASES = [
     ("forge policy s", {"show", "schema", "simulate"}),
     ("forge policy simulate --ch", {"--change"}),
     ("forge spend ", {"billing", "search"}),
+    ("forge attach ", {"billing", "search"}),
     ("forge run --change b", {"billing"}),
     ("forge completion ", {"bash", "zsh", "fish"}),
     # The value of --change is not taken for a command.

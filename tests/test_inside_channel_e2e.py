@@ -239,6 +239,7 @@ READING_HANDLERS = {
     "_status_cmd:status",
     "_completion:run",
     "_timeline_cmd:run",
+    "_attach_cmd:run",
     "_secscan_cmd:scan",
     "_fleet_cmd:status_cmd",
     "_hook_cmd:guard",

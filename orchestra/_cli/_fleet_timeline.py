@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -14,11 +13,8 @@ from .._state import decode_event, event_record
 from .._workspace import Project
 from ._common import policy_from
 from ._console import Output
+from ._follow import POLL_SECONDS, Show
 from ._timeline_view import Selection
-
-FOLLOW_POLL_SECONDS = 0.2
-
-Show = Callable[[dict[str, Any]], None]
 
 
 def fleet_timeline(
@@ -84,7 +80,7 @@ async def _follow(
     keys = config.keys
     down = False
     while True:
-        await trio.sleep(FOLLOW_POLL_SECONDS)
+        await trio.sleep(POLL_SECONDS)
         read = partial(_lines_after, keys, change, last)
         try:
             lines = await trio.to_thread.run_sync(connection.once, read)

@@ -127,6 +127,7 @@ _EXAMPLES = {
         "forge steer billing --file guidance.md --until-cleared",
         "forge steer billing --clear",
     ],
+    "attach": ["forge attach billing", "forge attach billing --events"],
     "clean": [
         "forge clean --dry-run",
         'forge clean --abandon billing --reason "superseded by refunds"',
@@ -473,6 +474,21 @@ def _add_steer(commands: _Commands, common: argparse.ArgumentParser) -> None:
     )
     keep.add_argument("--clear", action="store_true", help="remove the guidance waiting")
     steer.set_defaults(handler="_steer_cmd:run")
+
+
+def _add_attach(commands: _Commands, common: argparse.ArgumentParser) -> None:
+    attach = commands.add_parser(
+        "attach",
+        parents=[common],
+        help="watch a loop's agent output live, across iterations and runs, until Ctrl-C",
+    )
+    attach.add_argument("change", type=_change_name, metavar="CHANGE", help=_CHANGE_HELP)
+    attach.add_argument(
+        "--events",
+        action="store_true",
+        help="also the change's new timeline events, in words, as they happen",
+    )
+    attach.set_defaults(handler="_attach_cmd:run")
 
 
 def _add_clean(commands: _Commands, common: argparse.ArgumentParser) -> None:
@@ -871,6 +887,7 @@ _COMMANDS: dict[str, Callable[[_Commands, argparse.ArgumentParser], None]] = {
     "steer": _add_steer,
     "pause": _add_pause,
     "stop": _add_stop,
+    "attach": _add_attach,
     "loop": _add_loop,
     "checkpoint": _add_checkpoint,
     "event": _add_event,

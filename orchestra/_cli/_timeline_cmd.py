@@ -5,23 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from .._errors import EXIT_OK, StateError, UsageError
-from .._oneline import terminal_width
+from .._errors import EXIT_OK, UsageError
 from .._state import ChangePaths, decode_event, event_record, parse_timeline, require_change
 from ._common import project_from
 from ._console import Output
-from ._timeline_view import Selection, readable_parts, since_moment
+from ._follow import POLL_SECONDS, Show, Tail, in_words, new_events, read_whole
+from ._timeline_view import Selection, since_moment
 
-FOLLOW_POLL_SECONDS = 0.2
 _SHOWN_FIRST = ("ts", "seq", "event", "change")
-
-Show = Callable[[dict[str, Any]], None]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -40,7 +34,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         # As forge spend and forge status say: a change with no state is a typo
         # (exit 2, the changes there are); --follow may wait for one to start.
         require_change(paths, "forge timeline")
-    data = _read_bytes(paths.timeline)
+    data = read_whole(paths.timeline)
     read = parse_timeline(data)
     for problem in read.problems(paths.timeline):
         out.note(problem)
@@ -89,7 +83,7 @@ def _shower(args: argparse.Namespace, out: Output) -> Show:
         return _print_json
     if args.raw:
         return lambda record: _print_event(record, out)
-    return lambda record: out.styled(*readable_parts(record, _width(out)))
+    return in_words(out)
 
 
 def _passing(selection: Selection, show: Show) -> Show:
@@ -102,49 +96,15 @@ def _passing(selection: Selection, show: Show) -> Show:
     return shown
 
 
-def _width(out: Output) -> int:
-    """The terminal's width, asked at each line: a terminal may be resized while followed."""
-    try:
-        terminal = sys.stdout.isatty()
-    except (AttributeError, ValueError):  # closed, or replaced by something without a tty
-        terminal = False
-    if terminal:
-        return out.console.width
-    return terminal_width()
-
-
 async def _follow(paths: ChangePaths, show: Show, offset: int) -> None:
     """Print events appended after ``offset``, until interrupted."""
     import trio  # only here: reading a timeline once does not need trio
 
-    pending = b""
+    tail = Tail(paths.timeline, offset)
     while True:
-        await trio.sleep(FOLLOW_POLL_SECONDS)
-        try:
-            size = paths.timeline.stat().st_size
-        except FileNotFoundError:
-            continue
-        if size < offset:  # replaced or truncated by a human: start over
-            offset, pending = 0, b""
-        if size == offset:
-            continue
-        with paths.timeline.open("rb") as handle:
-            handle.seek(offset)
-            chunk = handle.read(size - offset)
-        offset = size
-        # Only whole lines are printed: a line being written is not torn yet.
-        complete, _, pending = (pending + chunk).rpartition(b"\n")
-        for raw in parse_timeline(complete + b"\n").events if complete else ():
-            show(event_record(decode_event(raw)))
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        await trio.sleep(POLL_SECONDS)
+        for event in new_events(tail):
+            show(event_record(event))
 
 
 def _print_json(event: dict[str, Any]) -> None:
