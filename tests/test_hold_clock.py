@@ -55,7 +55,7 @@ def _now() -> str:
 
 
 def _setup(tmp_path: Path, policy: Policy) -> tuple[ChangePaths, LoopPlan, LoopSettings]:
-    steps = [{"write": {f"f{n}.txt": f"{n}\n"}} for n in range(1, 4)]
+    steps: list[dict[str, Any]] = [{"write": {f"f{n}.txt": f"{n}\n"}} for n in range(1, 4)]
     steps[-1]["print"] = "FORGE_DONE\n"
     script = tmp_path / "steps.json"
     script.write_text(json.dumps({"steps": steps}))
