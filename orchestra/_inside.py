@@ -80,7 +80,6 @@ CONTROLS: dict[str, str] = {
     "_executors_cmd:run": "forge executors check",
     "_steer_cmd:run": "forge steer",
     "_pause_cmd:pause": "forge pause",
-    "_pause_cmd:resume": "forge resume",
     "_pause_cmd:stop": "forge stop",
     "_init_cmd:run": "forge init",
     "_contract_cmd:loop_start": "forge loop start",
@@ -94,6 +93,7 @@ CONTROL_FLAGS: dict[tuple[str, str], str] = {
     ("_circuit_cmd:run", "reset"): "forge circuit --reset",
     ("_verify_cmd:run", "reset_breaker"): "forge verify --reset-breaker",
     ("_spend_cmd:run", "reset"): "forge spend --reset",
+    ("_contract_cmd:resume", "paused"): "forge resume",
 }
 # Controls a flag turns back into a reading: forge init/land/clean --dry-run only print.
 _READING_FLAGS = {

@@ -88,7 +88,10 @@ async def _drive(
     """Run the loop; once its status is ``when``, call ``act``, then let it look each second.
 
     The clock moves only while the loop waits in ``when`` (never while its
-    agent or verify runs, whose time limits are on the same clock).
+    agent or verify runs, whose time limits are on the same clock). A look
+    reads its file in a worker thread, during which the driver may move the
+    clock on again: the tests bound the looks' time loosely, and what they
+    pin is what the loop did.
     """
     ended: list[tuple[str, int]] = []
 
@@ -136,8 +139,8 @@ async def test_a_paused_loop_holds_until_resumed_then_goes_on(
     assert held["iteration"] == 1
     assert held["why"] == "paused by alice@laptop: reviewing"
     [went_on] = [e for e in events if e["event"] == "loop.resumed"]
-    # It went on within one look (a second) of the resume.
-    assert HOUR <= went_on["waited"] <= HOUR + 1
+    # It held the hour, and went on at one of its next looks.
+    assert HOUR <= went_on["waited"] < HOUR + 60
     kinds = [e["event"] for e in events]
     assert kinds.index("loop.resumed") < kinds.index("iteration.started")
 
@@ -165,8 +168,9 @@ async def test_a_stop_ends_a_cooldown_at_once(
     )
 
     assert (reason, iterations) == (STOPPED, 1)
-    # Within one look of the request, not at the cooldown's end.
-    assert ended_at - asked[0] <= 1
+    # At one of its next looks, long before the cooldown's end: no probe ran.
+    assert ended_at - asked[0] < 60
+    assert "breaker.half_open" not in [e["event"] for e in _events(paths)]
     [ending] = [e for e in _events(paths) if e["event"] == "run.stopped"]
     assert ending["detail"] == "stopped by bob@desk: enough"
     # Obeyed, the stop is gone: the next run does not stop for it.

@@ -45,6 +45,11 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "guidance.delivered": {**RUN, "iteration": 3, "by": ["alice@laptop"], "texts": ["use it"]},
     "guidance.cleared": {"by": "alice@laptop", "count": 1},
     "question.waited": {**RUN, "iteration": 2, "answered": True, "waited": 600.0},
+    "control.paused": {"by": "alice@laptop", "reason": "reviewing its migration"},
+    "control.resumed": {"by": "alice@laptop", "reason": "", "held": "paused by alice@laptop"},
+    "control.stop": {"by": "bob@desk", "reason": "superseded"},
+    "loop.paused": {**RUN, "iteration": 4, "why": "paused by alice@laptop: reviewing"},
+    "loop.resumed": {**RUN, "iteration": 4, "waited": 1800.0},
 }
 
 
@@ -59,7 +64,7 @@ def test_every_kind_this_release_writes_has_a_sample() -> None:
 def test_every_kind_reads_as_words_not_as_its_name_and_fields() -> None:
     for kind in KNOWN_KINDS:
         event = _event(kind)
-        if not kind.startswith(("forge.", "control.", "guidance.", "question.")):
+        if not kind.startswith(("forge.", "control.", "guidance.", "question.", "loop.")):
             assert not isinstance(event, OtherEvent | ContractEvent), kind  # typed, as written
         words = event_words(event)
         assert words, kind
@@ -83,6 +88,14 @@ def test_words_say_what_happened() -> None:
         "waited for an answer to iteration 2's question after 10m: answered"
     )
     assert event_words(_event("iteration.finished")) == "iteration 2, exit 0; took 3.5s"
+    assert event_words(_event("control.paused")) == (
+        "paused by alice@laptop: reviewing its migration"
+    )
+    assert event_words(_event("control.stop")) == "stop asked by bob@desk: superseded"
+    assert event_words(_event("loop.paused")) == (
+        "held before iteration 4 — paused by alice@laptop: reviewing"
+    )
+    assert event_words(_event("loop.resumed")) == "went on with iteration 4 after 30m"
     assert event_iteration(_event("forge.iteration.started")) == 2
     assert event_iteration(_event("protect.violation")) == 3
     assert event_iteration(_event("run.started")) is None

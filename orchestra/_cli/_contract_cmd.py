@@ -319,6 +319,11 @@ def _event(args: argparse.Namespace, out: Output) -> int:
 
 
 def resume(args: argparse.Namespace, out: Output) -> int:
+    if getattr(args, "paused", None) is not None:
+        # forge resume CHANGE: a person lets a paused loop go on (a control).
+        from ._pause_cmd import resume as resume_paused
+
+        return resume_paused(args, out)
     project = project_from(args)
     paths = require_change(ChangePaths(project.root, args.change), "forge resume")
     with exclusive_lock(paths.lock):

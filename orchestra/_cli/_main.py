@@ -964,7 +964,7 @@ def _resume_which(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.paused is not None and args.change is not None:
         parser.error("give CHANGE (a paused loop goes on) or --change C (its contract), not both")
     if args.paused is not None:
-        args.handler, args.change = "_pause_cmd:resume", args.paused
+        args.change = args.paused  # the contract's resume hands it to forge pause's module
     elif args.change is None:
         parser.error("give CHANGE (a paused loop goes on) or --change C (its contract)")
 

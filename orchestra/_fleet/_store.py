@@ -110,9 +110,11 @@ return 1
 """
 
 # KEYS: fence, change hash. ARGV: token, the stop's time.
-# Returns -1 when the fence has moved, 1 when the stop was removed, 0 when it was not there.
+# Returns -1 when the fence has moved, 1 when the stop was removed (or this very
+# stop was, by a call whose answer was lost), 0 when it was not there.
 TAKE_STOP = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if redis.call('HGET', KEYS[2], 'stop_taken') == ARGV[2] then return 1 end
 local text = redis.call('HGET', KEYS[2], 'controls')
 if not text then return 0 end
 local ok, controls = pcall(cjson.decode, text)
@@ -120,7 +122,7 @@ if not ok or type(controls) ~= 'table' then return 0 end
 local stop = controls['stop']
 if stop == nil or stop == cjson.null or stop['at'] ~= ARGV[2] then return 0 end
 controls['stop'] = nil
-redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls))
+redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls), 'stop_taken', ARGV[2])
 return 1
 """
 

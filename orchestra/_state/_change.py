@@ -59,8 +59,8 @@ class ChangePaths:
 
     @property
     def live(self) -> Path:
-        """Locked, shared, by every loop while it runs the change."""
-        return self.folder / ".live"
+        """Locked, shared, by every loop while it runs the change (kept out of git as a lock)."""
+        return self.folder / "live.lock"
 
     @property
     def runs(self) -> Path:

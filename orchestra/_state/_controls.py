@@ -15,7 +15,7 @@ The file is written whole under the change's lock. A corrupt one is moved
 aside and reported (``state.corrupt``) and the loop holds, as if paused, until
 ``forge resume``: whether a person paused it is not known.
 
-Every loop holds a shared lock on ``.forge/changes/<c>/.live`` while it runs
+Every loop holds a shared lock on ``.forge/changes/<c>/live.lock`` while it runs
 (:func:`live_loop`), so a control can tell whether any loop runs the change:
 the kernel drops the lock with the process, however it ends.
 """
@@ -143,9 +143,18 @@ def take_stop(paths: ChangePaths, run_began: float) -> Request | None:
 
 @contextlib.contextmanager
 def live_loop(paths: ChangePaths) -> Iterator[None]:
-    """Hold the change's ``.live`` lock, shared, while a loop runs it."""
-    paths.folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(paths.live, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    """Hold the change's ``live.lock``, shared, while a loop runs it.
+
+    A state folder that cannot be written holds no lock: the loop's first
+    state write reports that folder, as a clear error (a stop then finds no
+    loop to stop, which is true soon enough).
+    """
+    try:
+        paths.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(paths.live, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError:
+        yield
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         yield
@@ -154,7 +163,7 @@ def live_loop(paths: ChangePaths) -> Iterator[None]:
 
 
 def loop_running(paths: ChangePaths) -> bool:
-    """Whether a loop runs the change now (on this machine): one holds its ``.live`` lock."""
+    """Whether a loop runs the change now (on this machine): one holds its ``live.lock``."""
     try:
         fd = os.open(paths.live, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
