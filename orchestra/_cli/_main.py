@@ -473,6 +473,7 @@ def _add_steer(commands: _Commands, common: argparse.ArgumentParser) -> None:
         "--until-cleared", action="store_true", help="for every iteration until --clear"
     )
     keep.add_argument("--clear", action="store_true", help="remove the guidance waiting")
+    steer.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     steer.set_defaults(handler="_steer_cmd:run")
 
 

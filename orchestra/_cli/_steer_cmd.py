@@ -6,15 +6,19 @@ escalated (then it goes with the probe, or with the run a reset resumes).
 That iteration gets it at ``{guidance}`` in its prompt (appended when the
 prompt has none) and as ``FORGE_GUIDANCE``. ``--once`` (the default) is for
 that iteration only; ``--until-cleared`` for every one until
-``forge steer CHANGE --clear``.
+``forge steer CHANGE --clear``. With ``--fleet`` (or ``FORGE_REDIS_URL`` set
+and the batch has the change) the guidance waits on the fleet's server
+instead, where whichever host runs the loop takes it.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._errors import EXIT_OK, UsageError
+from .._fleet import fleet_meant
 from .._operator import operator
 from .._state import (
     GUIDANCE_CLEARED,
@@ -23,6 +27,7 @@ from .._state import (
     UNTIL_CLEARED,
     ChangePaths,
     Guidance,
+    GuidanceState,
     clear_guidance,
     give_guidance,
     read_guidance,
@@ -32,16 +37,23 @@ from .._state import (
 from ._common import project_from, record_control
 from ._console import Output
 
+if TYPE_CHECKING:
+    from .._fleet import Connection
+
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    text = _text(args)
+    if args.clear and text:
+        raise UsageError("--clear takes no text", hint=f"forge steer {args.change} --clear")
+    if fleet_meant(args.fleet):
+        done = _fleet_steer(args, out, text)
+        if done is not None:
+            return done
     project = project_from(args)
     command = "forge steer --clear" if args.clear else "forge steer"
     paths = require_change(ChangePaths(project.root, args.change), command)
-    text = _text(args)
     by = operator()
     if args.clear:
-        if text:
-            raise UsageError("--clear takes no text", hint=f"forge steer {paths.name} --clear")
         before = clear_guidance(paths)
         record_control(paths, GUIDANCE_CLEARED, {"by": by, "count": len(before.entries)})
         out.line(f'steer: cleared {len(before.entries)} piece(s) of guidance for "{paths.name}"')
@@ -50,20 +62,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     if not text:
         waiting = read_guidance(paths)
-        for given in waiting.entries:
-            out.line(f"steer: waiting ({given.keep}, by {given.by}): {given.text}")
-        if not waiting.entries:
-            out.line(f'steer: no guidance waiting for "{paths.name}"')
+        blocked = None
         if waiting.blocked:
-            out.line(f"steer: the guidance file was {waiting.blocked}: forge steer --clear")
-        if out.json_mode:
-            out.document(
-                {
-                    "change": paths.name,
-                    "waiting": [_entry(given) for given in waiting.entries],
-                    "blocked": waiting.blocked,
-                }
-            )
+            blocked = f"steer: the guidance file was {waiting.blocked}: forge steer --clear"
+        _list(out, paths.name, waiting, blocked)
         return EXIT_OK
     keep = UNTIL_CLEARED if args.until_cleared else ONCE
     given = Guidance(text=text, by=by, at=utc_now_iso(), keep=keep)
@@ -80,6 +82,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if out.json_mode:
         out.document({"change": paths.name, "given": _entry(given), "waiting": len(after.entries)})
     return EXIT_OK
+
+
+def _list(out: Output, change: str, waiting: GuidanceState, blocked: str | None) -> None:
+    """What waits for the change's next iteration; ``blocked``: the line saying it is unreadable."""
+    for given in waiting.entries:
+        out.line(f"steer: waiting ({given.keep}, by {given.by}): {given.text}")
+    if not waiting.entries:
+        out.line(f'steer: no guidance waiting for "{change}"')
+    if blocked:
+        out.line(blocked)
+    if out.json_mode:
+        out.document(
+            {
+                "change": change,
+                "waiting": [_entry(given) for given in waiting.entries],
+                "blocked": waiting.blocked,
+            }
+        )
 
 
 def _text(args: argparse.Namespace) -> str:
@@ -102,3 +122,76 @@ def _text(args: argparse.Namespace) -> str:
 
 def _entry(given: Guidance) -> dict[str, str]:
     return {"text": given.text, "by": given.by, "at": given.at, "keep": given.keep}
+
+
+# -- a fleet loop, on its server ---------------------------------------------
+
+
+def _fleet_steer(args: argparse.Namespace, out: Output, text: str) -> int | None:
+    """``forge steer`` of a fleet loop; None when the change is this host's own."""
+    from ._fleet_control_cmd import connected, fleet_loop
+
+    with connected(project_from(args), args) as connection:
+        if fleet_loop(connection, args, out) is None:
+            return None
+        if args.clear:
+            return _fleet_clear(connection, args.change, out)
+        if not text:
+            return _fleet_list(connection, args.change, out)
+        return _fleet_give(connection, args, out, text)
+
+
+def _fleet_give(connection: Connection, args: argparse.Namespace, out: Output, text: str) -> int:
+    from .._fleet import give_fleet_guidance, server_iso
+
+    keep = UNTIL_CLEARED if args.until_cleared else ONCE
+    at = server_iso(connection.server_time())
+    given = Guidance(text=text, by=operator(), at=at, keep=keep)
+    after = give_fleet_guidance(connection, args.change, given)
+    fleet = connection.config.name
+    when = "its next iteration" if keep == ONCE else "every iteration until --clear"
+    out.line(
+        f'steer: guidance for "{args.change}" (fleet "{fleet}") waits for {when}, on whichever '
+        f"host runs it ({len(after.entries)} waiting)"
+    )
+    if out.json_mode:
+        out.document(
+            {
+                "change": args.change,
+                "fleet": fleet,
+                "given": _entry(given),
+                "waiting": len(after.entries),
+            }
+        )
+    return EXIT_OK
+
+
+def _fleet_clear(connection: Connection, change: str, out: Output) -> int:
+    from .._fleet import clear_fleet_guidance, server_iso
+
+    when = server_iso(connection.server_time())
+    before = clear_fleet_guidance(connection, change, by=operator(), when=when)
+    fleet = connection.config.name
+    out.line(
+        f'steer: cleared {len(before.entries)} piece(s) of guidance for "{change}" '
+        f'(fleet "{fleet}")'
+    )
+    if before.blocked:
+        out.line("steer: the unreadable guidance on the fleet's server is gone too")
+    if out.json_mode:
+        out.document({"change": change, "fleet": fleet, "cleared": len(before.entries)})
+    return EXIT_OK
+
+
+def _fleet_list(connection: Connection, change: str, out: Output) -> int:
+    from .._fleet import read_fleet_guidance
+
+    waiting = read_fleet_guidance(connection, change)
+    blocked = None
+    if waiting.blocked:
+        blocked = (
+            f"steer: the guidance waiting is {waiting.blocked}: nothing is "
+            f"delivered until forge steer {change} --clear --fleet"
+        )
+    _list(out, change, waiting, blocked)
+    return EXIT_OK

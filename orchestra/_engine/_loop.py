@@ -79,8 +79,6 @@ from .._state import (
     RunStarted,
     RunStopped,
     live_loop,
-    read_guidance,
-    take_guidance,
     utc_iso,
 )
 from .._treestatus import TreeStatus, read_status, work_tree_prefix
@@ -666,8 +664,7 @@ class _Loop:
 
     def _answered(self) -> bool:
         """Whether guidance waits for the next iteration (a person answered)."""
-        waiting = read_guidance(self.plan.paths)
-        return waiting.blocked is None and bool(waiting.entries)
+        return self.store.guidance_waiting()
 
     async def _cool_down(self, seconds: float) -> None:
         progress = self.progress
@@ -846,7 +843,7 @@ class _Loop:
 
     def _take_guidance(self, number: int) -> tuple[Guidance, ...]:
         """The guidance ``forge steer`` left for this iteration, recorded as delivered."""
-        taken = take_guidance(self.plan.paths)
+        taken = self.store.take_guidance()
         if taken:
             redact = self.plan.redact
             texts = [redact(g.text) if redact is not None else g.text for g in taken]

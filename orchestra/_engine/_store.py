@@ -29,6 +29,7 @@ from .._spend import NO_SPEND, SpendTotals
 from .._state import (
     ChangePaths,
     Event,
+    Guidance,
     IterationStarted,
     LoopControls,
     Request,
@@ -37,9 +38,11 @@ from .._state import (
     exclusive_lock,
     load_or_block,
     read_controls,
+    read_guidance,
     read_timeline,
     recover,
     render_state,
+    take_guidance,
     take_stop,
     write_journaled,
 )
@@ -110,6 +113,17 @@ class Store(Protocol):
 
     def take_stop(self, run_began: float) -> Request | None:
         """The stop a person asked of the run that began at ``run_began``, removed as obeyed."""
+        ...
+
+    def guidance_waiting(self) -> bool:
+        """Whether a person's guidance (``forge steer``) waits for the next iteration."""
+        ...
+
+    def take_guidance(self) -> tuple[Guidance, ...]:
+        """The guidance an iteration starting now is given; ``once`` entries used up.
+
+        Unreadable guidance gives none (what it said is not known).
+        """
         ...
 
 
@@ -246,6 +260,15 @@ class ChangeStore:
     def take_stop(self, run_began: float) -> Request | None:
         """The stop meant for this run, removed from ``controls.yaml`` as the loop obeys it."""
         return take_stop(self.paths, run_began)
+
+    def guidance_waiting(self) -> bool:
+        """Whether ``guidance.yaml`` holds readable guidance for the next iteration."""
+        waiting = read_guidance(self.paths)
+        return waiting.blocked is None and bool(waiting.entries)
+
+    def take_guidance(self) -> tuple[Guidance, ...]:
+        """The guidance ``guidance.yaml`` holds, its ``once`` entries removed from it."""
+        return take_guidance(self.paths)
 
     # -- with the lock held ------------------------------------------------------
 

@@ -13,7 +13,7 @@
 - ``_watchdog``: the process that kills a host's executors when it dies or freezes.
 - ``_status``: the fleet's status, and a batch exported as ``.forge/`` files.
 - ``_control``: a person's controls of one loop: reset, requeue, cancel, spend.
-- ``_steering``: a person's pause, resume and stop of one loop, for its host to read.
+- ``_steering``: a person's pause, resume, stop and guidance of one loop, for its host to read.
 - ``_retention``: what the server keeps: an ended batch's expiry, pruned hosts.
 - ``_landing``: what ``forge land`` reads of a batch, and the land events it writes back.
 """
@@ -63,6 +63,9 @@ if TYPE_CHECKING:
     from ._status import read_hosts as read_hosts
     from ._steering import ANY as ANY
     from ._steering import RUNNING as RUNNING
+    from ._steering import clear_fleet_guidance as clear_fleet_guidance
+    from ._steering import give_fleet_guidance as give_fleet_guidance
+    from ._steering import read_fleet_guidance as read_fleet_guidance
     from ._steering import set_control as set_control
     from ._store import RedisChangeStore as RedisChangeStore
     from ._store import read_controls as read_controls
@@ -105,7 +108,14 @@ if not TYPE_CHECKING:
                 "read_hosts",
             ),
             "._store": ("RedisChangeStore", "timeline_lines", "read_state", "read_controls"),
-            "._steering": ("ANY", "RUNNING", "set_control"),
+            "._steering": (
+                "ANY",
+                "RUNNING",
+                "clear_fleet_guidance",
+                "give_fleet_guidance",
+                "read_fleet_guidance",
+                "set_control",
+            ),
             "._worker": ("Worker", "WorkerResult", "default_host", "open_worker_batch"),
             "._control": (
                 "cancel",

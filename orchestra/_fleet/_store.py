@@ -40,8 +40,12 @@ from .._engine import (
 from .._engine import IterationRecord as _Record
 from .._spend import SpendTotals
 from .._state import (
+    ONCE,
     STATE_CONVERTER,
+    UNTIL_CLEARED,
     Event,
+    Guidance,
+    GuidanceState,
     IterationStarted,
     LoopControls,
     Request,
@@ -125,6 +129,30 @@ controls['stop'] = nil
 redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls), 'stop_taken', ARGV[2])
 return 1
 """
+
+# The loop's take of a person's guidance (``forge steer``): the guidance as
+# the loop read it is replaced by what stays (its until-cleared entries; none:
+# the field goes), only if nobody changed it since (else the loop reads it
+# again), so a person's guidance added meanwhile is never lost. A take whose
+# answer was lost to a dropped connection is sent again with the same id,
+# which the script recognises: applied once, its guidance delivered once.
+# KEYS: fence, change hash. ARGV: token, take id, the guidance read, what stays ("": none).
+# Returns -1 when the fence has moved, 1 when taken, 0 when the guidance changed since it was read.
+TAKE_GUIDANCE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if redis.call('HGET', KEYS[2], 'guidance_take') == ARGV[2] then return 1 end
+if redis.call('HGET', KEYS[2], 'guidance') ~= ARGV[3] then return 0 end
+if ARGV[4] == '' then
+  redis.call('HDEL', KEYS[2], 'guidance')
+else
+  redis.call('HSET', KEYS[2], 'guidance', ARGV[4])
+end
+redis.call('HSET', KEYS[2], 'guidance_take', ARGV[2])
+return 1
+"""
+
+# What a change's hash says of guidance it cannot read: nothing is delivered until cleared.
+GUIDANCE_UNREADABLE = "unreadable on the fleet's server"
 
 _SEQ_MARK = -7_351_042_069  # stands for the seq until the script numbers the event
 _STATE_FIELDS: dict[str, type] = {
@@ -212,6 +240,45 @@ def controls_from_json(text: str | None) -> LoopControls:
         return LoopControls(blocked="unreadable on the fleet's server")
 
 
+def guidance_json(entries: Sequence[Guidance]) -> str:
+    """The guidance a change's hash keeps (``guidance``): a JSON list of {text, by, at, keep}."""
+    return json.dumps([attrs.asdict(given) for given in entries], ensure_ascii=False)
+
+
+def guidance_from_json(text: str | None) -> GuidanceState:
+    """The guidance a change's hash holds (unreadable: blocked, so nothing is delivered)."""
+    if text is None:
+        return GuidanceState()
+    try:
+        data = json.loads(text)
+        if not isinstance(data, list):
+            raise TypeError("not a list")
+        entries = tuple(
+            Guidance(
+                text=_text(entry["text"]),
+                by=_text(entry["by"]),
+                at=_text(entry["at"]),
+                keep=_text(entry.get("keep", ONCE)),
+            )
+            for entry in data
+        )
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return GuidanceState(blocked=GUIDANCE_UNREADABLE)
+    return GuidanceState(entries=entries)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("not a string")
+    return value
+
+
+def read_guidance_text(client: Any, keys: Keys, change: str) -> str | None:
+    """The change's guidance as the server holds it, unparsed (None: none)."""
+    text: str | None = client.hget(keys.change(change), "guidance")
+    return text
+
+
 def _request(data: Any) -> Request | None:
     if data is None:
         return None
@@ -272,6 +339,7 @@ class RedisChangeStore:
         self._script = connection.script(COMMIT)
         self._trim_script = connection.script(TRIM)
         self._take_stop_script = connection.script(TAKE_STOP)
+        self._take_guidance_script = connection.script(TAKE_GUIDANCE)
 
     def revoke(self) -> None:
         """Another host holds the change now: refuse every write from now on, at once."""
@@ -401,6 +469,45 @@ class RedisChangeStore:
             self._revoked.set()
             raise LeaseLost(self.change)
         return request if taken == 1 else None
+
+    def guidance_waiting(self) -> bool:
+        """Whether a person's readable guidance waits on the server for the next iteration."""
+        waiting = guidance_from_json(self._guidance_text())
+        return waiting.blocked is None and bool(waiting.entries)
+
+    def take_guidance(self) -> tuple[Guidance, ...]:
+        """The guidance an iteration starting now is given; ``once`` entries used up.
+
+        Taken on the server by :data:`TAKE_GUIDANCE`, fenced: read, then
+        replaced by what stays only if a person changed nothing meanwhile
+        (else read again). Unreadable guidance gives none.
+        """
+        take = uuid.uuid4().hex
+        keys = [self._keys.fence(self.change), self._keys.change(self.change)]
+        while True:
+            text = self._guidance_text()
+            waiting = guidance_from_json(text)
+            if waiting.blocked is not None or not waiting.entries:
+                return ()
+            kept = tuple(given for given in waiting.entries if given.keep == UNTIL_CLEARED)
+            if kept == waiting.entries:
+                return kept  # nothing used up: nothing to write
+            args = [self.token, take, text or "", guidance_json(kept) if kept else ""]
+
+            def send(_client: Any, args: list[Any] = args) -> Any:
+                return self._take_guidance_script(keys=keys, args=args)
+
+            taken = int(self._connection.retrying(send, give_up=self._gone))
+            if taken < 0:
+                self._revoked.set()
+                raise LeaseLost(self.change)
+            if taken == 1:
+                return waiting.entries
+
+    def _guidance_text(self) -> str | None:
+        return self._connection.retrying(
+            lambda client: read_guidance_text(client, self._keys, self.change), give_up=self._gone
+        )
 
     # -- the server -----------------------------------------------------------
 
