@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -39,7 +39,6 @@ from .._executor import (
     run_iteration,
     state_paths,
 )
-from .._groups import sole_error
 from .._hook_passing import LOOP_VERIFY
 from .._inside import REFUSED_EVENT
 from .._monitor import CallsLeft
@@ -63,8 +62,6 @@ from .._stagnation import Snapshot, WorkspaceProbe, tasks_all_ticked
 from .._state import (
     FORGE_WRITES,
     GUIDANCE_DELIVERED,
-    LOOP_PAUSED,
-    LOOP_RESUMED,
     QUESTION_WAITED,
     STATE_DIR,
     BreakerClosed,
@@ -111,8 +108,9 @@ from ._decision import (
     recovery_events,
     started_event,
 )
-from ._endings import GATE_ERROR, INTERRUPTED, STOPPED, Ending, RunSummary, new_run_id
+from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
+from ._hold import PersonHold
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
 from ._recovery import (
@@ -131,9 +129,6 @@ _T = TypeVar("_T")
 
 # How often a loop waiting for an answer looks for a person's guidance (trio seconds).
 _ANSWER_LOOK = 2.0
-# How often a waiting loop (paused, cooling down, waiting for a permit or an
-# answer) looks for a person's resume or stop (trio seconds).
-_CONTROL_LOOK = 1.0
 
 EventSink = Callable[[str, str, str], None]  # (kind, change, text)
 IterationCallback = Callable[[IterationOutcome, IterationRecord], None]
@@ -402,9 +397,8 @@ class _Run:
     sight: _Sight
     # The status log and the lessons file: what a person watching reads.
     watch: IterationWatch
-    # When the run began (the loop's wall clock): a stop asked before it was
-    # meant for an earlier run.
-    began: float = 0.0
+    # A person's pause and stop, as this run obeys them.
+    hold: PersonHold
 
 
 @attrs.frozen
@@ -470,7 +464,10 @@ class _Loop:
             progress=self.progress,
             redact=self.plan.redact,
         )
-        run = _Run(begun, sight, watch, began)
+        hold = PersonHold(
+            self.store, self.progress, self._say, self.plan.run_id, self.plan.paths.name, began
+        )
+        run = _Run(begun, sight, watch, hold)
         between = _Between(state, secscan, tree)
         number = begun.used
         while may_run(between.state, number + 1, rules):
@@ -485,7 +482,7 @@ class _Loop:
                 return self._summary(verdict.ending, number, between)
             if between.question and self.policy.run.on_question == "wait":
                 between = attrs.evolve(between, controls=None)
-                ending = await self._unless_stopped(partial(self._await_answer, number), run)
+                ending = await run.hold.unless_stopped(partial(self._await_answer, number))
                 if ending is not None:
                     return self._summary(ending, number, between)
         # Nothing left to run: an earlier run used every iteration.
@@ -515,7 +512,7 @@ class _Loop:
         if limiter is None:
             return between, None
         self.progress.status = "waiting for a permit"
-        ending = await self._unless_stopped(partial(limiter.acquire, self.plan.paths.name), run)
+        ending = await run.hold.unless_stopped(partial(limiter.acquire, self.plan.paths.name))
         return between, ending
 
     async def _hold(
@@ -528,75 +525,12 @@ class _Loop:
         """
         controls = between.controls
         if controls is None:
-            controls = await _in_thread(self.store.controls)
-        if controls.stop_for(run.began) is not None:
-            ending = await self._stop_asked(run)
-            if ending is not None:
-                return between, ending, False
-        if not controls.holds:
-            return attrs.evolve(between, controls=controls), None, False
-        progress = self.progress
-        was, progress.status = progress.status, "paused by a person"
-        held_since = trio.current_time()
-        why = controls.why_held()
-        fields = {"run_id": self.plan.run_id, "iteration": number, "why": why}
-        await _in_thread(self.store.append, OtherEvent(name=LOOP_PAUSED, fields=fields))
-        name = self.plan.paths.name
-        self._say("loop", f"paused before iteration {number} — {why}; forge resume {name} goes on")
-        while controls.holds:
-            await trio.sleep(_CONTROL_LOOK)
-            controls = await _in_thread(self.store.controls)
-            if controls.stop_for(run.began) is not None:
-                ending = await self._stop_asked(run)
-                if ending is not None:
-                    return between, ending, True
-        waited = round(trio.current_time() - held_since, 3)
-        fields = {"run_id": self.plan.run_id, "iteration": number, "waited": waited}
-        await _in_thread(self.store.append, OtherEvent(name=LOOP_RESUMED, fields=fields))
-        progress.status = was
-        self._say("loop", f"resumed after {format_duration(waited)}: iteration {number} goes on")
+            controls = await run.hold.controls()
+        ending, held = await run.hold.hold(controls, number)
+        if ending is not None or not held:
+            return attrs.evolve(between, controls=controls), ending, False
         state = await _in_thread(self.store.refresh)
-        return attrs.evolve(between, state=state, controls=controls), None, True
-
-    async def _stop_asked(self, run: _Run) -> Ending | None:
-        """The ending a person's stop asks for (taken from the controls), or None."""
-        request = await _in_thread(self.store.take_stop, run.began)
-        if request is None:
-            return None
-        detail = request.describe("stopped")
-        self._say("loop", f"stopped — {detail}")
-        return Ending(STOPPED, detail=detail)
-
-    async def _unless_stopped(
-        self, wait: Callable[[], Awaitable[object]], run: _Run
-    ) -> Ending | None:
-        """Run ``wait`` (a cooldown, a permit, an answer), cut short by a person's stop.
-
-        Returns the stop's ending, or None when ``wait`` ran to its end.
-        """
-        stopped: list[Ending] = []
-
-        async def watch(cancel_scope: trio.CancelScope) -> None:
-            while True:
-                await trio.sleep(_CONTROL_LOOK)
-                controls = await _in_thread(self.store.controls)
-                if controls.stop_for(run.began) is None:
-                    continue
-                ending = await self._stop_asked(run)
-                if ending is not None:
-                    stopped.append(ending)
-                    cancel_scope.cancel()
-                    return
-
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(watch, nursery.cancel_scope)
-                await wait()
-                nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # The wait's own error (a state file it cannot read), as it would be without the watch.
-            raise sole_error(group) from None
-        return stopped[0] if stopped else None
+        return attrs.evolve(between, state=state, controls=None), None, True
 
     async def _admit(self, between: _Between, run: _Run) -> tuple[_Between, Ending | None]:
         run_id, rules = self.plan.run_id, self.settings.rules
@@ -619,7 +553,7 @@ class _Loop:
                 return attrs.evolve(between, state=state), admission.ending
             # Read again after the wait: a person may pause the loop meanwhile.
             between = attrs.evolve(between, state=state, controls=None)
-            stopped = await self._unless_stopped(partial(self._cool_down, admission.wait), run)
+            stopped = await run.hold.unless_stopped(partial(self._cool_down, admission.wait))
             if stopped is not None:
                 return between, stopped
             # A person may have reset the circuit (or a breaker) meanwhile: look
