@@ -337,7 +337,7 @@ def _record(root: Path, command: str, inside: Inside) -> str | None:
         folder = paths.folder
     paths = ChangePaths(folder.parent.parent.parent, paths.name)
     if not paths.folder.is_dir():
-        return None
+        return _leave_in_inbox(inside, fields)
     try:
         with exclusive_lock(paths.lock):
             append_event(paths.timeline, paths.name, OtherEvent(name=REFUSED_EVENT, fields=fields))

@@ -330,8 +330,12 @@ def _let_go_if_waiting(go: Path, started: Path) -> None:
             fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             continue  # no reader: nothing waits on it
-        os.write(fd, b"go\n")
-        os.close(fd)
+        try:
+            os.write(fd, b"go\n")
+        except BrokenPipeError:
+            pass  # its reader went away meanwhile: nothing waits on it either
+        finally:
+            os.close(fd)
 
 
 def _latest_run(repo: Repo) -> Path:

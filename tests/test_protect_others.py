@@ -240,3 +240,26 @@ def test_a_state_file_one_loop_read_is_not_read_again_by_another(
     report = second.inspect("c-1")
     assert [r.violation.name for r in report.repairs] == [".forge/changes/b/breaker.yaml"]
     assert (other / "breaker.yaml").read_bytes() == BREAKER
+
+
+def test_a_persons_controls_are_guarded_like_the_rest_of_forges_state(root: Path) -> None:
+    """An agent's clean would lift a pause, and its own write would stop another loop."""
+    other = root / ".forge" / "changes" / "b"
+    paused = b"paused:\n  by: alice@laptop\n  at: '2026-12-07T02:00:00.000Z'\n  reason: ''\n"
+    (other / "controls.yaml").write_bytes(paused)
+    check = _check(root)
+    check.arm()
+    (other / "controls.yaml").unlink()
+    stop = b"stop:\n  by: agent\n  at: '2026-12-07T02:00:00.000Z'\n  reason: ''\n"
+    (root / ".forge" / "changes" / "c").mkdir()
+    (root / ".forge" / "changes" / "c" / "controls.yaml").write_bytes(stop)
+    report = check.inspect("a-1")
+    harms = {r.violation.name: (r.violation.harm, r.restored) for r in report.repairs}
+    assert harms[".forge/changes/b/controls.yaml"] == ("deleted", True)
+    assert harms[".forge/changes/c/controls.yaml"][1] is True
+    assert (other / "controls.yaml").read_bytes() == paused
+    assert not (root / ".forge" / "changes" / "c" / "controls.yaml").exists()
+    # A person's pause during the iteration (journalled, as forge pause writes it) is no harm.
+    check.arm()
+    atomic_write(other / "controls.yaml", b"paused: null\nstop: null\n", journal=True)
+    assert not check.inspect("a-2").harmed

@@ -26,10 +26,11 @@ from .._state import (
     RunStopped,
     decode_event,
     event_record,
+    loop_running,
     parse_timeline,
     require_change,
 )
-from ._attach_logs import LogAt, ends, iterations, next_log, run_folders, running
+from ._attach_logs import LogAt, Running, ends, iterations, next_log, run_folders, running
 from ._common import project_from
 from ._console import Output
 from ._devnull import to_devnull
@@ -103,7 +104,9 @@ class _Attached:
         # The runs first: one that starts meanwhile is then a new one, or on the timeline.
         known = run_folders(paths.runs)
         data = read_whole(paths.timeline)
-        now = running(_decoded(data))
+        # The timeline's runs not stopped, unless no loop holds the change: a run
+        # killed (kill -9) before it could record its ending is not running.
+        now = running(_decoded(data)) if loop_running(paths) else Running()
         # New events only, from the end of the last whole line read.
         timeline = Tail(paths.timeline, data.rfind(b"\n") + 1)
         attached = cls(paths, out, events, timeline, known=known)

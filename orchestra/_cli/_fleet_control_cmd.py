@@ -33,20 +33,26 @@ def connected(project: Project, args: argparse.Namespace) -> Iterator[Connection
 
 
 def fleet_loop(
-    connection: Connection, args: argparse.Namespace, out: Output
+    connection: Connection, args: argparse.Namespace, out: Output, *, steers: bool = False
 ) -> dict[str, Any] | None:
     """The change's loop in the batch; None to fall back to this host's files.
 
+    ``steers``: the command gives a loop a person's request (a pause, a stop,
+    guidance). With the server out of reach it then falls back only to a loop
+    this host runs: a request left in this host's files for a fleet loop would
+    never reach it, while the command said it would.
+
     Raises:
         UsageError: with ``--fleet``, the batch has no loop for the change.
-        FleetUnavailable: with ``--fleet``, the server cannot be reached.
+        FleetUnavailable: with ``--fleet`` (or, steering, no loop of this host
+            running the change), the server cannot be reached.
     """
     from .._fleet import loop_state
 
     try:
         loop = loop_state(connection, args.change)
     except FleetUnavailable as exc:
-        if args.fleet:
+        if args.fleet or (steers and not _runs_here(args)):
             raise
         out.note(f"{exc.message}; showing this host's files")
         return None
@@ -56,6 +62,13 @@ def fleet_loop(
             hint="forge fleet status lists its loops",
         )
     return loop
+
+
+def _runs_here(args: argparse.Namespace) -> bool:
+    """Whether a loop of this host runs the change now."""
+    from .._state import ChangePaths, loop_running
+
+    return loop_running(ChangePaths(project_from(args).root, args.change))
 
 
 # -- forge circuit --------------------------------------------------------------

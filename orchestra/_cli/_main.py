@@ -598,7 +598,9 @@ def _add_resume(commands: _Commands, common: argparse.ArgumentParser) -> None:
     resume.add_argument(
         "--change", type=_change_name, help="the change whose loop contract is reconstructed"
     )
-    resume.add_argument("--events", type=_integer, default=5, metavar="N", help="last events shown")
+    resume.add_argument(
+        "--events", type=_integer, metavar="N", help="last events shown (default 5; with --change)"
+    )
     resume.add_argument("--reason", help="why it may go on (kept in the timeline)")
     resume.add_argument("--fleet", action="store_true", help=_FLEET_CONTROL_HELP)
     resume.set_defaults(handler="_contract_cmd:resume")
@@ -965,9 +967,16 @@ def _resume_which(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     if args.paused is not None and args.change is not None:
         parser.error("give CHANGE (a paused loop goes on) or --change C (its contract), not both")
     if args.paused is not None:
+        if args.events is not None:
+            parser.error("--events goes with --change C (the contract), not with CHANGE")
         args.change = args.paused  # the contract's resume hands it to forge pause's module
-    elif args.change is None:
+        return
+    if args.change is None:
         parser.error("give CHANGE (a paused loop goes on) or --change C (its contract)")
+    for flag, given in (("--reason", args.reason is not None), ("--fleet", args.fleet)):
+        if given:
+            parser.error(f"{flag} goes with CHANGE (a paused loop goes on), not with --change C")
+    args.events = 5 if args.events is None else args.events
 
 
 def _subparser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:

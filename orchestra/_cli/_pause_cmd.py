@@ -33,7 +33,7 @@ from .._state import (
     resume_loop,
     utc_now_iso,
 )
-from ._common import project_from, record_control
+from ._common import project_from
 from ._console import Output
 
 if TYPE_CHECKING:
@@ -47,13 +47,13 @@ def pause(args: argparse.Namespace, out: Output) -> int:
             return done
     paths = _change(args, "forge pause")
     request = _request(args)
-    before = pause_loop(paths, request)
+    event = OtherEvent(name=CONTROL_PAUSED, fields={"by": request.by, "reason": request.reason})
+    before = pause_loop(paths, request, lambda _before: event)
     name = paths.name
     if before.paused is not None:
         out.line(f'pause: "{name}" is already {_since(before.paused, "paused")}')
         _document(out, name, "paused", before.paused, changed=False)
         return EXIT_OK
-    record_control(paths, CONTROL_PAUSED, {"by": request.by, "reason": request.reason})
     if loop_running(paths):
         out.line(f'pause: "{name}" holds after its current iteration; forge resume {name} goes on')
     else:
@@ -72,13 +72,14 @@ def resume(args: argparse.Namespace, out: Output) -> int:
             return done
     paths = _change(args, "forge resume")
     request = _request(args)
-    before = resume_loop(paths)
+    before = resume_loop(
+        paths, lambda held: OtherEvent(name=CONTROL_RESUMED, fields=resumed_fields(request, held))
+    )
     name = paths.name
     if not before.holds:
         out.line(f'resume: "{name}" is not paused: nothing to resume')
         _document(out, name, "resumed", None, changed=False)
         return EXIT_OK
-    record_control(paths, CONTROL_RESUMED, resumed_fields(request, before))
     out.line(f'resume: "{name}" goes on ({before.why_held()})')
     _document(out, name, "resumed", request, changed=True)
     return EXIT_OK
@@ -96,8 +97,8 @@ def stop(args: argparse.Namespace, out: Output) -> int:
         _document(out, name, "stopped", None, changed=False)
         return EXIT_OK
     request = _request(args)
-    ask_stop(paths, request)
-    record_control(paths, CONTROL_STOP, {"by": request.by, "reason": request.reason})
+    event = OtherEvent(name=CONTROL_STOP, fields={"by": request.by, "reason": request.reason})
+    ask_stop(paths, request, lambda _before: event)
     out.line(f'stop: "{name}" {STOPS_WHEN}')
     _document(out, name, "stopped", request, changed=True)
     return EXIT_OK
@@ -128,12 +129,18 @@ def _since(request: Request, verb: str) -> str:
 def _document(
     out: Output, change: str, control: str, request: Request | None, *, changed: bool
 ) -> None:
-    if not out.json_mode:
-        return
+    if out.json_mode:
+        out.document(_as_document(change, control, request, changed))
+
+
+def _as_document(
+    change: str, control: str, request: Request | None, changed: bool
+) -> dict[str, Any]:
+    """``--json``'s one document: the change, the control, whether it changed, the request."""
     given = None
     if request is not None:
         given = {"by": request.by, "at": request.at, "reason": request.reason}
-    out.document({"change": change, "control": control, "changed": changed, "request": given})
+    return {"change": change, "control": control, "changed": changed, "request": given}
 
 
 # -- a fleet loop, on its server ---------------------------------------------
@@ -144,7 +151,7 @@ def _fleet_pause(args: argparse.Namespace, out: Output) -> int | None:
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out) is None:
+        if fleet_loop(connection, args, out, steers=True) is None:
             return None
         request, when = _server_request(connection, args)
         event = OtherEvent(name=CONTROL_PAUSED, fields={"by": request.by, "reason": request.reason})
@@ -167,7 +174,8 @@ def _fleet_pause(args: argparse.Namespace, out: Output) -> int | None:
                 f'pause: "{args.change}" (fleet "{fleet}") holds before its next iteration, '
                 f"on whichever host runs it; forge resume {args.change} goes on"
             )
-        _fleet_document(out, args.change, fleet, "paused", applied.written)
+        given = request if applied.written else applied.before.paused
+        _fleet_document(out, args.change, fleet, "paused", given, applied.written)
     return EXIT_OK
 
 
@@ -176,7 +184,7 @@ def _fleet_resume(args: argparse.Namespace, out: Output) -> int | None:
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out) is None:
+        if fleet_loop(connection, args, out, steers=True) is None:
             return None
         request, when = _server_request(connection, args)
         from .._fleet import read_controls
@@ -186,7 +194,7 @@ def _fleet_resume(args: argparse.Namespace, out: Output) -> int | None:
         fleet = connection.config.name
         if not before.holds:
             out.line(f'resume: "{args.change}" (fleet "{fleet}") is not paused: nothing to resume')
-            _fleet_document(out, args.change, fleet, "resumed", False)
+            _fleet_document(out, args.change, fleet, "resumed", None, False)
             return EXIT_OK
         event = OtherEvent(name=CONTROL_RESUMED, fields=resumed_fields(request, before))
         applied = set_control(
@@ -199,8 +207,11 @@ def _fleet_resume(args: argparse.Namespace, out: Output) -> int | None:
             events=[event],
             when=when,
         )
-        out.line(f'resume: "{args.change}" (fleet "{fleet}") goes on ({before.why_held()})')
-        _fleet_document(out, args.change, fleet, "resumed", applied.written)
+        if applied.written:
+            out.line(f'resume: "{args.change}" (fleet "{fleet}") goes on ({before.why_held()})')
+        else:
+            out.line(f'resume: "{args.change}" (fleet "{fleet}") is not paused: nothing to resume')
+        _fleet_document(out, args.change, fleet, "resumed", request, applied.written)
     return EXIT_OK
 
 
@@ -209,7 +220,7 @@ def _fleet_stop(args: argparse.Namespace, out: Output) -> int | None:
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out) is None:
+        if fleet_loop(connection, args, out, steers=True) is None:
             return None
         request, when = _server_request(connection, args)
         event = OtherEvent(name=CONTROL_STOP, fields={"by": request.by, "reason": request.reason})
@@ -233,7 +244,8 @@ def _fleet_stop(args: argparse.Namespace, out: Output) -> int | None:
                 out.line(f"forge fleet cancel {args.change} takes it out of the queue", style="dim")
         else:
             out.line(f'stop: "{args.change}" (fleet "{fleet}") {STOPS_WHEN}')
-        _fleet_document(out, args.change, fleet, "stopped", applied.written)
+        given = request if applied.written else None
+        _fleet_document(out, args.change, fleet, "stopped", given, applied.written)
     return EXIT_OK
 
 
@@ -245,6 +257,8 @@ def _server_request(connection: Connection, args: argparse.Namespace) -> tuple[R
     return _request(args, at=when), when
 
 
-def _fleet_document(out: Output, change: str, fleet: str, control: str, changed: bool) -> None:
+def _fleet_document(
+    out: Output, change: str, fleet: str, control: str, request: Request | None, changed: bool
+) -> None:
     if out.json_mode:
-        out.document({"change": change, "fleet": fleet, "control": control, "changed": changed})
+        out.document({**_as_document(change, control, request, changed), "fleet": fleet})

@@ -132,7 +132,7 @@ def _fleet_steer(args: argparse.Namespace, out: Output, text: str) -> int | None
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out) is None:
+        if fleet_loop(connection, args, out, steers=True) is None:
             return None
         if args.clear:
             return _fleet_clear(connection, args.change, out)

@@ -17,6 +17,7 @@ import attrs
 import trio
 
 from .._durations import format_duration
+from .._errors import ForgeError
 from .._groups import sole_error
 from .._state import LOOP_PAUSED, LOOP_RESUMED, LoopControls, OtherEvent
 from ._endings import STOPPED, Ending
@@ -107,10 +108,15 @@ class PersonHold:
         async def watch(cancel_scope: trio.CancelScope) -> None:
             while True:
                 await trio.sleep(CONTROL_LOOK)
-                controls = await self.controls()
-                if controls.stop_for(self.began) is None:
+                try:
+                    controls = await self.controls()
+                    ending = None
+                    if controls.stop_for(self.began) is not None:
+                        ending = await self.stop_asked()
+                except (ForgeError, OSError):
+                    # A look that failed ends no wait: the next one, a second on,
+                    # may read it; the loop's own next read reports a lasting fault.
                     continue
-                ending = await self.stop_asked()
                 if ending is not None:
                     stopped.append(ending)
                     cancel_scope.cancel()
@@ -122,7 +128,9 @@ class PersonHold:
                 await wait()
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            # The wait's own error (a state file it cannot read), as it would be without the watch.
+            # Only the wait raises (the watch keeps its faults): its error, as
+            # it would be without the watch. A stop taken as the wait ended (a
+            # permit granted at that instant) still ends the run.
             raise sole_error(group) from None
         return stopped[0] if stopped else None
 

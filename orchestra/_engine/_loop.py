@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import stat
@@ -110,7 +111,7 @@ from ._decision import (
 )
 from ._endings import GATE_ERROR, INTERRUPTED, Ending, RunSummary, new_run_id
 from ._gates import STATE_GATE, GateReading, SecscanGate
-from ._hold import PersonHold
+from ._hold import CONTROL_LOOK, PersonHold
 from ._progress import LoopProgress, verify_cell
 from ._record import IterationRecord, iteration_record
 from ._recovery import (
@@ -214,9 +215,9 @@ class LoopSettings:
         secscan: The secret-scan gate (its scanner, or none).
         limiter: The shared rate limiter every executor start takes a permit from.
         wall_clock: Wall-clock epoch seconds (persisted times, provider resets).
-        began: When the run began, on ``wall_clock`` (None: when the loop
-            starts): a person's stop asked earlier was meant for an earlier run.
-            A fleet's loop passes 0: its server keeps no earlier run's stop.
+        began: When the run began, on ``wall_clock`` (None: as :func:`run_loop`
+            starts it): a person's stop asked earlier was meant for an earlier
+            run. A fleet's loop passes 0: its server keeps no earlier run's stop.
     """
 
     policy: Policy
@@ -298,6 +299,10 @@ async def run_loop(
     """
     if store is None:
         store = ChangeStore(plan.paths, owns_circuit=moves_circuit(settings.rules))
+    if settings.began is None:
+        # Before the loop says it runs: a stop asked once it does is for this run.
+        # To the millisecond a request's time is written with, rounded down.
+        settings = attrs.evolve(settings, began=math.floor(settings.wall_clock() * 1000) / 1000)
     loop = _Loop(plan, settings, store, progress, on_event, on_iteration)
     with contextlib.ExitStack() as live:
         # Held while the loop runs: how forge pause and forge stop know it does.
@@ -444,9 +449,7 @@ class _Loop:
 
     async def run(self) -> RunSummary:
         rules = self.settings.rules
-        began = self.settings.began
-        if began is None:
-            began = self.settings.wall_clock()
+        began = self.settings.began if self.settings.began is not None else 0.0
         state = await _in_thread(self.store.load)
         begun = start(state, rules)
         sight, tree = await _in_thread(self._look_at_the_tree, begun.measures)
@@ -512,7 +515,14 @@ class _Loop:
         if limiter is None:
             return between, None
         self.progress.status = "waiting for a permit"
+        asked = trio.current_time()
         ending = await run.hold.unless_stopped(partial(limiter.acquire, self.plan.paths.name))
+        if ending is not None or trio.current_time() - asked < CONTROL_LOOK:
+            return between, ending
+        # The permit took its time: a pause given meanwhile holds the loop now,
+        # its permit spent (an agent started against a person's pause is worse).
+        # A permit at once (the usual case) costs no second look.
+        between, ending, _held = await self._hold(attrs.evolve(between, controls=None), number, run)
         return between, ending
 
     async def _hold(

@@ -59,7 +59,15 @@ local state = cjson.decode(current)['state']
 if ARGV[4] == 'running' and state ~= 'running' then return {0, 'not-running', state} end
 local text = redis.call('HGET', KEYS[2], 'controls') or '{}'
 local ok, controls = pcall(cjson.decode, text)
-if not ok or type(controls) ~= 'table' then controls = {} end
+-- As the hosts read it: an entry that is no request makes the whole value unreadable.
+local function request(entry)
+  if entry == nil or entry == cjson.null then return true end
+  return type(entry) == 'table' and type(entry['by']) == 'string'
+    and type(entry['at']) == 'string'
+end
+if ok and type(controls) ~= 'table' then ok = false end
+if ok and not (request(controls['paused']) and request(controls['stop'])) then ok = false end
+if not ok then controls = {} end
 local had = controls[ARGV[2]] ~= nil and controls[ARGV[2]] ~= cjson.null
 if (ARGV[5] == '1' and had) or (ARGV[3] == '' and not had and ok) then return {2, text} end
 if ARGV[3] == '' then controls[ARGV[2]] = nil else controls[ARGV[2]] = cjson.decode(ARGV[3]) end

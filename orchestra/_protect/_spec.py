@@ -30,13 +30,17 @@ FORGE_STATE = "Forge's own state"
 """The rule of a frozen entry under ``.forge/``: Forge's own state, not the project's list."""
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
-# and spend that decide whether a loop may go on, the human's waivers, and the
-# bash that puts Forge's guard in front of an agent's shell (shell_guard).
+# and spend that decide whether a loop may go on, the human's waivers, a
+# person's pause, stop and guidance (an agent's git clean would lift a pause;
+# its own write would stop another loop), and the bash that puts Forge's guard
+# in front of an agent's shell (shell_guard).
 FORGE_STATE_FILES = (
     "verify-attempts.yaml",
     "breaker.yaml",
     "spend.yaml",
     "secscan-markers.json",
+    "controls.yaml",
+    "guidance.yaml",
     "shell-guard/bash",
 )
 WAIVERS_FILE = ".forge/secscan-waivers.yaml"

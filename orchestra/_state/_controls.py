@@ -25,13 +25,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
 from ._change import ChangePaths
+from ._events import Event
 from ._files import exclusive_lock, iso_epoch
 from ._guarded import load_or_block
+from ._timeline import append_event
 from ._yamlstate import save_state
 
 # The timeline's events of these controls: a person's request, and what the loop did.
@@ -76,10 +78,10 @@ class LoopControls:
         return self.paused is not None or self.blocked is not None
 
     def why_held(self) -> str:
-        """What holds a loop, in words: who paused it and why, or the file it cannot read."""
+        """What holds a loop, in words: who paused it and why, or controls it cannot read."""
         if self.paused is not None:
             return self.paused.describe("paused")
-        return f"its controls file was {self.blocked}"
+        return f"a person's controls could not be read ({self.blocked})"
 
     def stop_for(self, run_began: float) -> Request | None:
         """The stop request meant for a run that began at ``run_began`` (epoch), if any."""
@@ -105,30 +107,48 @@ def read_controls(paths: ChangePaths) -> LoopControls:
     return state
 
 
-def pause_loop(paths: ChangePaths, request: Request) -> LoopControls:
-    """Pause the change's loop; the controls as they were (already paused: nothing changes)."""
+# What a control records when it changes something, made from the controls before it.
+Recorded = Callable[[LoopControls], Event]
+
+
+def pause_loop(
+    paths: ChangePaths, request: Request, record: Recorded | None = None
+) -> LoopControls:
+    """Pause the change's loop; the controls as they were (already paused: nothing changes).
+
+    ``record``'s event goes to the timeline under the same lock, when the pause
+    is written: the loop never reads a pause before its record.
+    """
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.controls, LoopControls, NO_CONTROLS)
         if before.paused is None:
             save_state(paths.controls, attrs.evolve(before, paused=request))
+            _record(paths, record, before)
     return before
 
 
-def resume_loop(paths: ChangePaths) -> LoopControls:
+def resume_loop(paths: ChangePaths, record: Recorded | None = None) -> LoopControls:
     """Lift a pause (and a moved-aside file's block); the controls as they were."""
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.controls, LoopControls, NO_CONTROLS)
         if before.holds:
             save_state(paths.controls, attrs.evolve(before, paused=None, blocked=None))
+            _record(paths, record, before)
     return before
 
 
-def ask_stop(paths: ChangePaths, request: Request) -> LoopControls:
+def ask_stop(paths: ChangePaths, request: Request, record: Recorded | None = None) -> LoopControls:
     """Ask the running loop to stop after its iteration; the controls as they were."""
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.controls, LoopControls, NO_CONTROLS)
         save_state(paths.controls, attrs.evolve(before, stop=request))
+        _record(paths, record, before)
     return before
+
+
+def _record(paths: ChangePaths, record: Recorded | None, before: LoopControls) -> None:
+    if record is not None:
+        append_event(paths.timeline, paths.name, record(before))
 
 
 def take_stop(paths: ChangePaths, run_began: float) -> Request | None:
@@ -149,17 +169,20 @@ def live_loop(paths: ChangePaths) -> Iterator[None]:
     state write reports that folder, as a clear error (a stop then finds no
     loop to stop, which is true soon enough).
     """
+    fd: int | None = None
     try:
         paths.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(paths.live, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError:
-        yield
-        return
-    try:
         fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+        fd = None
+    try:
         yield
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 def loop_running(paths: ChangePaths) -> bool:
