@@ -38,7 +38,7 @@ from .._fleet import (
 from .._policy import LoadedPolicy, policy_as_dict
 from .._ratelimit import LimiterStatistics
 from .._report import fleet_run_id
-from .._state import STATE_DIR, atomic_write
+from .._state import STATE_DIR, LoopControls, Request, atomic_write
 from .._supervise import Dashboard, LoopSetup, limiter_line, prepare, resolve_loops
 from ._common import policy_from, project_from
 from ._console import Output
@@ -320,12 +320,11 @@ def _print_loops(status: FleetStatus, out: Output) -> None:
 
 def _held_line(change: str, loop: dict[str, Any]) -> str:
     """``paused by a person (alice@laptop, since …): why — forge resume C --fleet …``."""
-    resume = f"forge resume {change} --fleet lets it go on"
     paused = loop.get("paused")
     if paused is None:
-        return f"held: {loop['held']} — {resume}"
-    why = f": {paused['reason']}" if paused.get("reason") else ""
-    return f"paused by a person ({paused['by']}, since {paused['at']}){why} — {resume}"
+        return f"held: {loop['held']} — forge resume {change} --fleet lets it go on"
+    controls = LoopControls(paused=Request(**paused))
+    return controls.held_line(f"forge resume {change} --fleet") or ""
 
 
 # -- forge fleet status ---------------------------------------------------------

@@ -108,8 +108,8 @@ def status(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  alert:    {name} — {detail}", style="yellow")
         if row["land"] is not None:
             out.line(f"  land:     {row['land']}")
-        if row["paused"] is not None:
-            out.line(f"  paused:   {row['paused']}", style="yellow")
+        if row["held"] is not None:
+            out.line(f"  paused:   {row['held']}", style="yellow")
         for given in row["guidance"]:
             text = given["text"] if len(given["text"]) <= 60 else given["text"][:59] + "…"
             out.line(f"  guidance: waiting ({given['keep']}, by {given['by']}): {text}")
@@ -270,21 +270,18 @@ def _row(paths: ChangePaths, root: Path) -> dict[str, Any]:
             {"text": given.text, "by": given.by, "keep": given.keep}
             for given in read_guidance(paths).entries
         ],
-        "paused": _paused_line(paths),
+        **_held(paths),
     }
 
 
-def _paused_line(paths: ChangePaths) -> str | None:
-    """``paused by a person (alice@laptop, since …): why — forge resume C``, or None."""
+def _held(paths: ChangePaths) -> dict[str, Any]:
+    """A person's pause (``paused``: by, at, reason) and what holds the loop in words (``held``)."""
     controls = read_controls(paths)
-    resume = f"forge resume {paths.name}"
-    if controls.paused is not None:
-        given = controls.paused
-        why = f": {given.reason}" if given.reason else ""
-        return f"paused by a person ({given.by}, since {given.at}){why} — {resume} lets it go on"
-    if controls.blocked is not None:
-        return f"held: its controls file was {controls.blocked} — {resume} lets it go on"
-    return None
+    paused = controls.paused
+    return {
+        "paused": None if paused is None else attrs.asdict(paused),
+        "held": controls.held_line(f"forge resume {paths.name}"),
+    }
 
 
 def _land_line(paths: ChangePaths, records: Sequence[dict[str, Any]], stands: str) -> str | None:

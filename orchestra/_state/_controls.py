@@ -83,6 +83,21 @@ class LoopControls:
             return self.paused.describe("paused")
         return f"a person's controls could not be read ({self.blocked})"
 
+    def held_line(self, resume: str) -> str | None:
+        """What holds the loop and the command that lifts it, for a status; None: nothing.
+
+        ``paused by a person (alice@laptop, since …): why — forge resume C lets it go on``.
+        """
+        if self.paused is not None:
+            given = self.paused
+            why = f": {given.reason}" if given.reason else ""
+            return (
+                f"paused by a person ({given.by}, since {given.at}){why} — {resume} lets it go on"
+            )
+        if self.blocked is not None:
+            return f"held: {self.why_held()} — {resume} lets it go on"
+        return None
+
     def stop_for(self, run_began: float) -> Request | None:
         """The stop request meant for a run that began at ``run_began`` (epoch), if any."""
         if self.stop is None:
