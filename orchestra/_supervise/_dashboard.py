@@ -38,6 +38,8 @@ _STYLES = {
     "cooling down": "yellow",
     "waiting for a permit": "yellow",
     "verifying": "cyan",
+    "paused by a person": "yellow",
+    "stopped": "yellow",  # by a person: nothing wrong, nothing done
 }
 
 
