@@ -204,3 +204,15 @@ def supervise_claude_json(
     assert "Traceback" not in ran.err, ran.err
     lines = (repo.change_dir("c") / "timeline.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
+
+
+def wait_started(started: Path) -> None:
+    """Wait until a held fake agent says it started (``echo up > FIFO``)."""
+    with open(started, encoding="utf-8") as fifo:
+        assert fifo.read() == "up\n"
+
+
+def let_go(go: Path) -> None:
+    """Let a fake agent held on ``read word < FIFO`` go on."""
+    with open(go, "w", encoding="utf-8") as fifo:
+        fifo.write("go\n")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import FAKE_AGENT, FORGE, Repo, forge_env, spawn_forge
+from .support import FAKE_AGENT, FORGE, Repo, forge_env, let_go, spawn_forge, wait_started
 from .test_secscan_e2e import github_token
 
 TOKEN = github_token()
@@ -115,16 +115,6 @@ def _fifo(folder: Path, name: str) -> Path:
     return path
 
 
-def _wait_started(started: Path) -> None:
-    with open(started, encoding="utf-8") as fifo:
-        assert fifo.read() == "up\n"
-
-
-def _let_go(go: Path) -> None:
-    with open(go, "w", encoding="utf-8") as fifo:
-        fifo.write("go\n")
-
-
 @pytest.fixture
 def held(repo: Repo, tmp_path: Path) -> tuple[Path, Path, Path]:
     """A loop ``c`` of two iterations, each holding on a FIFO once it printed its lines.
@@ -164,7 +154,7 @@ def test_attach_shows_the_agents_output_while_it_runs_across_iterations(
     supervise = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     lines = None
     try:
-        _wait_started(started)
+        wait_started(started)
         attach = _attach(repo, "c", "--events", "--plain")
         lines = _Lines(attach)
 
@@ -177,7 +167,7 @@ def test_attach_shows_the_agents_output_while_it_runs_across_iterations(
         assert "one: the token [redacted:github-pat] is printed" in first
         assert not any(TOKEN in line for line in first)
 
-        _let_go(go1)
+        let_go(go1)
         second = lines.until("two: hello from iteration 2")
         assert supervise.poll() is None  # held on go2
 
@@ -190,7 +180,7 @@ def test_attach_shows_the_agents_output_while_it_runs_across_iterations(
         assert "#1" in second[finished].split()
         assert second[header] == first[0].replace("iteration 1", "iteration 2")
 
-        _let_go(go2)
+        let_go(go2)
         out, err = supervise.communicate(timeout=_GIVE_UP)
         assert supervise.returncode == 0, out + err
         ended = lines.until('waiting for "c"\'s next iteration')

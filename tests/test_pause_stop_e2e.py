@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.support import FAKE_AGENT, FORGE, Repo, spawn_forge
+from tests.support import FAKE_AGENT, FORGE, Repo, let_go, spawn_forge, wait_started
 
 # A safety net for a broken build, never a wait: every read below returns as
 # soon as its line is printed.
@@ -131,16 +131,6 @@ def _kinds(repo: Repo, change: str) -> list[str]:
     return [str(event["event"]) for event in _events(repo, change)]
 
 
-def _wait_started(started: Path) -> None:
-    with open(started, encoding="utf-8") as fifo:
-        assert fifo.read() == "up\n"
-
-
-def _let_go(go: Path) -> None:
-    with open(go, "w", encoding="utf-8") as fifo:
-        fifo.write("go\n")
-
-
 def _ran(folder: Path, change: str) -> list[str]:
     """The iterations after the first that the agent of ``change`` ran, in order."""
     ran = folder / f"{change}.ran"
@@ -160,7 +150,7 @@ def test_pause_holds_one_loop_while_the_others_finish_and_resume_lets_it_go_on(
     forge = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     lines = _Lines(forge)
     try:
-        _wait_started(started)
+        wait_started(started)
         paused = repo.forge("pause", "billing", "--reason", "reviewing its migration")
         assert paused.code == 0, paused.err
         assert paused.lines == [
@@ -172,7 +162,7 @@ def test_pause_holds_one_loop_while_the_others_finish_and_resume_lets_it_go_on(
         status = repo.forge("status", "--plain")
         [line] = [line for line in status.lines if line.startswith("  paused:")]
         assert line.endswith(": reviewing its migration — forge resume billing lets it go on")
-        _let_go(go)
+        let_go(go)
         held = lines.until("billing:", "paused before iteration 2")
         assert "reviewing its migration" in held
         # The others go on, and end, while billing holds.
@@ -222,14 +212,14 @@ def test_stop_ends_one_loop_after_its_iteration_and_the_others_go_on(
     forge = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     lines = _Lines(forge)
     try:
-        _wait_started(started)
+        wait_started(started)
         stopped = repo.forge("stop", "billing", "--reason", "superseded by refunds", "--json")
         assert stopped.code == 0, stopped.err
         document = json.loads(stopped.out)
         assert document["control"] == "stopped"
         assert document["changed"] is True
         assert document["request"]["reason"] == "superseded by refunds"
-        _let_go(go)
+        let_go(go)
         lines.until("billing:", "stopped — stopped by ", "superseded by refunds")
         lines.until("search:", "done")
     finally:
@@ -274,9 +264,9 @@ def test_a_stop_ends_a_paused_or_cooling_loop_at_once(repo: Repo, tmp_path: Path
     forge = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     lines = _Lines(forge)
     try:
-        _wait_started(started)
+        wait_started(started)
         assert repo.forge("pause", "billing").code == 0
-        _let_go(go)
+        let_go(go)
         lines.until("billing:", "paused before iteration 2")
         lines.until("search:", "cooling down")
         assert repo.forge("stop", "billing").code == 0
@@ -306,9 +296,9 @@ def test_a_control_from_inside_an_agent_is_refused_and_recorded(repo: Repo, tmp_
     forge = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     lines = _Lines(forge)
     try:
-        _wait_started(started)
+        wait_started(started)
         lines.until("docs:", "done")
-        _let_go(go)
+        let_go(go)
     finally:
         _let_go_if_waiting(go, started)
         code, said = _finish(forge, lines)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support import FAKE_AGENT, Repo, spawn_forge
+from tests.support import FAKE_AGENT, Repo, let_go, spawn_forge, wait_started
 
 
 def _agent(folder: Path, change: str) -> tuple[str, Path, Path]:
@@ -43,16 +43,6 @@ def _events(repo: Repo, change: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in timeline.read_text().splitlines()]
 
 
-def _wait_started(started: Path) -> None:
-    with open(started, encoding="utf-8") as fifo:
-        assert fifo.read() == "up\n"
-
-
-def _let_go(go: Path) -> None:
-    with open(go, "w", encoding="utf-8") as fifo:
-        fifo.write("go\n")
-
-
 def test_guidance_reaches_the_next_iteration_of_that_loop_only(repo: Repo, tmp_path: Path) -> None:
     search, search_started, search_go = _agent(tmp_path, "search")
     billing, billing_started, billing_go = _agent(tmp_path, "billing")
@@ -67,8 +57,8 @@ def test_guidance_reaches_the_next_iteration_of_that_loop_only(repo: Repo, tmp_p
     repo.commit("project")
     forge = spawn_forge(["supervise", "--plain"], cwd=repo.root)
     try:
-        _wait_started(search_started)
-        _wait_started(billing_started)
+        wait_started(search_started)
+        wait_started(billing_started)
 
         given = repo.forge("steer", "search", "the test fixture is in tests/conftest.py, use it")
 
@@ -86,8 +76,8 @@ def test_guidance_reaches_the_next_iteration_of_that_loop_only(repo: Repo, tmp_p
             "tests/conftest.py, use it"
         ) in status.lines
     finally:
-        _let_go(search_go)
-        _let_go(billing_go)
+        let_go(search_go)
+        let_go(billing_go)
         out, err = forge.communicate(timeout=120)
     assert forge.returncode == 0, out + err
     second = json.loads((tmp_path / "search-2.json").read_text())

@@ -37,7 +37,7 @@ from ._common import project_from
 from ._console import Output
 
 if TYPE_CHECKING:
-    from .._fleet import Connection
+    from .._fleet import Connection, ControlSet
 
 
 def pause(args: argparse.Namespace, out: Output) -> int:
@@ -147,35 +147,22 @@ def _as_document(
 
 
 def _fleet_pause(args: argparse.Namespace, out: Output) -> int | None:
-    from .._fleet import ANY, set_control
-    from ._fleet_control_cmd import connected, fleet_loop
+    from .._fleet import ANY
 
-    with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out, steers=True) is None:
-            return None
-        request, when = _server_request(connection, args)
-        event = OtherEvent(name=CONTROL_PAUSED, fields={"by": request.by, "reason": request.reason})
-        applied = set_control(
-            connection,
-            args.change,
-            "paused",
-            request,
-            where=ANY,
-            keep=True,
-            events=[event],
-            when=when,
+    done = _fleet_set(args, out, "paused", where=ANY, keep=True, event=CONTROL_PAUSED)
+    if done is None:
+        return None
+    applied, request, fleet = done
+    if not applied.written and applied.before.paused is not None:
+        held = applied.before.paused.describe("paused")
+        out.line(f'pause: "{args.change}" is already {held} (fleet "{fleet}")')
+    else:
+        out.line(
+            f'pause: "{args.change}" (fleet "{fleet}") holds before its next iteration, '
+            f"on whichever host runs it; forge resume {args.change} goes on"
         )
-        fleet = connection.config.name
-        if not applied.written and applied.before.paused is not None:
-            held = applied.before.paused.describe("paused")
-            out.line(f'pause: "{args.change}" is already {held} (fleet "{fleet}")')
-        else:
-            out.line(
-                f'pause: "{args.change}" (fleet "{fleet}") holds before its next iteration, '
-                f"on whichever host runs it; forge resume {args.change} goes on"
-            )
-        given = request if applied.written else applied.before.paused
-        _fleet_document(out, args.change, fleet, "paused", given, applied.written)
+    given = request if applied.written else applied.before.paused
+    _fleet_document(out, args.change, fleet, "paused", given, applied.written)
     return EXIT_OK
 
 
@@ -216,37 +203,52 @@ def _fleet_resume(args: argparse.Namespace, out: Output) -> int | None:
 
 
 def _fleet_stop(args: argparse.Namespace, out: Output) -> int | None:
-    from .._fleet import RUNNING, set_control
+    from .._fleet import RUNNING
+
+    done = _fleet_set(args, out, "stop", where=RUNNING, keep=False, event=CONTROL_STOP)
+    if done is None:
+        return None
+    applied, request, fleet = done
+    if applied.state is not None:
+        out.line(
+            f'stop: "{args.change}" (fleet "{fleet}") is {applied.state}, not running: '
+            "nothing to stop"
+        )
+        if applied.state == "queued":
+            out.line(f"forge fleet cancel {args.change} takes it out of the queue", style="dim")
+    else:
+        out.line(f'stop: "{args.change}" (fleet "{fleet}") {STOPS_WHEN}')
+    given = request if applied.written else None
+    _fleet_document(out, args.change, fleet, "stopped", given, applied.written)
+    return EXIT_OK
+
+
+def _fleet_set(
+    args: argparse.Namespace, out: Output, member: str, *, where: str, keep: bool, event: str
+) -> tuple[ControlSet, Request, str] | None:
+    """Give the fleet loop a pause or a stop, recorded as ``event``; None: not a fleet loop.
+
+    Returns what the server did, the request, and the fleet's name.
+    """
+    from .._fleet import set_control
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
         if fleet_loop(connection, args, out, steers=True) is None:
             return None
         request, when = _server_request(connection, args)
-        event = OtherEvent(name=CONTROL_STOP, fields={"by": request.by, "reason": request.reason})
+        said = OtherEvent(name=event, fields={"by": request.by, "reason": request.reason})
         applied = set_control(
             connection,
             args.change,
-            "stop",
+            member,
             request,
-            where=RUNNING,
-            keep=False,
-            events=[event],
+            where=where,
+            keep=keep,
+            events=[said],
             when=when,
         )
-        fleet = connection.config.name
-        if applied.state is not None:
-            out.line(
-                f'stop: "{args.change}" (fleet "{fleet}") is {applied.state}, not running: '
-                "nothing to stop"
-            )
-            if applied.state == "queued":
-                out.line(f"forge fleet cancel {args.change} takes it out of the queue", style="dim")
-        else:
-            out.line(f'stop: "{args.change}" (fleet "{fleet}") {STOPS_WHEN}')
-        given = request if applied.written else None
-        _fleet_document(out, args.change, fleet, "stopped", given, applied.written)
-    return EXIT_OK
+        return applied, request, connection.config.name
 
 
 def _server_request(connection: Connection, args: argparse.Namespace) -> tuple[Request, str]:

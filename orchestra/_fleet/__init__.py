@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from ._status import read_hosts as read_hosts
     from ._steering import ANY as ANY
     from ._steering import RUNNING as RUNNING
+    from ._steering import ControlSet as ControlSet
     from ._steering import clear_fleet_guidance as clear_fleet_guidance
     from ._steering import give_fleet_guidance as give_fleet_guidance
     from ._steering import read_fleet_guidance as read_fleet_guidance
@@ -109,6 +110,7 @@ if not TYPE_CHECKING:
             ),
             "._store": ("RedisChangeStore", "timeline_lines", "read_state", "read_controls"),
             "._steering": (
+                "ControlSet",
                 "ANY",
                 "RUNNING",
                 "clear_fleet_guidance",

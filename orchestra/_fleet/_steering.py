@@ -119,7 +119,7 @@ def request_json(request: Request) -> str:
 
 
 @attrs.frozen
-class Applied:
+class ControlSet:
     """What setting a control did.
 
     Attributes:
@@ -144,7 +144,7 @@ def set_control(
     keep: bool,
     events: list[Event],
     when: str,
-) -> Applied:
+) -> ControlSet:
     """Set (or with ``None`` remove) one control, with its events, in one script.
 
     Raises:
@@ -159,8 +159,8 @@ def set_control(
     if int(written) == 0 and str(rest[0]) == "unknown":
         raise _no_loop(connection, change)
     if int(written) == 0:
-        return Applied(False, LoopControls(), state=str(rest[1]))
-    return Applied(int(written) == 1, controls_from_json(str(rest[0])))
+        return ControlSet(False, LoopControls(), state=str(rest[1]))
+    return ControlSet(int(written) == 1, controls_from_json(str(rest[0])))
 
 
 # -- a person's guidance (forge steer) ----------------------------------------

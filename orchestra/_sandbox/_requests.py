@@ -42,37 +42,40 @@ class Request:
 
 def queue_request(inbox: Path, argv: Sequence[str]) -> Path:
     """Leave ``argv`` in the inbox for the loop to run after the iteration; returns its file."""
-    folder = inbox / REQUESTS
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"{time.time_ns():020d}-{os.getpid()}.json"
-    temporary = folder / f".{name}.tmp"
-    temporary.write_text(json.dumps({"argv": list(argv)}), encoding="utf-8")
-    temporary.rename(folder / name)  # whole or not at all: the loop never reads half a request
-    return folder / name
+    return _leave(inbox / REQUESTS, {"argv": list(argv)})
 
 
 def queue_refusal(inbox: Path, fields: Mapping[str, object]) -> Path:
     """Leave a refused control's record in the inbox (the sandbox keeps the timeline read-only)."""
-    folder = inbox / REFUSED
+    return _leave(inbox / REFUSED, dict(fields))
+
+
+def _leave(folder: Path, data: object) -> Path:
+    """One JSON file in ``folder``, named to sort in the order they were left."""
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns():020d}-{os.getpid()}.json"
     temporary = folder / f".{name}.tmp"
-    temporary.write_text(json.dumps(dict(fields)), encoding="utf-8")
-    temporary.rename(folder / name)
+    temporary.write_text(json.dumps(data), encoding="utf-8")
+    temporary.rename(folder / name)  # whole or not at all: the loop never reads half of one
     return folder / name
 
 
-def read_refusals(inbox: Path) -> list[dict[str, object]]:
-    """The refusals left in the inbox, oldest first (unreadable ones skipped)."""
-    folder = inbox / REFUSED
+def _left(folder: Path) -> list[str] | None:
+    """The names of the files left in ``folder``, oldest first (None: no folder to read)."""
     try:
-        names = sorted(
+        return sorted(
             entry.name
             for entry in os.scandir(folder)
             if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
         )
     except OSError:
-        return []
+        return None
+
+
+def read_refusals(inbox: Path) -> list[dict[str, object]]:
+    """The refusals left in the inbox, oldest first (unreadable ones skipped)."""
+    folder = inbox / REFUSED
+    names = _left(folder) or []
     found: list[dict[str, object]] = []
     for name in names[:_MAX_REQUESTS]:
         try:
@@ -112,13 +115,8 @@ def refusal(argv: Sequence[str], change: str) -> str | None:
 def read_requests(inbox: Path) -> tuple[list[Request], list[str]]:
     """The requests in the inbox, oldest first, and a line for each one that is unreadable."""
     folder = inbox / REQUESTS
-    try:
-        names = sorted(
-            entry.name
-            for entry in os.scandir(folder)
-            if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)
-        )
-    except OSError:
+    names = _left(folder)
+    if names is None:
         return [], []
     found: list[Request] = []
     problems: list[str] = []
