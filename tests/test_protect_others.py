@@ -242,24 +242,20 @@ def test_a_state_file_one_loop_read_is_not_read_again_by_another(
     assert (other / "breaker.yaml").read_bytes() == BREAKER
 
 
-def test_a_persons_controls_are_guarded_like_the_rest_of_forges_state(root: Path) -> None:
-    """An agent's clean would lift a pause, and its own write would stop another loop."""
-    other = root / ".forge" / "changes" / "b"
+def test_the_loops_own_controls_are_guarded_and_a_persons_pause_is_no_harm(root: Path) -> None:
+    """An agent's clean would lift its loop's pause; a person's pause meanwhile is no harm."""
+    own = root / ".forge" / "changes" / "a"
+    own.mkdir(parents=True)
     paused = b"paused:\n  by: alice@laptop\n  at: '2026-12-07T02:00:00.000Z'\n  reason: ''\n"
-    (other / "controls.yaml").write_bytes(paused)
+    (own / "controls.yaml").write_bytes(paused)
     check = _check(root)
     check.arm()
-    (other / "controls.yaml").unlink()
-    stop = b"stop:\n  by: agent\n  at: '2026-12-07T02:00:00.000Z'\n  reason: ''\n"
-    (root / ".forge" / "changes" / "c").mkdir()
-    (root / ".forge" / "changes" / "c" / "controls.yaml").write_bytes(stop)
+    (own / "controls.yaml").unlink()
     report = check.inspect("a-1")
     harms = {r.violation.name: (r.violation.harm, r.restored) for r in report.repairs}
-    assert harms[".forge/changes/b/controls.yaml"] == ("deleted", True)
-    assert harms[".forge/changes/c/controls.yaml"][1] is True
-    assert (other / "controls.yaml").read_bytes() == paused
-    assert not (root / ".forge" / "changes" / "c" / "controls.yaml").exists()
-    # A person's pause during the iteration (journalled, as forge pause writes it) is no harm.
+    assert harms == {".forge/changes/a/controls.yaml": ("deleted", True)}
+    assert (own / "controls.yaml").read_bytes() == paused
+    # A person's resume during the iteration (journalled, as forge resume writes it).
     check.arm()
-    atomic_write(other / "controls.yaml", b"paused: null\nstop: null\n", journal=True)
+    atomic_write(own / "controls.yaml", b"paused: null\nstop: null\n", journal=True)
     assert not check.inspect("a-2").harmed

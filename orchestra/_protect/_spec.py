@@ -30,25 +30,31 @@ FORGE_STATE = "Forge's own state"
 """The rule of a frozen entry under ``.forge/``: Forge's own state, not the project's list."""
 
 # Forge's own state, frozen whatever the policy says: the verdicts, circuits
-# and spend that decide whether a loop may go on, the human's waivers, a
-# person's pause, stop and guidance (an agent's git clean would lift a pause;
-# its own write would stop another loop), and the bash that puts Forge's guard
-# in front of an agent's shell (shell_guard).
+# and spend that decide whether a loop may go on, the human's waivers, and the
+# bash that puts Forge's guard in front of an agent's shell (shell_guard).
+# Guarded in every change's folder (another loop's too).
 FORGE_STATE_FILES = (
     "verify-attempts.yaml",
     "breaker.yaml",
     "spend.yaml",
     "secscan-markers.json",
-    "controls.yaml",
-    "guidance.yaml",
     "shell-guard/bash",
 )
+# A person's requests of a change's loop: its pause or stop, its guidance (an
+# agent's git clean would lift a pause). Guarded in the loop's own folder; in
+# other changes' folders the sandbox keeps them out of an agent's reach, as
+# looking them up there, for every other change at every iteration, cost a
+# fifth of a supervised iteration's CPU (bench/supervisor_overhead.py, 20 loops).
+PERSON_FILES = ("controls.yaml", "guidance.yaml")
 WAIVERS_FILE = ".forge/secscan-waivers.yaml"
 # Forge's state that must not appear during an iteration either, unless Forge
 # itself wrote it (its journal says so): a waivers file or an open breaker an
 # agent creates is its decision, not a person's. The shell guard's bash is not
 # among them: Forge writes it as the executor starts, after the manifest.
-SEALED_STATE_FILES = tuple(name for name in FORGE_STATE_FILES if name != "shell-guard/bash")
+SEALED_STATE_FILES = (
+    *(name for name in FORGE_STATE_FILES if name != "shell-guard/bash"),
+    *PERSON_FILES,
+)
 
 
 def sealed_state(name: str, waivers: str = WAIVERS_FILE) -> bool:
@@ -64,7 +70,7 @@ def sealed_state(name: str, waivers: str = WAIVERS_FILE) -> bool:
 
 def forge_state_entries(change: str = "*", waivers: str = WAIVERS_FILE) -> tuple[str, ...]:
     """Forge's own frozen state, for one change or (``*``) every change."""
-    files = tuple(f"{CHANGES}/{change}/{name}" for name in FORGE_STATE_FILES)
+    files = tuple(f"{CHANGES}/{change}/{name}" for name in (*FORGE_STATE_FILES, *PERSON_FILES))
     return (*files, waivers)
 
 
