@@ -1,4 +1,4 @@
-"""What several commands share: finding the project, loading its policy, recording a control."""
+"""What several commands share: finding the project and loading its policy."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from .._workspace import Project, find_project
 
 if TYPE_CHECKING:
     from .._policy import BudgetPolicy, Layer, LoadedPolicy
-    from .._state import ChangePaths
 
 
 def project_from(args: argparse.Namespace) -> Project:
@@ -86,11 +85,3 @@ def flag_layer(flag: str, dotted: str, value: object) -> Layer:
     for table in reversed(tables):
         data = {table: data}
     return Layer(f"flag {flag}", data)
-
-
-def record_control(paths: ChangePaths, name: str, fields: dict[str, Any]) -> None:
-    """A person's control (``forge steer``, ``forge pause`` ...) on the change's timeline."""
-    from .._state import OtherEvent, append_event, exclusive_lock
-
-    with exclusive_lock(paths.lock):
-        append_event(paths.timeline, paths.name, OtherEvent(name=name, fields=fields))

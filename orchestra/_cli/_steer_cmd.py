@@ -28,13 +28,14 @@ from .._state import (
     ChangePaths,
     Guidance,
     GuidanceState,
+    OtherEvent,
     clear_guidance,
     give_guidance,
     read_guidance,
     require_change,
     utc_now_iso,
 )
-from ._common import project_from, record_control
+from ._common import project_from
 from ._console import Output
 
 if TYPE_CHECKING:
@@ -54,8 +55,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     paths = require_change(ChangePaths(project.root, args.change), command)
     by = operator()
     if args.clear:
-        before = clear_guidance(paths)
-        record_control(paths, GUIDANCE_CLEARED, {"by": by, "count": len(before.entries)})
+        before = clear_guidance(
+            paths,
+            lambda was: OtherEvent(
+                name=GUIDANCE_CLEARED, fields={"by": by, "count": len(was.entries)}
+            ),
+        )
         out.line(f'steer: cleared {len(before.entries)} piece(s) of guidance for "{paths.name}"')
         if out.json_mode:
             out.document({"change": paths.name, "cleared": len(before.entries)})
@@ -69,8 +74,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return EXIT_OK
     keep = UNTIL_CLEARED if args.until_cleared else ONCE
     given = Guidance(text=text, by=by, at=utc_now_iso(), keep=keep)
-    after = give_guidance(paths, given)
-    record_control(paths, GUIDANCE_GIVEN, {"by": by, "keep": keep, "text": text})
+    said = OtherEvent(name=GUIDANCE_GIVEN, fields={"by": by, "keep": keep, "text": text})
+    after = give_guidance(paths, given, said)
     when = "its next iteration" if keep == ONCE else "every iteration until --clear"
     out.line(f'steer: guidance for "{paths.name}" waits for {when} ({len(after.entries)} waiting)')
     if after.blocked:

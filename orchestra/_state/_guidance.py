@@ -11,11 +11,15 @@ person clears it, since the loop cannot know what it said.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from ._change import ChangePaths
+from ._events import Event
 from ._files import exclusive_lock
 from ._guarded import load_or_block
+from ._timeline import append_event
 from ._yamlstate import save_state
 
 ONCE = "once"
@@ -64,21 +68,34 @@ def read_guidance(paths: ChangePaths) -> GuidanceState:
     return state
 
 
-def give_guidance(paths: ChangePaths, given: Guidance) -> GuidanceState:
-    """Add ``given`` for the change's next iteration; the state after it."""
+def give_guidance(paths: ChangePaths, given: Guidance, said: Event | None = None) -> GuidanceState:
+    """Add ``given`` for the change's next iteration; the state after it.
+
+    ``said`` (its ``guidance.given``) goes to the timeline under the same lock:
+    the loop never takes guidance before its record.
+    """
     with exclusive_lock(paths.lock):
         state, _ = load_or_block(paths, paths.guidance, GuidanceState, NO_GUIDANCE)
         after = attrs.evolve(state, entries=(*state.entries, given))
         save_state(paths.guidance, after)
+        if said is not None:
+            append_event(paths.timeline, paths.name, said)
     return after
 
 
-def clear_guidance(paths: ChangePaths) -> GuidanceState:
-    """Remove every entry (a moved-aside file's block too); what there was."""
+def clear_guidance(
+    paths: ChangePaths, said: Callable[[GuidanceState], Event] | None = None
+) -> GuidanceState:
+    """Remove every entry (a moved-aside file's block too); what there was.
+
+    ``said(before)`` (its ``guidance.cleared``) goes to the timeline under the same lock.
+    """
     with exclusive_lock(paths.lock):
         before, _ = load_or_block(paths, paths.guidance, GuidanceState, NO_GUIDANCE)
         if before != NO_GUIDANCE:
             save_state(paths.guidance, NO_GUIDANCE)
+        if said is not None:
+            append_event(paths.timeline, paths.name, said(before))
     return before
 
 
