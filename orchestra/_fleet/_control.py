@@ -46,7 +46,7 @@ from ._config import GROUP, Keys
 from ._connection import Connection
 from ._queue import ESCALATED, QUEUED, LoopSpec, all_ended, status_json
 from ._retention import expire_batch, revive_batch
-from ._store import event_pieces, read_state, state_json
+from ._store import event_pieces, numbered_events, read_state, state_json
 
 CANCELLED = "cancelled"
 """The reason a cancelled loop ended with (its state: escalated)."""
@@ -61,7 +61,8 @@ CANCEL = "cancel"  # only while queued or running; ends it
 # ARGV: change, mode, status JSON when queued again, status JSON when cancelled,
 # group, number of fields, field/value pairs, then the events' JSON pieces.
 # Returns {1, state before, queued again (0/1)} or {0, why, the state or host}.
-CONTROL = """
+CONTROL = (
+    """
 local change, mode = ARGV[1], ARGV[2]
 local current = redis.call('HGET', KEYS[1], change)
 if not current then return {0, 'unknown', ''} end
@@ -81,13 +82,9 @@ for _ = 1, tonumber(ARGV[6]) do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   i = i + 2
 end
-local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
-while i <= #ARGV do
-  seq = seq + 1
-  redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
-  i = i + 2
-end
-redis.call('HSET', KEYS[2], 'seq', seq)
+"""
+    + numbered_events("i")
+    + """
 if mode == 'cancel' then
   -- The host running it is fenced out: its next renewal or write is refused.
   -- Its lease stays until it lapses: deleted, a requeue could be claimed while
@@ -116,6 +113,7 @@ if again then
 end
 return {1, state, again and 1 or 0}
 """
+)
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ from ._store import (
     event_pieces,
     guidance_from_json,
     guidance_json,
+    numbered_events,
     read_guidance_text,
 )
 
@@ -52,7 +53,8 @@ ANY = "any"
 # where the loop must be (running | any), keep an existing member (1/0), then
 # the events' JSON pieces. Returns {1, controls before} when written,
 # {2, controls before} when kept as it was, {0, why, state} when refused.
-SET = """
+SET = (
+    """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current then return {0, 'unknown', ''} end
 local state = cjson.decode(current)['state']
@@ -72,16 +74,13 @@ local had = controls[ARGV[2]] ~= nil and controls[ARGV[2]] ~= cjson.null
 if (ARGV[5] == '1' and had) or (ARGV[3] == '' and not had and ok) then return {2, text} end
 if ARGV[3] == '' then controls[ARGV[2]] = nil else controls[ARGV[2]] = cjson.decode(ARGV[3]) end
 controls['blocked'] = nil
-local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
-local i = 6
-while i <= #ARGV do
-  seq = seq + 1
-  redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
-  i = i + 2
-end
-redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls), 'seq', seq)
+redis.call('HSET', KEYS[2], 'controls', cjson.encode(controls))
+"""
+    + numbered_events("6")
+    + """
 return {1, text}
 """
+)
 
 
 # A person's guidance replaced whole, if it is still what they read (else
@@ -90,7 +89,8 @@ return {1, text}
 # ARGV: change, the guidance was there (1/0), the guidance read, the guidance
 # after ("": none), then the events' JSON pieces.
 # Returns 1 when written, 0 when the batch has no such loop, 2 when the guidance changed.
-GUIDE = """
+GUIDE = (
+    """
 if not redis.call('HGET', KEYS[1], ARGV[1]) then return 0 end
 local current = redis.call('HGET', KEYS[2], 'guidance')
 if ARGV[2] == '1' then
@@ -101,16 +101,12 @@ if ARGV[4] == '' then
 else
   redis.call('HSET', KEYS[2], 'guidance', ARGV[4])
 end
-local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
-local i = 5
-while i <= #ARGV do
-  seq = seq + 1
-  redis.call('XADD', KEYS[3], '*', 'event', ARGV[i] .. seq .. ARGV[i + 1])
-  i = i + 2
-end
-redis.call('HSET', KEYS[2], 'seq', seq)
+"""
+    + numbered_events("5")
+    + """
 return 1
 """
+)
 
 
 def request_json(request: Request) -> str:

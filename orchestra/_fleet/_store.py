@@ -174,6 +174,24 @@ def state_from_json(text: str | None, cls: type[Any], default: Any) -> Any:
     return STATE_CONVERTER.structure(json.loads(text), cls)
 
 
+def numbered_events(first: str) -> str:
+    """Lua that appends the events :func:`event_pieces` made, each with the change's next seq.
+
+    The pieces are ``ARGV[first]`` on (a number, or a variable the script
+    counted up to them); the change's hash is ``KEYS[2]``, its timeline ``KEYS[3]``.
+    """
+    return f"""
+local seq = tonumber(redis.call('HGET', KEYS[2], 'seq') or '0')
+local at = {first}
+while at <= #ARGV do
+  seq = seq + 1
+  redis.call('XADD', KEYS[3], '*', 'event', ARGV[at] .. seq .. ARGV[at + 1])
+  at = at + 2
+end
+redis.call('HSET', KEYS[2], 'seq', seq)
+"""
+
+
 def event_pieces(events: Sequence[Event], stamp: str, change: str) -> list[str]:
     """Each event's JSON line before and after its seq, which the writing script numbers."""
     pieces: list[str] = []
