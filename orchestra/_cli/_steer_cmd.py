@@ -137,7 +137,8 @@ def _fleet_steer(args: argparse.Namespace, out: Output, text: str) -> int | None
     from ._fleet_control_cmd import connected, fleet_loop
 
     with connected(project_from(args), args) as connection:
-        if fleet_loop(connection, args, out, steers=True) is None:
+        # Listing only reads: this host's file is a fair answer when the server is out of reach.
+        if fleet_loop(connection, args, out, steers=bool(args.clear or text)) is None:
             return None
         if args.clear:
             return _fleet_clear(connection, args.change, out)
